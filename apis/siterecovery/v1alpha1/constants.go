@@ -1,0 +1,69 @@
+package v1alpha1
+
+// Labels, annotations and names shared by the tiers.
+const (
+	// LostQuorumTaintKey is the node taint the drbd-node-agent sets while a local
+	// DRBD resource has lost quorum; the failover-controller removes it from target
+	// nodes only after its safety check.
+	LostQuorumTaintKey = "drbd.linbit.com/lost-quorum"
+
+	// FailoverLockPrefix prefixes the per-group Lease; use FailoverLockName.
+	FailoverLockPrefix = "failover-lock-"
+
+	// FailoverLockTTLSeconds is the Lease duration: a crashed holder blocks other
+	// failovers of its group for at most this long.
+	FailoverLockTTLSeconds = 300
+
+	// ManagedByLabel marks objects created by siterecovery on workload clusters.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel.
+	ManagedByValue = "siterecovery"
+
+	// ProtectionGroupLabel names the ProtectionGroup an object belongs to.
+	ProtectionGroupLabel = "siterecovery.trilio.io/protection-group"
+	// ZoneLabel names the ProtectionZone an object belongs to.
+	ZoneLabel = "siterecovery.trilio.io/zone"
+
+	// PreviousRunStrategyAnnotation keeps a VM's run strategy while the
+	// ProtectionGroup controller holds it Halted, so that a start restores it.
+	PreviousRunStrategyAnnotation = "siterecovery.trilio.io/previous-run-strategy"
+
+	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
+	KubeconfigSecretKey = "kubeconfig"
+
+	// DRBDPortMin and DRBDPortMax bound the replication ports (TCP 7000-7999).
+	DRBDPortMin = 7000
+	DRBDPortMax = 7999
+)
+
+// FailoverLockName returns the name of the Lease that serialises failovers of a group.
+func FailoverLockName(protectionGroup string) string {
+	return FailoverLockPrefix + protectionGroup
+}
+
+// Condition types shared by several kinds.
+const (
+	// ConditionReady is True when the object reached its goal.
+	ConditionReady = "Ready"
+	// ConditionDegraded is True when part of the object does not work as asked.
+	ConditionDegraded = "Degraded"
+	// ConditionReachable is True while a workload cluster's API server answers.
+	ConditionReachable = "Reachable"
+	// ConditionSynced is True when the workload copies match the quorum copy.
+	ConditionSynced = "Synced"
+)
+
+// Reasons shared by several kinds.
+const (
+	ReasonReconciled          = "Reconciled"
+	ReasonProgressing         = "Progressing"
+	ReasonVMNotFound          = "VirtualMachineNotFound"
+	ReasonKubeconfigInvalid   = "KubeconfigInvalid"
+	ReasonKubeconfigForbidden = "KubeconfigNotAllowed"
+	ReasonSecretNotFound      = "SecretNotFound"
+	ReasonAPIServerReachable  = "APIServerReachable"
+	ReasonAPIServerDown       = "APIServerUnreachable"
+	ReasonInvalidSpec         = "InvalidSpec"
+	ReasonInSync              = "InSync"
+	ReasonDrift               = "Drift"
+)

@@ -1,0 +1,160 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// FailoverType says whether the source cluster takes part in the failover.
+// +kubebuilder:validation:Enum=planned;unplanned
+type FailoverType string
+
+const (
+	// FailoverPlanned stops the VMs on the source before the target is promoted;
+	// no VM ever runs on both clusters and no data is lost.
+	FailoverPlanned FailoverType = "planned"
+	// FailoverUnplanned proceeds without the source (it may be unreachable) and
+	// forces promotion where needed; writes inside the protocol's window may be lost.
+	FailoverUnplanned FailoverType = "unplanned"
+)
+
+// FailoverPhase is a step of the failover flow (spec 004 §1-8).
+// +kubebuilder:validation:Enum=Pending;StoppingOnSource;WaitingForDRBD;StartingOnTarget;Completed;Failed
+type FailoverPhase string
+
+// Phases of a FailoverRequest, in order.
+const (
+	FailoverPending          FailoverPhase = "Pending"
+	FailoverStoppingOnSource FailoverPhase = "StoppingOnSource"
+	FailoverWaitingForDRBD   FailoverPhase = "WaitingForDRBD"
+	FailoverStartingOnTarget FailoverPhase = "StartingOnTarget"
+	FailoverCompleted        FailoverPhase = "Completed"
+	FailoverFailed           FailoverPhase = "Failed"
+)
+
+// Condition types of a FailoverRequest.
+const (
+	ConditionLockAcquired   = "LockAcquired"
+	ConditionValidated      = "Validated"
+	ConditionSourceStopped  = "SourceStopped"
+	ConditionTargetPromoted = "TargetPromoted"
+	ConditionTargetRunning  = "TargetRunning"
+	ConditionDataLossRisk   = "DataLossPossible"
+)
+
+// Reasons of a FailoverRequest.
+const (
+	ReasonLockHeld          = "LockHeldByOtherRequest"
+	ReasonAlreadyOnTarget   = "AlreadyOnTarget"
+	ReasonGroupNotFound     = "ProtectionGroupNotFound"
+	ReasonInvalidTarget     = "InvalidTargetCluster"
+	ReasonDrainTimeout      = "DrainTimeout"
+	ReasonBootTimeout       = "BatchBootTimeout"
+	ReasonTaintConflict     = "TaintRemovalBlocked"
+	ReasonSourceUnreachable = "SourceUnreachable"
+	ReasonUnplanned         = "UnplannedFailover"
+)
+
+// FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.
+// The spec is immutable: a changed request is a new FailoverRequest.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; create a new FailoverRequest"
+type FailoverRequestSpec struct {
+	// protectionGroupRef names the group to move.
+	// +required
+	ProtectionGroupRef ProtectionGroupReference `json:"protectionGroupRef"`
+
+	// targetCluster is the zone cluster the group moves to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TargetCluster string `json:"targetCluster"`
+
+	// failoverType is planned (the source stops first) or unplanned (proceed without
+	// the source, accepting the loss of writes inside the protocol's window).
+	// +optional
+	// +kubebuilder:default=planned
+	FailoverType FailoverType `json:"failoverType,omitempty"`
+
+	// drainTimeoutSeconds bounds how long the VMs may take to stop on the source.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	DrainTimeoutSeconds int32 `json:"drainTimeoutSeconds,omitempty"`
+
+	// batchBootTimeoutSeconds bounds how long the VMs may take to run on the target.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	BatchBootTimeoutSeconds int32 `json:"batchBootTimeoutSeconds,omitempty"`
+
+	// force removes DRBD quorum taints from target nodes even while another group
+	// runs there, accepting disruption of that group.
+	// +optional
+	Force bool `json:"force,omitempty"`
+}
+
+// FailoverRequestStatus is the audit trail of a failover.
+type FailoverRequestStatus struct {
+	// observedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// phase is the current step.
+	// +optional
+	Phase FailoverPhase `json:"phase,omitempty"`
+	// phaseHistory records when each phase was entered and why.
+	// +optional
+	// +listType=atomic
+	PhaseHistory []PhaseTransition `json:"phaseHistory,omitempty"`
+	// sourceCluster is the cluster the group ran on when the request started.
+	// +optional
+	SourceCluster string `json:"sourceCluster,omitempty"`
+	// startTime is when the request left Pending.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the request reached Completed or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// message is a human-readable summary of the current phase or the failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// conditions: LockAcquired, Validated, SourceStopped, TargetPromoted,
+	// TargetRunning, DataLossPossible, Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FailoverRequest moves a ProtectionGroup to another cluster of its zone. Its status
+// is the audit trail of what happened, in what order, and when.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fr
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.protectionGroupRef.name`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetCluster`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.failoverType`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FailoverRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the requested failover.
+	// +required
+	Spec FailoverRequestSpec `json:"spec"`
+	// status is the progress and audit trail.
+	// +optional
+	Status FailoverRequestStatus `json:"status,omitempty"`
+}
+
+// FailoverRequestList is a list of FailoverRequests.
+// +kubebuilder:object:root=true
+type FailoverRequestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FailoverRequest `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FailoverRequest{}, &FailoverRequestList{})
+}

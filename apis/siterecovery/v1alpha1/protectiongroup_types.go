@@ -1,0 +1,175 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// GroupState is the desired or observed run state of a group's VMs.
+type GroupState string
+
+const (
+	// StateRunning means every VM is Running and ready.
+	StateRunning GroupState = "running"
+	// StateStopped means every VM is Stopped and its VirtualMachineInstance is gone.
+	StateStopped GroupState = "stopped"
+	// StateStarting means VMs are being started and not all are ready yet.
+	StateStarting GroupState = "starting"
+	// StateStopping means VMs are being stopped and not all are gone yet.
+	StateStopping GroupState = "stopping"
+	// StateDegraded means a VM of the group is missing or failed.
+	StateDegraded GroupState = "degraded"
+)
+
+// ReplicationSettings say how a group's disks are replicated.
+type ReplicationSettings struct {
+	// protocol is the DRBD protocol: A (asynchronous) or C (synchronous).
+	// +optional
+	// +kubebuilder:default=A
+	Protocol ReplicationProtocol `json:"protocol,omitempty"`
+
+	// rpoObjectiveSeconds is the longest acceptable replication lag; a longer lag
+	// raises an RPOEvent.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	RPOObjectiveSeconds int32 `json:"rpoObjectiveSeconds,omitempty"`
+}
+
+// ProtectionGroupSpec is the desired state of a group of VMs that fail over together.
+type ProtectionGroupSpec struct {
+	// virtualMachines are the VMs of the group.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	VirtualMachines []VirtualMachineReference `json:"virtualMachines,omitempty"`
+
+	// desiredState asks the local ProtectionGroup controller to run or stop every VM
+	// of the group. Only the workload copies set it; quorum-manager writes it.
+	// +optional
+	// +kubebuilder:validation:Enum=running;stopped
+	DesiredState GroupState `json:"desiredState,omitempty"`
+
+	// activeCluster is the zone cluster the group runs on (quorum copy only). A
+	// successful FailoverRequest flips it to its target.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ActiveCluster string `json:"activeCluster,omitempty"`
+
+	// zoneRef names the ProtectionZone of the group (quorum copy only).
+	// +optional
+	ZoneRef *LocalObjectReference `json:"zoneRef,omitempty"`
+
+	// replication settings for the group's disks.
+	// +optional
+	Replication ReplicationSettings `json:"replication,omitempty"`
+}
+
+// VMStatus is the observed state of one VM of a group.
+type VMStatus struct {
+	// name of the VirtualMachine.
+	// +required
+	Name string `json:"name"`
+	// namespace of the VirtualMachine.
+	// +required
+	Namespace string `json:"namespace"`
+	// printableStatus as KubeVirt reports it (Running, Stopped, Starting, ...), or
+	// Missing when the VM does not exist.
+	// +optional
+	PrintableStatus string `json:"printableStatus,omitempty"`
+	// ready mirrors the VM's status.ready.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// since is when printableStatus last changed.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// message explains a problem with this VM.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterGroupState is the state of one workload copy as the quorum tier sees it.
+type ClusterGroupState struct {
+	// cluster is the zone cluster name.
+	// +required
+	Cluster string `json:"cluster"`
+	// currentState of the workload copy.
+	// +optional
+	CurrentState GroupState `json:"currentState,omitempty"`
+	// inSync is true when the workload copy's spec matches the quorum copy.
+	// +optional
+	InSync bool `json:"inSync,omitempty"`
+	// lastSyncTime is when the workload copy was last written or confirmed.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// message describes drift or an error reaching the cluster.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ProtectionGroupStatus is the observed state of a ProtectionGroup.
+type ProtectionGroupStatus struct {
+	// observedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// currentState is running when every VM is Running and ready, stopped when every
+	// VM is Stopped and its VirtualMachineInstance is gone, otherwise starting,
+	// stopping or degraded.
+	// +optional
+	CurrentState GroupState `json:"currentState,omitempty"`
+
+	// virtualMachines holds the per-VM state (workload copies).
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	VirtualMachines []VMStatus `json:"virtualMachines,omitempty"`
+
+	// clusters holds the state of every workload copy (quorum copy).
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	Clusters []ClusterGroupState `json:"clusters,omitempty"`
+
+	// conditions: Ready, Degraded, Synced.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ProtectionGroup is the set of VMs of one application that fail over together.
+// The copy in the quorum cluster's DR namespace is the source of truth; pg-sync
+// writes a copy to each workload cluster, where the local ProtectionGroup
+// controller runs or stops the VMs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pg
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.spec.activeCluster`
+// +kubebuilder:printcolumn:name="Desired",type=string,JSONPath=`.spec.desiredState`
+// +kubebuilder:printcolumn:name="Current",type=string,JSONPath=`.status.currentState`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ProtectionGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired group.
+	// +optional
+	Spec ProtectionGroupSpec `json:"spec,omitempty"`
+	// status is the observed group.
+	// +optional
+	Status ProtectionGroupStatus `json:"status,omitempty"`
+}
+
+// ProtectionGroupList is a list of ProtectionGroups.
+// +kubebuilder:object:root=true
+type ProtectionGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProtectionGroup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ProtectionGroup{}, &ProtectionGroupList{})
+}
