@@ -1,0 +1,19 @@
+// Command pg-controller runs on every workload cluster: the ProtectionGroup,
+// VolumeReplicationGroup and ReplicationGroupSource/Destination reconcilers. It
+// talks to its own cluster's API server only.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/siterecovery/siterecovery/pkg/setup"
+)
+
+func main() {
+	var o setup.Options
+	o.BindFlags(flag.CommandLine, "pg-controller.siterecovery.trilio.io")
+	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
+	flag.Parse()
+	os.Exit(setup.Run(o, setup.PGController))
+}
