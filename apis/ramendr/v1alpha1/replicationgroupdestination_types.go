@@ -6,6 +6,7 @@ import (
 )
 
 // VolSyncProtectedPVC describes one PVC of the group to receive.
+// +kubebuilder:validation:XValidation:rule="has(self.resources.requests) && 'storage' in self.resources.requests",message="resources.requests.storage is required: the destination PVC needs a size"
 type VolSyncProtectedPVC struct {
 	// name of the PVC.
 	// +required
@@ -42,6 +43,8 @@ type ReplicationGroupDestinationSpec struct {
 	// rdSpecs has one entry per PVC of the group.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.protectedPVC.name == a.protectedPVC.name))",message="each protectedPVC name may appear only once"
 	RDSpecs []VolSyncReplicationDestinationSpec `json:"rdSpecs,omitempty"`
 }
 

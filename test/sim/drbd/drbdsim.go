@@ -1,0 +1,146 @@
+// Package drbdsim is a test fixture that simulates DRBD 9 for the agent:
+// Build compiles stand-ins for drbdadm and drbdsetup, and Fabric lets a
+// test cut links, inject writes and tune sync speed in the shared state
+// those stand-ins read. Product code must never import it.
+package drbdsim
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/siterecovery/siterecovery/test/sim/drbd/internal/sim"
+)
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// Build compiles cmd/drbdsim once per test binary and links it into dir
+// as drbdadm and drbdsetup. Point DRBDSIM_STATE_DIR and DRBDSIM_NODE at
+// the state dir and host name in the environment of the commands.
+func Build(t testing.TB, dir string) (drbdadmPath, drbdsetupPath string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		tmp, err := os.MkdirTemp("", "drbdsim-build-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(tmp, "drbdsim")
+		out, err := exec.Command("go", "build", "-o", buildBin,
+			"github.com/siterecovery/siterecovery/test/sim/drbd/cmd/drbdsim").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{err: err, out: string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building drbdsim: %v", buildErr)
+	}
+	drbdadmPath, drbdsetupPath = filepath.Join(dir, "drbdadm"), filepath.Join(dir, "drbdsetup")
+	for _, p := range []string{drbdadmPath, drbdsetupPath} {
+		if err := os.Symlink(buildBin, p); err != nil && !os.IsExist(err) {
+			t.Fatalf("linking %s: %v", p, err)
+		}
+	}
+	return drbdadmPath, drbdsetupPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// ErrIO is wrapped by Fabric.Write when drbd would fail the I/O.
+var ErrIO = sim.ErrIO
+
+// Fabric manipulates the shared simulated world in StateDir.
+type Fabric struct {
+	StateDir string
+}
+
+func (f *Fabric) update(fn func(w *sim.World) error) error { return sim.Update(f.StateDir, fn) }
+
+// Disconnect cuts the network between all nodes of res (both see
+// Connecting, peer disks DUnknown, and with quorum majority no quorum).
+// Undelivered protocol A writes become out-of-sync blocks.
+func (f *Fabric) Disconnect(res string) error {
+	return f.update(func(w *sim.World) error { return w.SetPartitioned(res, true) })
+}
+
+// Connect restores the network; out-of-sync blocks then resync.
+func (f *Fabric) Connect(res string) error {
+	return f.update(func(w *sim.World) error { return w.SetPartitioned(res, false) })
+}
+
+// Write simulates kib KiB of application writes on node's volume 0.
+// Protocol C replicates them at once when connected; protocol A leaves
+// them as lag (peer Consistent, out-of-sync > 0) until Drain or the
+// drain rate delivers them. It fails with an error wrapping ErrIO
+// when drbd would fail the I/O (not Primary, or no quorum); test with
+// errors.Is(err, ErrIO).
+func (f *Fabric) Write(res, node string, kib uint64) error {
+	return f.update(func(w *sim.World) error { return w.Write(res, node, kib) })
+}
+
+// Drain delivers all protocol A lag of res now.
+func (f *Fabric) Drain(res string) error {
+	return f.update(func(w *sim.World) error { return w.Drain(res) })
+}
+
+// SetDrainRate makes protocol A lag drain by itself at kibPerSecond
+// (0, the default, means only Drain delivers it).
+func (f *Fabric) SetDrainRate(kibPerSecond uint64) error {
+	return f.update(func(w *sim.World) error { w.DrainRateKiBps = kibPerSecond; return nil })
+}
+
+// SetSyncRate sets the resync speed for all resources.
+func (f *Fabric) SetSyncRate(kibPerSecond uint64) error {
+	return f.update(func(w *sim.World) error { w.SyncRateKiBps = kibPerSecond; return nil })
+}
+
+// SetVolumeSize sets the size reported for every volume (default 1 GiB).
+func (f *Fabric) SetVolumeSize(kib uint64) error {
+	return f.update(func(w *sim.World) error { w.SizeKiB = kib; return nil })
+}
+
+// MarkUpToDate declares node's data of res authoritative so peers sync
+// from it, without promoting it.
+func (f *Fabric) MarkUpToDate(res, node string) error {
+	return f.update(func(w *sim.World) error { return w.MarkUpToDate(res, node) })
+}
+
+// NodeState is a read-only summary of one node of a resource.
+type NodeState struct {
+	Up, Connected, Quorum bool
+	Role                  string
+	Disk                  string // volume 0, as the node reports it
+	OutOfSyncKiB          uint64 // towards its peers, volume 0, including lag
+}
+
+// Node returns the current state of node in res.
+func (f *Fabric) Node(res, node string) (NodeState, error) {
+	var st NodeState
+	err := f.update(func(w *sim.World) error {
+		r := w.Resources[res]
+		if r == nil || r.Nodes[node] == nil {
+			return os.ErrNotExist
+		}
+		n := r.Nodes[node]
+		st = NodeState{Up: n.Up, Quorum: r.HasQuorum(n), Role: n.Role, Disk: r.DiskView(n, 0)}
+		for _, c := range r.Conns(n, w.SizeKiB) {
+			st.Connected = st.Connected || c.Connected
+			if len(c.Peers) > 0 {
+				st.OutOfSyncKiB += c.Peers[0].OOS
+			}
+		}
+		return nil
+	})
+	return st, err
+}

@@ -1,0 +1,121 @@
+package drbdsim_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/siterecovery/siterecovery/pkg/drbd"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+)
+
+const res = "vm-disk-1"
+
+type cluster struct {
+	t             *testing.T
+	adm, setup    string
+	cfg, stateDir string
+	fabric        *drbdsim.Fabric
+}
+
+func newCluster(t *testing.T, protocol string) *cluster {
+	dir := t.TempDir()
+	adm, setup := drbdsim.Build(t, dir)
+	c := &cluster{t: t, adm: adm, setup: setup, stateDir: filepath.Join(dir, "state")}
+	c.fabric = &drbdsim.Fabric{StateDir: c.stateDir}
+	rc := drbd.ResourceConfig{Name: res, Protocol: protocol,
+		Quorum: drbd.QuorumOptions{Quorum: "majority", OnNoQuorum: "io-error"},
+		Nodes: []drbd.NodeConfig{{Hostname: "site-a", NodeID: 0, Address: "10.0.0.1", Port: 7000},
+			{Hostname: "site-b", NodeID: 1, Address: "10.0.0.2", Port: 7000}},
+		Volumes: []drbd.VolumeConfig{{Number: 0, Minor: 1000, Disk: "/dev/vg0/vm-disk-1"}}}
+	data, err := rc.Render()
+	require.NoError(t, err)
+	resDir := filepath.Join(dir, "res.d")
+	require.NoError(t, os.MkdirAll(resDir, 0o755))
+	_, err = drbd.WriteFileAtomic(resDir, res+".res", data)
+	require.NoError(t, err)
+	c.cfg = filepath.Join(dir, "drbd.conf")
+	require.NoError(t, os.WriteFile(c.cfg, []byte(`include "res.d/*.res";`+"\n"), 0o644))
+	require.NoError(t, c.fabric.SetVolumeSize(100*1024))
+	return c
+}
+
+func (c *cluster) adm4(node string) *drbd.Adm {
+	return &drbd.Adm{Exec: nodeExec{node: node, stateDir: c.stateDir}, DrbdadmPath: c.adm, DrbdsetupPath: c.setup, ConfigFile: c.cfg}
+}
+
+// nodeExec runs the simulator as a given node.
+type nodeExec struct{ node, stateDir string }
+
+func (e nodeExec) env() []string {
+	return append(os.Environ(), "DRBDSIM_NODE="+e.node, "DRBDSIM_STATE_DIR="+e.stateDir)
+}
+
+func (e nodeExec) Run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = e.env()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &drbd.ExitError{Cmd: bin, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+	}
+	return out, nil
+}
+
+func (e nodeExec) Start(ctx context.Context, bin string, args ...string) (io.ReadCloser, func() error, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = e.env()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return out, cmd.Wait, nil
+}
+
+func (c *cluster) bringUp(nodes ...string) {
+	ctx := context.Background()
+	for _, n := range nodes {
+		a := c.adm4(n)
+		require.NoError(c.t, a.CreateMD(ctx, res, 0))
+		require.NoError(c.t, a.Up(ctx, res))
+	}
+}
+
+func (c *cluster) status(node string) drbd.ResourceStatus {
+	st, err := c.adm4(node).Status(context.Background(), res)
+	require.NoError(c.t, err)
+	require.Len(c.t, st, 1)
+	return st[0]
+}
+
+func (c *cluster) waitFor(node string, what string, cond func(drbd.ResourceStatus) bool) drbd.ResourceStatus {
+	var last drbd.ResourceStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		last = c.status(node)
+		if cond(last) {
+			return last
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("timed out waiting for %s on %s; last state %+v", what, node, last)
+	return last
+}
+
+func peerPD(r drbd.ResourceStatus) drbd.PeerDeviceStatus {
+	for _, c := range r.Connections {
+		return c.PeerDevices[0]
+	}
+	return drbd.PeerDeviceStatus{}
+}

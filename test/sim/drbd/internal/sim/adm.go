@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+)
+
+// cmdError is a failed command: message for stderr plus exit code.
+type cmdError struct {
+	msg  string
+	code int
+}
+
+func (e *cmdError) Error() string { return e.msg }
+
+func fail(code int, format string, a ...any) error {
+	return &cmdError{msg: fmt.Sprintf(format, a...), code: code}
+}
+
+// Drbdadm implements `drbdadm [-c FILE] [--dry-run] CMD [--force] [--max-peers=N] RES`.
+func Drbdadm(args []string, env Env, stdout io.Writer) error {
+	cfgPath := "/etc/drbd.conf"
+	var cmd, res string
+	force := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-c" || a == "--config-file":
+			if i+1 >= len(args) {
+				return fail(20, "option %s requires an argument", a)
+			}
+			cfgPath = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--config-file="):
+			cfgPath = strings.TrimPrefix(a, "--config-file=")
+		case a == "--force":
+			force = true
+		case strings.HasPrefix(a, "-"): // --max-peers=N and friends: accepted, not modelled
+		case cmd == "":
+			cmd = a
+		case res == "":
+			res = a
+		}
+	}
+	if cmd == "" || res == "" {
+		return fail(20, "USAGE: drbdadm [-c FILE] COMMAND RESOURCE")
+	}
+	cfgs, err := LoadConfig(cfgPath)
+	if err != nil {
+		return fail(10, "%v", err)
+	}
+	rc, ok := cfgs[res]
+	if !ok {
+		return fail(10, "'%s' not defined in your config.", res)
+	}
+	if _, ok := rc.Hosts[env.Node]; !ok {
+		return fail(10, "'%s' not defined in your config (for this host).", res)
+	}
+	return Update(env.StateDir, func(w *World) error {
+		r := w.syncConfig(rc)
+		n := r.Nodes[env.Node]
+		switch cmd {
+		case "create-md":
+			return createMD(w, r, n, force)
+		case "up":
+			if n.Up {
+				return fail(10, "%s: Failure: (161) Minor or volume exists already (delete it first)\nCommand 'drbdsetup new-minor %s %d 0' terminated with exit code 10", res, res, firstMinor(r))
+			}
+			return up(r, n)
+		case "adjust":
+			if n.Up {
+				return nil
+			}
+			return up(r, n)
+		case "primary":
+			return primary(w, r, n, force)
+		case "secondary":
+			if !n.Up {
+				return fail(10, "%s: No such resource", res)
+			}
+			n.Role = "Secondary"
+			return nil
+		case "down":
+			if n.Up {
+				r.DrainLag() // a graceful down flushes in-flight writes
+			}
+			n.Up, n.Departed, n.Role = false, true, "Secondary"
+			return nil
+		}
+		return fail(20, "drbdadm: unknown command '%s'", cmd)
+	})
+}
+
+// syncConfig folds the node's view of the config into the shared
+// resource (last writer wins, like running adjust everywhere).
+func (w *World) syncConfig(rc *ResConfig) *Res {
+	r := w.Resources[rc.Name]
+	if r == nil {
+		r = &Res{Name: rc.Name, Nodes: map[string]*Node{}}
+		w.Resources[rc.Name] = r
+	}
+	r.Protocol, r.Quorum, r.OnNoQuorum = rc.Protocol, rc.Quorum, rc.OnNoQuorum
+	r.Volumes = maps.Clone(rc.Volumes)
+	for host, h := range rc.Hosts {
+		n := r.Nodes[host]
+		if n == nil {
+			n = &Node{Host: host, Role: "Secondary", Disk: map[int]string{}, Read: map[int]uint64{},
+				Written: map[int]uint64{}, Sent: map[string]uint64{}, Recv: map[string]uint64{}}
+			r.Nodes[host] = n
+		}
+		n.NodeID, n.Addr = h.NodeID, h.Addr
+	}
+	return r
+}
+
+func createMD(w *World, r *Res, n *Node, force bool) error {
+	if n.Up {
+		return fail(10, "Device '%d' is configured!\nCommand 'drbdmeta %d v09 %s internal create-md' terminated with exit code 20", firstMinor(r), firstMinor(r), r.Volumes[0].Disk)
+	}
+	if n.MD && !force {
+		return fail(10, "Found valid meta data in the expected location.\nDo you really want to overwrite the existing meta-data?\nOperation canceled.")
+	}
+	n.MD = true
+	for v := range r.Volumes {
+		n.Disk[v] = "Inconsistent"
+	}
+	// Fresh metadata knows nothing: any UpToDate peer must resync it fully.
+	for _, m := range r.Peers(n) {
+		if allUpToDate(r, m) {
+			w.StartSync(r, m, n)
+		}
+	}
+	return nil
+}
+
+func up(r *Res, n *Node) error {
+	if !n.MD {
+		v := r.Volumes[0]
+		return fail(1, "No valid meta data found\nCommand 'drbdmeta %d v09 %s internal apply-al' terminated with exit code 255", v.Minor, v.Disk)
+	}
+	for v := range r.Volumes {
+		if n.Disk[v] == "" {
+			n.Disk[v] = "Inconsistent"
+		}
+	}
+	n.Up, n.Departed, n.Role = true, false, "Secondary"
+	return nil
+}
+
+func primary(w *World, r *Res, n *Node, force bool) error {
+	if !n.Up {
+		return fail(10, "%s: No such resource", r.Name)
+	}
+	if n.Role == "Primary" {
+		return nil
+	}
+	for _, m := range r.Peers(n) {
+		if r.Connected(n, m) && m.Role == "Primary" {
+			return stateChangeFailed(r, -1, "Multiple primaries not allowed by config")
+		}
+	}
+	if !force {
+		if !r.HasQuorum(n) {
+			return stateChangeFailed(r, -25, "No quorum")
+		}
+		if !allUpToDate(r, n) && !hasUpToDatePeer(r, n) {
+			return stateChangeFailed(r, -2, "Need access to UpToDate data")
+		}
+	} else if !allUpToDate(r, n) {
+		// Forcing makes our data the truth; every peer needs a full sync.
+		for v := range r.Volumes {
+			n.Disk[v] = "UpToDate"
+		}
+		for _, m := range r.Peers(n) {
+			w.StartSync(r, n, m)
+		}
+	}
+	n.Role = "Primary"
+	return nil
+}
+
+func stateChangeFailed(r *Res, code int, msg string) error {
+	return fail(11, "%s: State change failed: (%d) %s\nCommand 'drbdsetup primary %s' terminated with exit code 11", r.Name, code, msg, r.Name)
+}
+
+func allUpToDate(r *Res, n *Node) bool {
+	for v := range r.Volumes {
+		if n.Disk[v] != "UpToDate" {
+			return false
+		}
+	}
+	return true
+}
+
+func hasUpToDatePeer(r *Res, n *Node) bool {
+	for _, m := range r.Peers(n) {
+		if r.Connected(n, m) && allUpToDate(r, m) && r.Pair(n.Host, m.Host).Source != n.Host {
+			return true
+		}
+	}
+	return false
+}
+
+func firstMinor(r *Res) int {
+	best := -1
+	for _, v := range r.Volumes {
+		if best < 0 || v.Minor < best {
+			best = v.Minor
+		}
+	}
+	return best
+}

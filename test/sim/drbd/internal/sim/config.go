@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ResConfig is the part of a DRBD resource file the simulator needs.
+type ResConfig struct {
+	Name       string
+	Protocol   string
+	Quorum     string
+	OnNoQuorum string
+	Volumes    map[int]Vol
+	Hosts      map[string]HostConfig
+}
+
+// HostConfig is one `on <host>` section.
+type HostConfig struct {
+	NodeID int
+	Addr   string // "ipv4:1.2.3.4:7000" style, as events2 prints it
+}
+
+// stmt is a parsed statement: words, optionally followed by a block.
+type stmt struct {
+	words []string
+	block []stmt
+}
+
+// LoadConfig reads a drbd config file, following include globs
+// relative to the including file, and returns its resources.
+func LoadConfig(path string) (map[string]*ResConfig, error) {
+	out := map[string]*ResConfig{}
+	return out, loadInto(path, out, 0)
+}
+
+func loadInto(path string, out map[string]*ResConfig, depth int) error {
+	if depth > 8 {
+		return fmt.Errorf("%s: includes nested too deeply", path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	stmts, err := parse(tokenize(string(data)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, s := range stmts {
+		switch {
+		case len(s.words) == 2 && s.words[0] == "include":
+			pat := s.words[1]
+			if !filepath.IsAbs(pat) {
+				pat = filepath.Join(filepath.Dir(path), pat)
+			}
+			matches, _ := filepath.Glob(pat)
+			for _, m := range matches {
+				if err := loadInto(m, out, depth+1); err != nil {
+					return err
+				}
+			}
+		case len(s.words) == 2 && s.words[0] == "resource" && s.block != nil:
+			rc, err := resource(s)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			out[rc.Name] = rc
+		}
+	}
+	return nil
+}
+
+func resource(s stmt) (*ResConfig, error) {
+	rc := &ResConfig{Name: s.words[1], Protocol: "C", Quorum: "off", Volumes: map[int]Vol{}, Hosts: map[string]HostConfig{}}
+	for _, c := range s.block {
+		switch {
+		case c.words[0] == "net":
+			for _, o := range c.block {
+				if len(o.words) == 2 && o.words[0] == "protocol" {
+					rc.Protocol = o.words[1]
+				}
+			}
+		case c.words[0] == "options":
+			for _, o := range c.block {
+				if len(o.words) == 2 && o.words[0] == "quorum" {
+					rc.Quorum = o.words[1]
+				}
+				if len(o.words) == 2 && o.words[0] == "on-no-quorum" {
+					rc.OnNoQuorum = o.words[1]
+				}
+			}
+		case c.words[0] == "volume" && len(c.words) == 2:
+			n, err := strconv.Atoi(c.words[1])
+			if err != nil {
+				return nil, fmt.Errorf("resource %s: bad volume %q", rc.Name, c.words[1])
+			}
+			v := Vol{}
+			for _, o := range c.block {
+				if len(o.words) == 3 && o.words[0] == "device" && o.words[1] == "minor" {
+					v.Minor, _ = strconv.Atoi(o.words[2])
+				}
+				if len(o.words) == 2 && o.words[0] == "disk" {
+					v.Disk = o.words[1]
+				}
+			}
+			rc.Volumes[n] = v
+		case c.words[0] == "on" && len(c.words) == 2:
+			h := HostConfig{NodeID: -1}
+			for _, o := range c.block {
+				if len(o.words) == 2 && o.words[0] == "node-id" {
+					h.NodeID, _ = strconv.Atoi(o.words[1])
+				}
+				if len(o.words) == 3 && o.words[0] == "address" {
+					h.Addr = o.words[1] + ":" + o.words[2]
+				}
+			}
+			rc.Hosts[c.words[1]] = h
+		}
+	}
+	if len(rc.Volumes) == 0 || len(rc.Hosts) < 2 {
+		return nil, fmt.Errorf("resource %s: needs volumes and at least two hosts", rc.Name)
+	}
+	return rc, nil
+}
+
+func tokenize(src string) []string {
+	var toks []string
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '{' || c == '}' || c == ';':
+			toks = append(toks, string(c))
+			i++
+		case c == '"':
+			j := strings.IndexByte(src[i+1:], '"')
+			if j < 0 {
+				j = len(src) - i - 1
+			}
+			toks = append(toks, src[i+1:i+1+j])
+			i += j + 2
+		default:
+			j := i
+			for j < len(src) && !strings.ContainsRune(" \t\r\n{};\"#", rune(src[j])) {
+				j++
+			}
+			toks = append(toks, src[i:j])
+			i = j
+		}
+	}
+	return toks
+}
+
+func parse(toks []string) ([]stmt, error) {
+	stmts, rest, err := parseBlock(toks, 0)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("unexpected %q", rest[0])
+	}
+	return stmts, err
+}
+
+func parseBlock(toks []string, depth int) ([]stmt, []string, error) {
+	var out []stmt
+	var words []string
+	for len(toks) > 0 {
+		t := toks[0]
+		toks = toks[1:]
+		switch t {
+		case ";":
+			if len(words) > 0 {
+				out = append(out, stmt{words: words})
+			}
+			words = nil
+		case "{":
+			if len(words) == 0 {
+				return nil, nil, fmt.Errorf("block without a keyword")
+			}
+			block, rest, err := parseBlock(toks, depth+1)
+			if err != nil {
+				return nil, nil, err
+			}
+			if block == nil {
+				block = []stmt{} // non-nil marks "has a block"
+			}
+			out = append(out, stmt{words: words, block: block})
+			words, toks = nil, rest
+		case "}":
+			if depth == 0 {
+				return nil, nil, fmt.Errorf("unbalanced }")
+			}
+			return out, toks, nil
+		default:
+			words = append(words, t)
+		}
+	}
+	if depth > 0 {
+		return nil, nil, fmt.Errorf("missing }")
+	}
+	return out, nil, nil
+}

@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+)
+
+// object is one events2 object: its identity ("peer-device name:r ...")
+// and the state fields printed after it.
+type object struct {
+	key, fields string
+}
+
+// objects lists what `events2 --statistics` would report for node host,
+// in drbd-utils order: resource, devices, then per connection the
+// connection, its path and its peer devices.
+func (w *World) objects(host, only string) []object {
+	names := make([]string, 0, len(w.Resources))
+	for name := range w.Resources {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []object
+	for _, name := range names {
+		r := w.Resources[name]
+		n := r.Nodes[host]
+		if n == nil || !n.Up || (only != "" && only != "all" && only != name) {
+			continue
+		}
+		mayPromote, score := r.Promotion(n)
+		out = append(out, object{"resource name:" + name, fmt.Sprintf(
+			"role:%s suspended:%s force-io-failures:no write-ordering:flush may_promote:%s promotion_score:%d",
+			n.Role, r.Suspended(n), yesNo(mayPromote), score)})
+		quorum := yesNo(r.HasQuorum(n))
+		for _, v := range sortedVols(r) {
+			vol := r.Volumes[v]
+			out = append(out, object{fmt.Sprintf("device name:%s volume:%d minor:%d", name, v, vol.Minor), fmt.Sprintf(
+				"backing_dev:%s disk:%s client:no open:no quorum:%s size:%d read:%d written:%d al-writes:0 bm-writes:0 upper-pending:0 lower-pending:0 al-suspended:no blocked:no",
+				vol.Disk, r.DiskView(n, v), quorum, w.SizeKiB, n.Read[v], n.Written[v])})
+		}
+		for _, c := range r.Conns(n, w.SizeKiB) {
+			id := fmt.Sprintf("name:%s peer-node-id:%d conn-name:%s", name, c.Peer.NodeID, c.Peer.Host)
+			out = append(out, object{"connection " + id, fmt.Sprintf(
+				"connection:%s role:%s congested:no ap-in-flight:0 rs-in-flight:0", c.State, c.PeerRole)})
+			out = append(out, object{fmt.Sprintf("path %s local:%s peer:%s", id, n.Addr, c.Peer.Addr),
+				"established:" + yesNo(c.Connected)})
+			for _, pv := range c.Peers {
+				done := ""
+				if pv.Syncing {
+					done = " done:" + fmtPct(pv.Done)
+				}
+				out = append(out, object{fmt.Sprintf("peer-device %s volume:%d", id, pv.Volume), fmt.Sprintf(
+					"replication:%s peer-disk:%s peer-client:no resync-suspended:no%s received:%d sent:%d out-of-sync:%d pending:0 unacked:0",
+					pv.Replication, pv.PeerDisk, done, pv.Recv, pv.Sent, pv.OOS)})
+			}
+		}
+	}
+	return out
+}
+
+// diff returns the events2 lines turning prev into cur: creates and
+// changes in cur's order, destroys in reverse order of prev (children
+// before parents, as drbd does).
+func diff(prev, cur []object) []string {
+	old := make(map[string]string, len(prev))
+	for _, o := range prev {
+		old[o.key] = o.fields
+	}
+	now := make(map[string]bool, len(cur))
+	var lines []string
+	for _, o := range cur {
+		now[o.key] = true
+		f, ok := old[o.key]
+		switch {
+		case !ok:
+			lines = append(lines, "create "+o.key+" "+o.fields)
+		case f != o.fields:
+			lines = append(lines, "change "+o.key+" "+o.fields)
+		}
+	}
+	for i := len(prev) - 1; i >= 0; i-- {
+		if !now[prev[i].key] {
+			lines = append(lines, "destroy "+prev[i].key)
+		}
+	}
+	return lines
+}

@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrIO is returned for writes drbd would fail (no quorum with
+// on-no-quorum io-error, or suspended I/O).
+var ErrIO = errors.New("I/O error")
+
+func (w *World) lookup(res, node string) (*Res, *Node, error) {
+	r := w.Resources[res]
+	if r == nil {
+		return nil, nil, fmt.Errorf("drbdsim: unknown resource %q", res)
+	}
+	if node == "" {
+		return r, nil, nil
+	}
+	n := r.Nodes[node]
+	if n == nil {
+		return nil, nil, fmt.Errorf("drbdsim: resource %q has no node %q", res, node)
+	}
+	return r, n, nil
+}
+
+// Write simulates application writes of kib KiB to volume 0 on node.
+func (w *World) Write(res, node string, kib uint64) error {
+	r, n, err := w.lookup(res, node)
+	if err != nil {
+		return err
+	}
+	if !n.Up || n.Role != "Primary" {
+		return fmt.Errorf("drbdsim: %s on %s is not Primary: %w", res, node, ErrIO)
+	}
+	if !r.HasQuorum(n) {
+		return fmt.Errorf("drbdsim: %s on %s has no quorum (%s): %w", res, node, r.OnNoQuorum, ErrIO)
+	}
+	const v = 0
+	n.Written[v] += kib
+	for _, m := range r.Peers(n) {
+		p := r.Pair(n.Host, m.Host)
+		switch {
+		case !r.Connected(n, m) || p.OOS[v] > 0 || m.Disk[v] != "UpToDate":
+			// Not replicated now: remembered in the bitmap for a resync.
+			if p.OOS[v] == 0 {
+				p.Source = n.Host
+			}
+			p.OOS[v] += kib
+		case r.Protocol == "A":
+			p.Source = n.Host
+			p.Lag[v] += kib
+		default:
+			transfer(n, m, kib)
+			m.Written[v] += kib
+		}
+	}
+	return nil
+}
+
+// SetPartitioned cuts or restores the network of a resource.
+func (w *World) SetPartitioned(res string, cut bool) error {
+	r, _, err := w.lookup(res, "")
+	if err != nil {
+		return err
+	}
+	if cut && !r.Partitioned {
+		r.LoseLag()
+	}
+	r.Partitioned = cut
+	return nil
+}
+
+// Drain delivers the protocol A lag of a resource now.
+func (w *World) Drain(res string) error {
+	r, _, err := w.lookup(res, "")
+	if err != nil {
+		return err
+	}
+	r.DrainLag()
+	return nil
+}
+
+// MarkUpToDate declares node's data authoritative without a forced
+// promotion (like `new-current-uuid --clear-bitmap` on a fresh setup
+// where only one side has data): peers resync from it.
+func (w *World) MarkUpToDate(res, node string) error {
+	r, n, err := w.lookup(res, node)
+	if err != nil {
+		return err
+	}
+	for v := range r.Volumes {
+		n.Disk[v] = "UpToDate"
+	}
+	for _, m := range r.Peers(n) {
+		if !allUpToDate(r, m) {
+			w.StartSync(r, n, m)
+		}
+	}
+	return nil
+}

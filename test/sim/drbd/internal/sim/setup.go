@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// PollInterval is how often `events2` re-reads the shared state.
+const PollInterval = 50 * time.Millisecond
+
+// Drbdsetup implements `drbdsetup status --json` and `drbdsetup events2`.
+func Drbdsetup(args []string, env Env, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fail(20, "USAGE: drbdsetup COMMAND [OPTIONS] [RESOURCE]")
+	}
+	cmd, only := args[0], ""
+	flags := map[string]bool{}
+	for _, a := range args[1:] {
+		if len(a) > 2 && a[:2] == "--" {
+			flags[a] = true
+		} else if len(a) > 1 && a[0] == '-' {
+			flags[a] = true
+		} else {
+			only = a
+		}
+	}
+	switch cmd {
+	case "status":
+		if !flags["--json"] {
+			return fail(20, "drbdsim: only 'status --json' is simulated")
+		}
+		var w *World
+		if err := Update(env.StateDir, func(cur *World) error { w = cur; return nil }); err != nil {
+			return err
+		}
+		if only != "" && only != "all" {
+			if r := w.Resources[only]; r == nil || r.Nodes[env.Node] == nil || !r.Nodes[env.Node].Up {
+				return fail(10, "%s: No such resource", only)
+			}
+		}
+		return w.writeStatusJSON(stdout, env.Node, only)
+	case "events2":
+		return events2(env, stdout, only, flags["--now"], flags["--timestamps"])
+	}
+	return fail(20, "drbdsim: drbdsetup %s is not simulated", cmd)
+}
+
+func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error {
+	out := bufio.NewWriter(stdout)
+	emit := func(line string) error {
+		if timestamps {
+			line = time.Now().Format("2006-01-02T15:04:05.000000-07:00") + " " + line
+		}
+		if _, err := out.WriteString(line + "\n"); err != nil {
+			return err
+		}
+		return nil
+	}
+	snapshot := func() ([]object, error) {
+		var objs []object
+		err := Update(env.StateDir, func(w *World) error { objs = w.objects(env.Node, only); return nil })
+		return objs, err
+	}
+	prev, err := snapshot()
+	if err != nil {
+		return err
+	}
+	for _, o := range prev {
+		_ = emit("exists " + o.key + " " + o.fields)
+	}
+	_ = emit("exists -")
+	if err := out.Flush(); err != nil || now {
+		return nil
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sigs:
+			return nil
+		case <-tick.C:
+		}
+		cur, err := snapshot()
+		if err != nil {
+			return err
+		}
+		for _, line := range diff(prev, cur) {
+			_ = emit(line)
+		}
+		if err := out.Flush(); err != nil {
+			return nil // reader went away: exit like drbdsetup on EPIPE
+		}
+		prev = cur
+	}
+}

@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// PeerView is one peer-device as seen from a node.
+type PeerView struct {
+	Volume      int
+	Replication string
+	PeerDisk    string
+	OOS         uint64 // KiB, including undelivered protocol A lag
+	Done        float64
+	Syncing     bool
+	Sent, Recv  uint64
+}
+
+// ConnView is one connection as seen from a node.
+type ConnView struct {
+	Peer      *Node
+	State     string
+	PeerRole  string
+	Connected bool
+	Peers     []PeerView
+}
+
+// DiskView returns the disk state node n reports for volume v: the
+// persistent state, shown as Consistent while protocol A lag means the
+// node is behind its primary.
+func (r *Res) DiskView(n *Node, v int) string {
+	d := n.Disk[v]
+	if d != "UpToDate" {
+		return d
+	}
+	for _, m := range r.Peers(n) {
+		p := r.Pair(n.Host, m.Host)
+		if p.Lag[v] > 0 && p.Source == m.Host {
+			return "Consistent"
+		}
+	}
+	return d
+}
+
+// Conns returns n's connections sorted by peer node id.
+func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
+	var out []ConnView
+	for _, m := range r.Peers(n) {
+		c := ConnView{Peer: m, State: "Connecting", PeerRole: "Unknown", Connected: r.Connected(n, m)}
+		if c.Connected {
+			c.State, c.PeerRole = "Connected", m.Role
+		}
+		p := r.Pair(n.Host, m.Host)
+		for _, v := range sortedVols(r) {
+			pv := PeerView{Volume: v, Replication: "Off", PeerDisk: "DUnknown",
+				OOS: p.OOS[v] + p.Lag[v], Sent: n.Sent[m.Host], Recv: n.Recv[m.Host]}
+			if c.Connected {
+				pv.Replication, pv.PeerDisk = "Established", r.DiskView(m, v)
+				if p.OOS[v] > 0 && r.Nodes[p.Source] != nil && r.Nodes[p.Source].Disk[v] == "UpToDate" {
+					pv.Syncing = true
+					pv.Replication = "SyncTarget"
+					if p.Source == n.Host {
+						pv.Replication = "SyncSource"
+					}
+					total := max(p.Total[v], p.OOS[v])
+					pv.Done = 100 * float64(total-p.OOS[v]) / float64(total)
+				}
+			}
+			c.Peers = append(c.Peers, pv)
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Peer.NodeID < out[j].Peer.NodeID })
+	return out
+}
+
+func sortedVols(r *Res) []int {
+	vols := make([]int, 0, len(r.Volumes))
+	for v := range r.Volumes {
+		vols = append(vols, v)
+	}
+	sort.Ints(vols)
+	return vols
+}
+
+// Suspended is drbd's suspend reason list for n.
+func (r *Res) Suspended(n *Node) string {
+	if r.OnNoQuorum == "suspend-io" && !r.HasQuorum(n) {
+		return "quorum"
+	}
+	return "no"
+}
+
+// Promotion mirrors drbd-utils' may_promote/promotion_score computation.
+func (r *Res) Promotion(n *Node) (bool, int) {
+	if !r.HasQuorum(n) {
+		return false, 0
+	}
+	havePrimary := n.Role == "Primary"
+	conns := r.Conns(n, 0)
+	for _, c := range conns {
+		havePrimary = havePrimary || c.PeerRole == "Primary"
+	}
+	upToDate, minReplicas, allDisk := 0, -1, 1
+	for _, v := range sortedVols(r) {
+		replicas := 0
+		switch r.DiskView(n, v) {
+		case "UpToDate":
+			upToDate++
+			replicas++
+		case "Consistent", "Inconsistent":
+		default:
+			allDisk = 0
+		}
+		for _, c := range conns {
+			for _, pv := range c.Peers {
+				if pv.Volume == v && pv.PeerDisk == "UpToDate" {
+					replicas++
+				}
+			}
+		}
+		if minReplicas < 0 || replicas < minReplicas {
+			minReplicas = replicas
+		}
+	}
+	if minReplicas <= 0 {
+		return false, 0
+	}
+	return !havePrimary, allDisk*10000 + min(upToDate, 99)*100 + min(minReplicas, 99)
+}
+
+// LocalAddr is n's own path endpoint.
+func (n *Node) LocalAddr() string { return n.Addr }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// addrJSON splits "ipv4:1.2.3.4:7000" / "ipv6:[::1]:7000" for status --json.
+func addrJSON(a string) (family, host, port string) {
+	family, rest, _ := strings.Cut(a, ":")
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return family, rest, "0"
+	}
+	return family, strings.Trim(rest[:i], "[]"), rest[i+1:]
+}
+
+func fmtPct(f float64) string { return fmt.Sprintf("%.2f", f) }

@@ -1,0 +1,178 @@
+// Package sim is the shared core of the DRBD simulator: the on-disk
+// world state shared by all simulated nodes, the config parser, and the
+// drbdadm/drbdsetup command implementations. It is a test fixture only.
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Defaults for a fresh world; tests change them through the Fabric.
+const (
+	DefaultSizeKiB  = 1 << 20 // 1 GiB per volume
+	DefaultSyncRate = 1 << 20 // KiB/s: a 1 GiB initial sync takes ~1s
+)
+
+// World is the whole simulated cluster, persisted as JSON in the state dir.
+type World struct {
+	SyncRateKiBps  uint64
+	DrainRateKiBps uint64 // protocol A lag drained per second; 0 = only Fabric.Drain
+	SizeKiB        uint64 // size of every volume
+	LastTick       time.Time
+	Resources      map[string]*Res
+}
+
+// Res is one resource as seen by all nodes.
+type Res struct {
+	Name        string
+	Protocol    string
+	Quorum      string
+	OnNoQuorum  string
+	Partitioned bool        // set by Fabric.Disconnect
+	Volumes     map[int]Vol // by volume number
+	Nodes       map[string]*Node
+	Pairs       map[string]*Pair // key: pairKey(a, b)
+}
+
+// Vol is a volume definition from the config.
+type Vol struct {
+	Minor int
+	Disk  string
+}
+
+// Node is one host's side of a resource.
+type Node struct {
+	Host     string
+	NodeID   int
+	Addr     string // e.g. ipv4:10.0.0.1:7000
+	MD       bool   // create-md done
+	Up       bool
+	Departed bool // went down gracefully: does not count for quorum
+	Role     string
+	Disk     map[int]string // persistent local disk state per volume
+	Read     map[int]uint64
+	Written  map[int]uint64
+	Sent     map[string]uint64 // KiB to peer host
+	Recv     map[string]uint64 // KiB from peer host
+}
+
+// Pair is the replication relationship between two nodes.
+type Pair struct {
+	OOS    map[int]uint64 // KiB that differ
+	Total  map[int]uint64 // KiB to resync when the current sync started
+	Lag    map[int]uint64 // protocol A KiB acknowledged locally but not yet on the peer
+	Source string         // host holding the good copy of the OOS blocks
+}
+
+func newWorld() *World {
+	return &World{SyncRateKiBps: DefaultSyncRate, SizeKiB: DefaultSizeKiB, Resources: map[string]*Res{}}
+}
+
+// Update locks the state dir, loads the world, advances time-driven
+// progress, runs fn, and saves the result. flock makes concurrent
+// simulated nodes (separate processes) safe.
+func Update(dir string, fn func(w *World) error) error {
+	if dir == "" {
+		return errors.New("DRBDSIM_STATE_DIR is not set")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+
+	w := newWorld()
+	path := filepath.Join(dir, "state.json")
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, w); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	w.advance(time.Now())
+	ferr := fn(w)
+	out, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return ferr
+}
+
+func pairKey(a, b string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + "|" + b
+}
+
+// Pair returns (creating) the pair of hosts a and b.
+func (r *Res) Pair(a, b string) *Pair {
+	if r.Pairs == nil {
+		r.Pairs = map[string]*Pair{}
+	}
+	k := pairKey(a, b)
+	p := r.Pairs[k]
+	if p == nil {
+		p = &Pair{OOS: map[int]uint64{}, Total: map[int]uint64{}, Lag: map[int]uint64{}}
+		r.Pairs[k] = p
+	}
+	return p
+}
+
+// Connected reports whether two nodes of the resource have a live link.
+func (r *Res) Connected(a, b *Node) bool {
+	return a != b && a.Up && b.Up && !r.Partitioned
+}
+
+// Peers returns the other nodes of the resource.
+func (r *Res) Peers(n *Node) []*Node {
+	var out []*Node
+	for _, m := range r.Nodes {
+		if m != n {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// HasQuorum implements DRBD's majority rule; nodes that left gracefully
+// (drbdadm down) do not count, like DRBD 9's "outdated peer" handling.
+func (r *Res) HasQuorum(n *Node) bool {
+	if r.Quorum != "majority" {
+		return true
+	}
+	voters, votes := 0, 0
+	for _, m := range r.Nodes {
+		if m != n && m.Departed && !m.Up {
+			continue
+		}
+		voters++
+		if m == n || r.Connected(n, m) {
+			votes++
+		}
+	}
+	return 2*votes > voters
+}
