@@ -189,15 +189,14 @@ metadata: {name: bad}
 spec:
   rdSpecs: [{protectedPVC: {name: data}}]
 `, []string{"resources.requests.storage is required"}},
-			{"same PVC twice", `
+			{"PVC without name", `
 apiVersion: ramendr.openshift.io/v1alpha1
 kind: ReplicationGroupDestination
 metadata: {name: bad}
 spec:
   rdSpecs:
-  - protectedPVC: {name: data, resources: {requests: {storage: 1Gi}}}
-  - protectedPVC: {name: data, resources: {requests: {storage: 1Gi}}}
-`, []string{"each protectedPVC name may appear only once"}},
+  - protectedPVC: {name: "", resources: {requests: {storage: 1Gi}}}
+`, []string{"spec.rdSpecs[0].protectedPVC.name", "at least 1 chars long"}},
 			{"entry without PVC", `
 apiVersion: ramendr.openshift.io/v1alpha1
 kind: ReplicationGroupDestination

@@ -55,8 +55,8 @@ const (
 
 // DRPlacementControlSpec places one application (a ProtectionGroup) on a cluster of
 // its DRPolicy and moves it on request.
-// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Failover' || (has(self.failoverCluster) && self.failoverCluster != ”)",message="failoverCluster is required when action is Failover"
-// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Relocate' || (has(self.preferredCluster) && self.preferredCluster != ”)",message="preferredCluster is required when action is Relocate"
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Failover' || (has(self.failoverCluster) && size(self.failoverCluster) > 0)",message="failoverCluster is required when action is Failover"
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Relocate' || (has(self.preferredCluster) && size(self.preferredCluster) > 0)",message="preferredCluster is required when action is Relocate"
 type DRPlacementControlSpec struct {
 	// protectionGroupRef names the application: the ProtectionGroup whose VMs move.
 	// +required

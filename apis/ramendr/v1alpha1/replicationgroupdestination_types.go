@@ -11,6 +11,7 @@ type VolSyncProtectedPVC struct {
 	// name of the PVC.
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// namespace of the PVC.
 	// +optional
@@ -44,7 +45,6 @@ type ReplicationGroupDestinationSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.protectedPVC.name == a.protectedPVC.name))",message="each protectedPVC name may appear only once"
 	RDSpecs []VolSyncReplicationDestinationSpec `json:"rdSpecs,omitempty"`
 }
 
