@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/siterecovery/siterecovery/pkg/protectiongroup"
 )
 
 // QuorumManager registers the quorum-tier reconcilers. The DR namespace is
@@ -16,6 +18,6 @@ func QuorumManager(_ ctrl.Manager, o Options) error {
 }
 
 // PGController registers the workload-tier reconcilers of pg-controller.
-func PGController(_ ctrl.Manager, _ Options) error {
-	return nil
+func PGController(mgr ctrl.Manager, _ Options) error {
+	return protectiongroup.SetupWithManager(mgr)
 }

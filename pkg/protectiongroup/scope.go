@@ -1,0 +1,64 @@
+package protectiongroup
+
+import (
+	"time"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// scope is what one reconcile of a ProtectionGroup works on.
+type scope struct {
+	group *srv1alpha1.ProtectionGroup
+	// before is the group as read, to patch only what changed.
+	before *srv1alpha1.ProtectionGroup
+	now    time.Time
+	// vms holds every VM of spec.virtualMachines, in spec order.
+	vms []vmState
+	// loaded is true once vms reflects the cluster.
+	loaded bool
+}
+
+// vmState is one VM of the group as the cluster shows it.
+type vmState struct {
+	ref srv1alpha1.VirtualMachineReference
+	// vm is nil when the VirtualMachine does not exist.
+	vm *kubevirtv1.VirtualMachine
+	// hasVMI is true while a VirtualMachineInstance exists for the VM.
+	hasVMI bool
+	// problem explains why the controller could not act on the VM.
+	problem string
+}
+
+func (v vmState) missing() bool { return v.vm == nil }
+
+func (v vmState) printableStatus() string {
+	if v.vm == nil {
+		return "Missing"
+	}
+	return string(v.vm.Status.PrintableStatus)
+}
+
+func (v vmState) running() bool {
+	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && v.vm.Status.Ready
+}
+
+func (v vmState) stopped() bool {
+	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && !v.hasVMI
+}
+
+// failed reports the printable statuses from which KubeVirt does not recover
+// without help.
+func (v vmState) failed() bool {
+	if v.vm == nil {
+		return false
+	}
+	switch v.vm.Status.PrintableStatus {
+	case kubevirtv1.VirtualMachineStatusCrashLoopBackOff, kubevirtv1.VirtualMachineStatusUnschedulable,
+		kubevirtv1.VirtualMachineStatusErrImagePull, kubevirtv1.VirtualMachineStatusImagePullBackOff,
+		kubevirtv1.VirtualMachineStatusPvcNotFound, kubevirtv1.VirtualMachineStatusDataVolumeError:
+		return true
+	}
+	return false
+}
