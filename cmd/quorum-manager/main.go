@@ -6,14 +6,17 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	"github.com/siterecovery/siterecovery/pkg/setup"
 )
 
 func main() {
 	var o setup.Options
+	var q setup.QuorumOptions
 	o.BindFlags(flag.CommandLine, "quorum-manager.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "the DR namespace (dr-<name>) this instance manages; required")
+	flag.DurationVar(&q.ProbeInterval, "cluster-probe-interval", 10*time.Second, "how often each workload cluster's API server is probed")
 	flag.Parse()
-	os.Exit(setup.Run(o, setup.QuorumManager))
+	os.Exit(setup.Run(o, setup.QuorumManager(q)))
 }

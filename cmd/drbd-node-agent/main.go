@@ -1,0 +1,29 @@
+// Command drbd-node-agent runs as a DaemonSet on every workload-cluster node that
+// holds DRBD replicas. It renders, brings up and promotes/demotes the DRBD resources
+// of the DRBDResources assigned to its node, reports DRBD's state (from drbdsetup
+// events2) into their status, and taints the node while a resource lacks quorum.
+// It talks to its own cluster's API server only and needs no leader election.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/siterecovery/siterecovery/pkg/agent"
+	"github.com/siterecovery/siterecovery/pkg/setup"
+)
+
+func main() {
+	var o setup.Options
+	var cfg agent.Config
+	o.BindFlags(flag.CommandLine, "drbd-node-agent.siterecovery.trilio.io")
+	cfg.BindFlags(flag.CommandLine)
+	flag.Parse()
+	o.LeaderElect = false // one agent per node, each acting on its own node only
+	if err := cfg.Complete(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(setup.Run(o, agent.Register(cfg)))
+}

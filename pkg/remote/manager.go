@@ -1,0 +1,219 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Key names one workload cluster of one zone in one DR namespace.
+type Key struct {
+	Namespace string
+	Zone      string
+	Cluster   string
+}
+
+func (k Key) String() string { return k.Namespace + "/" + k.Zone + "/" + k.Cluster }
+
+// ErrNotConnected is returned for a cluster that has no working connection yet.
+var ErrNotConnected = errors.New("cluster not connected")
+
+// MapFunc maps a remote object of cluster key to the quorum objects to reconcile.
+type MapFunc func(ctx context.Context, key Key, obj client.Object) []reconcile.Request
+
+// watch is a remote kind that some quorum controller depends on.
+type watch struct {
+	object client.Object
+	mapFn  MapFunc
+	sink   func(reconcile.Request)
+}
+
+// Manager holds one connection per workload cluster.
+type Manager struct {
+	scheme *runtime.Scheme
+	clock  clock.PassiveClock
+	log    logr.Logger
+
+	mu       sync.RWMutex
+	clusters map[Key]*connection
+	watches  []watch
+	// onHealthChange is told when a cluster becomes (un)reachable.
+	onHealthChange []func(Key)
+}
+
+// NewManager returns an empty Manager; Connect adds clusters.
+func NewManager(scheme *runtime.Scheme, clk clock.PassiveClock, log logr.Logger) *Manager {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Manager{scheme: scheme, clock: clk, log: log, clusters: map[Key]*connection{}}
+}
+
+// Watch makes every connected cluster's cache watch obj's kind and hand each
+// event, mapped by mapFn, to sink (typically a controller's channel source).
+// Register watches before connecting clusters.
+func (m *Manager) Watch(obj client.Object, mapFn MapFunc, sink func(reconcile.Request)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watches = append(m.watches, watch{object: obj, mapFn: mapFn, sink: sink})
+}
+
+// OnHealthChange registers f to be called when a cluster's reachability changes
+// or its connection is replaced.
+func (m *Manager) OnHealthChange(f func(Key)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onHealthChange = append(m.onHealthChange, f)
+}
+
+// Connect makes sure key has a connection built from kubeconfig. It is cheap when
+// nothing changed; a changed kubeconfig replaces the connection.
+func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limits Limits) error {
+	sum := fmt.Sprintf("%x", sha256.Sum256(append(kubeconfig, []byte(fmt.Sprint(limits))...)))
+	m.mu.RLock()
+	existing := m.clusters[key]
+	m.mu.RUnlock()
+	if existing != nil && existing.hash == sum {
+		return nil
+	}
+	cfg, err := RESTConfig(kubeconfig, limits)
+	if err != nil {
+		return err
+	}
+	conn, err := m.newConnection(key, cfg, sum)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	old := m.clusters[key]
+	m.clusters[key] = conn
+	m.mu.Unlock()
+	if old != nil {
+		old.stop()
+		m.log.Info("reconnected to cluster: kubeconfig changed", "cluster", key.String())
+	}
+	// Probe at once so that the zone does not wait a whole interval for its first
+	// verdict; the prober keeps probing from then on.
+	go func() {
+		conn.probe(m.clock.Now())
+		m.notify(key)
+	}()
+	return nil
+}
+
+// Disconnect stops and forgets key's connection.
+func (m *Manager) Disconnect(key Key) {
+	m.mu.Lock()
+	conn := m.clusters[key]
+	delete(m.clusters, key)
+	m.mu.Unlock()
+	if conn != nil {
+		conn.stop()
+	}
+}
+
+// Clusters returns the keys of every connection of a zone.
+func (m *Manager) Clusters(namespace, zone string) []Key {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var keys []Key
+	for k := range m.clusters {
+		if k.Namespace == namespace && k.Zone == zone {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// Remote is what controllers use to act on one cluster.
+type Remote struct {
+	Key Key
+	// Cached reads the watched kinds from the cluster's cache.
+	Cached client.Reader
+	// Direct reads and writes through the API server, bounded by the timeout.
+	Direct client.Client
+}
+
+// Get returns key's connection, or ErrNotConnected while it has none or its
+// cache has not synced yet.
+func (m *Manager) Get(key Key) (*Remote, error) {
+	m.mu.RLock()
+	conn := m.clusters[key]
+	m.mu.RUnlock()
+	if conn == nil {
+		return nil, fmt.Errorf("%w: %s has no connection (is it in the zone, with a valid kubeconfig Secret?)", ErrNotConnected, key.Cluster)
+	}
+	if !conn.synced() {
+		return nil, fmt.Errorf("%w: %s cache has not synced yet", ErrNotConnected, key.Cluster)
+	}
+	return &Remote{Key: key, Cached: conn.cluster.GetCache(), Direct: conn.direct}, nil
+}
+
+// Health is the last probe's verdict for key.
+func (m *Manager) Health(key Key) (Health, bool) {
+	m.mu.RLock()
+	conn := m.clusters[key]
+	m.mu.RUnlock()
+	if conn == nil {
+		return Health{}, false
+	}
+	return conn.health(), true
+}
+
+func (m *Manager) notify(key Key) {
+	m.mu.RLock()
+	fns := append([]func(Key){}, m.onHealthChange...)
+	m.mu.RUnlock()
+	for _, f := range fns {
+		f(key)
+	}
+}
+
+func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connection, error) {
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = m.scheme
+		// A read of a kind nobody watches must fail, not block on a new informer
+		// against an API server that may be down.
+		o.Cache = cache.Options{ReaderFailOnMissingInformer: true}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building cluster client for %s: %w", key.Cluster, err)
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: m.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building direct client for %s: %w", key.Cluster, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, cancel: cancel, log: m.log.WithValues("cluster", key.String())}
+	m.mu.RLock()
+	watches := append([]watch{}, m.watches...)
+	m.mu.RUnlock()
+	for _, w := range watches {
+		if err := conn.addWatch(ctx, w); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	go conn.run(ctx)
+	return conn, nil
+}
+
+// Health is the outcome of the last health probe of a cluster.
+type Health struct {
+	Reachable     bool
+	LastProbeTime time.Time
+	ServerVersion string
+	Err           error
+}

@@ -1,0 +1,106 @@
+package env
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+)
+
+// Names used by every zone the package builds.
+const (
+	Quorum    = "quorum"
+	Primary   = "primary-cluster"
+	DR        = "dr-cluster"
+	Namespace = "dr-production"
+	ZoneName  = "production"
+	AppNS     = "apps"
+)
+
+// Env is a running three-cluster zone.
+type Env struct {
+	Zone     *harness.Zone
+	Scheme   *runtime.Scheme
+	Clusters map[string]*harness.Cluster
+}
+
+// Options tune a zone.
+type Options struct {
+	// Backend is the zone's storage backend; DRBD by default.
+	Backend srv1alpha1.StorageBackend
+}
+
+// New starts quorum, primary and DR clusters in parallel, creates the DR namespace
+// on all three and the app namespace on the workload clusters, stores each workload
+// cluster's kubeconfig in a Secret on the quorum cluster and creates the zone.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	s := scheme.New()
+	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, "quorum", "primary", "dr")
+	e := &Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
+		Quorum: z.Clusters["quorum"], Primary: z.Clusters["primary"], DR: z.Clusters["dr"],
+	}}
+	ctx := context.Background()
+	for name, c := range e.Clusters {
+		create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}})
+		if name != Quorum {
+			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AppNS}})
+			create(t, e.Client(Quorum), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name + "-kubeconfig"},
+				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: c.Kubeconfig},
+			})
+		}
+	}
+	backend := opts.Backend
+	if backend == "" {
+		backend = srv1alpha1.BackendDRBD
+	}
+	create(t, e.Client(Quorum), &srv1alpha1.ProtectionZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ZoneName},
+		Spec: srv1alpha1.ProtectionZoneSpec{
+			StorageBackend: backend,
+			Clusters: []srv1alpha1.ZoneCluster{
+				{Name: Primary, Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: Primary + "-kubeconfig"},
+					Client: srv1alpha1.ClientSettings{TimeoutSeconds: 2}},
+				{Name: DR, Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: DR + "-kubeconfig"},
+					Client: srv1alpha1.ClientSettings{TimeoutSeconds: 2}},
+			},
+			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}},
+		},
+	})
+	_ = ctx
+	return e
+}
+
+// Client returns the admin client of a cluster of the zone.
+func (e *Env) Client(cluster string) client.Client { return e.Clusters[cluster].Client }
+
+func create(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	require.NoError(t, c.Create(context.Background(), obj))
+}
+
+// Eventually polls cond every 20ms until it returns nil or the deadline passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = cond(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

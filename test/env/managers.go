@@ -1,0 +1,78 @@
+package env
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/siterecovery/siterecovery/pkg/protectiongroup"
+	"github.com/siterecovery/siterecovery/pkg/setup"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+)
+
+// Process is an in-process manager that a test can stop (a crash or a restart).
+type Process struct {
+	Quorum *setup.Quorum
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// Stop stops the manager and waits for it to return.
+func (p *Process) Stop(t testing.TB) {
+	p.once.Do(func() {
+		p.cancel()
+		require.NoError(t, <-p.done)
+	})
+}
+
+func (e *Env) start(t testing.TB, cluster string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
+	t.Helper()
+	opts.Scheme = e.Scheme
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, opts)
+	require.NoError(t, err)
+	require.NoError(t, register(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Process{cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { p.Stop(t) })
+	return p
+}
+
+// WorkloadOptions tune the workload tier of one cluster.
+type WorkloadOptions struct {
+	// VMStartDelay and VMStopDelay are the KubeVirt simulator's delays.
+	VMStartDelay, VMStopDelay time.Duration
+}
+
+// StartWorkload runs pg-controller and the KubeVirt simulator against a workload
+// cluster.
+func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Process {
+	return e.start(t, cluster, ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay})
+	})
+}
+
+// StartQuorum runs quorum-manager, scoped to the DR namespace, against the
+// quorum cluster.
+func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
+	var quorum *setup.Quorum
+	p := e.start(t, Quorum, ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}}},
+		func(mgr ctrl.Manager) error {
+			var err error
+			quorum, err = setup.SetupQuorum(mgr, q)
+			return err
+		})
+	p.Quorum = quorum
+	return p
+}
