@@ -23,7 +23,10 @@ type Executor interface {
 }
 
 // OSExecutor implements Executor with os/exec.
-type OSExecutor struct{}
+type OSExecutor struct {
+	// Env is the commands' environment; nil means the agent's own.
+	Env []string
+}
 
 // ExitError is returned for commands that ran and failed.
 type ExitError struct {
@@ -44,8 +47,9 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Run implements Executor.
-func (OSExecutor) Run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+func (e OSExecutor) Run(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = e.Env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -55,8 +59,9 @@ func (OSExecutor) Run(ctx context.Context, bin string, args ...string) ([]byte, 
 }
 
 // Start implements Executor.
-func (OSExecutor) Start(ctx context.Context, bin string, args ...string) (io.ReadCloser, func() error, error) {
+func (e OSExecutor) Start(ctx context.Context, bin string, args ...string) (io.ReadCloser, func() error, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = e.Env
 	stderr := &limitedBuffer{max: 64 << 10}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()

@@ -6,6 +6,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/siterecovery/siterecovery/pkg/failover"
+	"github.com/siterecovery/siterecovery/pkg/pgsync"
+	"github.com/siterecovery/siterecovery/pkg/protection"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 	"github.com/siterecovery/siterecovery/pkg/zone"
 )
@@ -41,6 +44,15 @@ func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 		return nil, err
 	}
 	if err := zone.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := pgsync.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := failover.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := protection.SetupWithManager(mgr, rm, protection.Options{}); err != nil {
 		return nil, err
 	}
 	return &Quorum{Remote: rm}, nil

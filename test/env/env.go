@@ -31,6 +31,8 @@ type Env struct {
 	Zone     *harness.Zone
 	Scheme   *runtime.Scheme
 	Clusters map[string]*harness.Cluster
+
+	drbd *drbdNetwork
 }
 
 // Options tune a zone.
@@ -49,9 +51,10 @@ func New(t testing.TB, opts Options) *Env {
 	e := &Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
 		Quorum: z.Clusters["quorum"], Primary: z.Clusters["primary"], DR: z.Clusters["dr"],
 	}}
-	ctx := context.Background()
-	for name, c := range e.Clusters {
+	for _, c := range e.Clusters {
 		create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}})
+	}
+	for name, c := range e.Clusters {
 		if name != Quorum {
 			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AppNS}})
 			create(t, e.Client(Quorum), &corev1.Secret{
@@ -77,7 +80,7 @@ func New(t testing.TB, opts Options) *Env {
 			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}},
 		},
 	})
-	_ = ctx
+	e.createNodes(t)
 	return e
 }
 

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/siterecovery/siterecovery/pkg/protectiongroup"
@@ -36,6 +38,8 @@ func (e *Env) start(t testing.TB, cluster string, opts ctrl.Options, register fu
 	t.Helper()
 	opts.Scheme = e.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	// Several managers (one per cluster and node) share this process.
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, opts)
 	require.NoError(t, err)
 	require.NoError(t, register(mgr))

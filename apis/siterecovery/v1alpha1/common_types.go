@@ -59,9 +59,10 @@ type PhaseTransition struct {
 	// +required
 	Phase string `json:"phase"`
 
-	// time the phase was entered.
+	// time the phase was entered, with microsecond precision so that the audit
+	// trail shows how long fast phases took.
 	// +required
-	Time metav1.Time `json:"time"`
+	Time metav1.MicroTime `json:"time"`
 
 	// message says what happened on entry, for the audit trail.
 	// +optional

@@ -1,0 +1,184 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/remote"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "failover"
+
+// Reconciler executes FailoverRequests.
+type Reconciler struct {
+	Client   client.Client
+	Remote   *remote.Manager
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Metrics  *Metrics
+
+	remoteEvents chan event.GenericEvent
+}
+
+// SetupWithManager registers the controller and its remote watches: changes of
+// ProtectionGroups and DRBDResources on the workload clusters, and of failover
+// Leases, wake the requests that wait on them, so no phase waits for a tick.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: make(chan event.GenericEvent, 1024)}
+	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.activeRequestsOfRemote, r.send)
+	rm.Watch(&srv1alpha1.DRBDResource{}, r.activeRequestsOfRemote, r.send)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		For(&srv1alpha1.FailoverRequest{}).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
+		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// Reconcile advances one request by as many phases as it can.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	fr := &srv1alpha1.FailoverRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{req: fr, before: fr.DeepCopy(), now: r.Clock.Now()}
+	if terminal(fr.Status.Phase) {
+		// A crash between the final status write and the release leaves the Lease
+		// held; release it now.
+		return ctrl.Result{}, r.release(ctx, fr, fr.Spec.ProtectionGroupRef.Name)
+	}
+	if fr.Status.Phase == "" {
+		s.enter(srv1alpha1.FailoverPending, "waiting for the failover lock of group %s", fr.Spec.ProtectionGroupRef.Name)
+	}
+
+	res, err := r.advance(ctx, s)
+	if werr := r.writeStatus(ctx, s); werr != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	if terminal(s.req.Status.Phase) {
+		r.Metrics.observe(s)
+		if rerr := r.release(ctx, s.req, s.req.Spec.ProtectionGroupRef.Name); rerr != nil {
+			return ctrl.Result{}, rerr
+		}
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// Renew the Lease well before it expires, and re-check timeouts, even when no
+	// watched object changes.
+	return ctrl.Result{RequeueAfter: min(ptr.Deref(res, renewEvery), renewEvery)}, nil
+}
+
+// advance runs the current phase and, whenever a phase completes, the next one.
+func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, error) {
+	for range 8 {
+		phase := s.req.Status.Phase
+		var wait *time.Duration
+		var err error
+		switch phase {
+		case srv1alpha1.FailoverPending:
+			wait, err = r.pending(ctx, s)
+		case srv1alpha1.FailoverStoppingOnSource:
+			wait, err = r.stoppingOnSource(ctx, s)
+		case srv1alpha1.FailoverWaitingForDRBD:
+			wait, err = r.waitingForDRBD(ctx, s)
+		case srv1alpha1.FailoverStartingOnTarget:
+			wait, err = r.startingOnTarget(ctx, s)
+		default:
+			return nil, nil
+		}
+		if err != nil || s.req.Status.Phase == phase {
+			return wait, err
+		}
+	}
+	return nil, nil
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	s.req.Status.ObservedGeneration = s.req.Generation
+	if equality.Semantic.DeepEqual(s.before.Status, s.req.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.req, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for _, e := range s.events {
+		r.Recorder.Event(s.req, e.kind, e.reason, e.message)
+	}
+	return nil
+}
+
+// loadGroupAndZone reads the quorum copy of the group and its zone.
+func (r *Reconciler) loadGroupAndZone(ctx context.Context, s *scope) (reason string, err error) {
+	ref := s.req.Spec.ProtectionGroupRef
+	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
+		return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("protectionGroupRef.namespace %q must be the request's namespace %q: a DR namespace only fails over its own groups", ref.Namespace, s.req.Namespace)
+	}
+	s.group = &srv1alpha1.ProtectionGroup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.req.Namespace, Name: ref.Name}, s.group); err != nil {
+		if apierrors.IsNotFound(err) {
+			return srv1alpha1.ReasonGroupNotFound, fmt.Errorf("ProtectionGroup %s/%s not found", s.req.Namespace, ref.Name)
+		}
+		return "", err
+	}
+	if s.group.Spec.ZoneRef == nil {
+		return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("ProtectionGroup %s has no zoneRef", ref.Name)
+	}
+	s.zone = &srv1alpha1.ProtectionZone{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.req.Namespace, Name: s.group.Spec.ZoneRef.Name}, s.zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("ProtectionZone %s of group %s not found", s.group.Spec.ZoneRef.Name, ref.Name)
+		}
+		return "", err
+	}
+	return "", nil
+}
+
+// holderDone reports whether the request named by a Lease holder identity has
+// finished or no longer exists, so that its Lease can be taken over at once.
+func (r *Reconciler) holderDone(ctx context.Context, namespace string) func(string) bool {
+	return func(holder string) bool {
+		parts := strings.Split(holder, "/")
+		if len(parts) != 3 || parts[0] != "FailoverRequest" {
+			return false
+		}
+		other := &srv1alpha1.FailoverRequest{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: parts[1]}, other); err != nil {
+			return apierrors.IsNotFound(err)
+		}
+		return string(other.UID) != parts[2] || terminal(other.Status.Phase)
+	}
+}
+
+// send queues a remote event for the controller; a full queue drops the event
+// only because the same request is already waiting in it.
+func (r *Reconciler) send(req reconcile.Request) {
+	obj := &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+	select {
+	case r.remoteEvents <- event.GenericEvent{Object: obj}:
+	default:
+	}
+}

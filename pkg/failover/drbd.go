@@ -1,0 +1,179 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// waitingForDRBD moves the DRBD primary role from source to target (spec 004 §5):
+// demote the source (planned), run the taint safety check and remove the
+// lost-quorum taint from the target's replica nodes, then promote the target once
+// it is promotable — forcing only in an unplanned failover.
+func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Duration, error) {
+	if err := r.reload(ctx, s); err != nil {
+		return nil, err
+	}
+	retry := ptr.To(unreachableRetry)
+	tgt, err := r.Remote.Get(s.key(s.target()))
+	if err != nil {
+		s.waiting("cannot reach target %s yet: %s", s.target(), err.Error())
+		return retry, nil
+	}
+	targetRes, err := drbdResources(ctx, tgt, s.group.Name)
+	if err != nil {
+		s.waiting("%s", err.Error())
+		return retry, nil
+	}
+	if len(targetRes) == 0 && len(s.group.Spec.VirtualMachines) > 0 {
+		s.fail("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
+		return nil, nil
+	}
+
+	if done, msg := r.demoteSource(ctx, s); !done {
+		s.waiting("%s", msg)
+		return retry, nil
+	}
+	if blocked, err := r.clearTaints(ctx, s, targetRes); err != nil || blocked {
+		return nil, err
+	}
+
+	var pending []string
+	for i := range targetRes {
+		res := &targetRes[i]
+		if res.Status.Role == string(srv1alpha1.RolePrimary) {
+			continue
+		}
+		pending = append(pending, res.Namespace+"/"+res.Name)
+		refused := promotionRefused(res)
+		// An unplanned failover forces where DRBD refuses or would refuse; a
+		// planned one never does and waits until the target is promotable.
+		force := s.unplanned() && (!res.Status.Promotable || refused)
+		if !s.unplanned() && !res.Status.Promotable {
+			continue
+		}
+		if res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion == force {
+			continue // asked already; the agent reports the outcome
+		}
+		if err := setRole(ctx, tgt, res, srv1alpha1.RolePrimary, force); err != nil {
+			s.waiting("%s", err.Error())
+			return retry, nil
+		}
+	}
+	if len(pending) > 0 {
+		sort.Strings(pending)
+		s.waiting("waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
+		return nil, nil
+	}
+	s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
+	s.enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
+	return nil, nil
+}
+
+// demoteSource makes every source replica Secondary. A planned failover waits for
+// it; an unplanned one tries once and goes on.
+func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) {
+	src, err := r.Remote.Get(s.key(s.source()))
+	if err != nil {
+		return s.unplanned(), fmt.Sprintf("cannot reach source %s to demote DRBD: %s", s.source(), err.Error())
+	}
+	res, err := drbdResources(ctx, src, s.group.Name)
+	if err != nil {
+		return s.unplanned(), err.Error()
+	}
+	var primaries []string
+	for i := range res {
+		if res[i].Spec.Role != srv1alpha1.RoleSecondary || res[i].Spec.ForcePromotion {
+			if err := setRole(ctx, src, &res[i], srv1alpha1.RoleSecondary, false); err != nil {
+				return s.unplanned(), err.Error()
+			}
+		}
+		if res[i].Status.Role == string(srv1alpha1.RolePrimary) {
+			primaries = append(primaries, res[i].Name)
+		}
+	}
+	if len(primaries) > 0 && !s.unplanned() {
+		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), strings.Join(primaries, ", "))
+	}
+	return true, ""
+}
+
+// clearTaints removes the lost-quorum taint from the nodes that hold the target
+// replicas, unless another group of this namespace runs on the target cluster and
+// the request does not force it (design decision 4). It reports whether it holds.
+func (r *Reconciler) clearTaints(ctx context.Context, s *scope, targetRes []srv1alpha1.DRBDResource) (bool, error) {
+	tgt, err := r.Remote.Get(s.key(s.target()))
+	if err != nil {
+		return true, nil
+	}
+	var taintedNodes []string
+	seen := map[string]bool{}
+	for _, res := range targetRes {
+		if seen[res.Spec.NodeName] {
+			continue
+		}
+		seen[res.Spec.NodeName] = true
+		t, err := tainted(ctx, tgt, res.Spec.NodeName)
+		if err != nil {
+			s.waiting("reading node %s on %s: %s", res.Spec.NodeName, s.target(), err.Error())
+			return true, nil
+		}
+		if t {
+			taintedNodes = append(taintedNodes, res.Spec.NodeName)
+		}
+	}
+	if len(taintedNodes) == 0 {
+		return false, nil
+	}
+	others, err := otherRunningGroups(ctx, tgt, s.req.Namespace, s.group.Name)
+	if err != nil {
+		return true, err
+	}
+	if len(others) > 0 && !s.req.Spec.Force {
+		msg := fmt.Sprintf("not removing %s from %s on %s: groups %s run there; wait for them or set force",
+			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target(), strings.Join(others, ", "))
+		s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTaintConflict, msg)
+		s.waiting("%s", msg)
+		return true, nil
+	}
+	for _, n := range taintedNodes {
+		if _, err := untaint(ctx, tgt, n); err != nil {
+			return true, err
+		}
+	}
+	s.events = append(s.events, auditEvent{kind: "Normal", reason: "TaintRemoved",
+		message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
+	return false, nil
+}
+
+func promotionRefused(r *srv1alpha1.DRBDResource) bool {
+	for _, c := range r.Status.Conditions {
+		if c.Type == srv1alpha1.ConditionRoleApplied && c.Status == metav1.ConditionFalse && c.Reason == srv1alpha1.ReasonPromotionRefused {
+			return true
+		}
+	}
+	return false
+}
+
+// refusals summarises promotions the agents refused, for the waiting message.
+func refusals(res []srv1alpha1.DRBDResource) string {
+	var out []string
+	for _, r := range res {
+		for _, c := range r.Status.Conditions {
+			if c.Type == srv1alpha1.ConditionRoleApplied && c.Status == metav1.ConditionFalse && c.Reason == srv1alpha1.ReasonPromotionRefused {
+				out = append(out, r.Name+": "+c.Message)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; refused: " + strings.Join(out, "; ")
+}

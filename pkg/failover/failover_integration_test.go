@@ -1,0 +1,70 @@
+package failover_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+var fullTrail = []string{"Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget", "Completed"}
+
+func TestPlannedFailoverAndFailback(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 3})
+	rec := z.recordVMIs()
+
+	fr := z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
+	require.Equal(t, fullTrail, phases(fr), "the audit trail records every phase in order")
+	require.Equal(t, env.Primary, fr.Status.SourceCluster)
+	require.NotNil(t, fr.Status.StartTime)
+	require.NotNil(t, fr.Status.CompletionTime)
+	for _, c := range []string{srv1alpha1.ConditionLockAcquired, srv1alpha1.ConditionSourceStopped, srv1alpha1.ConditionTargetPromoted, srv1alpha1.ConditionTargetRunning, srv1alpha1.ConditionReady} {
+		require.True(t, meta.IsStatusConditionTrue(fr.Status.Conditions, c), "condition %s", c)
+	}
+	require.Nil(t, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk), "a planned failover loses no data")
+	z.assertActive(env.DR)
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	for _, vm := range z.vms {
+		require.Equal(t, "Primary", z.drbd(env.DR, vm).Status.Role)
+		require.Equal(t, "Secondary", z.drbd(env.Primary, vm).Status.Role)
+		require.False(t, z.drbd(env.DR, vm).Spec.ForcePromotion, "a planned failover never forces")
+		require.True(t, rec.sawOn(env.DR, vm), "%s ran on the DR cluster", vm)
+	}
+	z.assertLockReleased()
+
+	// The group now lives on the DR cluster: a request back is a failback.
+	fb := z.waitPhase(z.failover("back", env.Primary, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
+	require.Equal(t, fullTrail, phases(fb))
+	require.Equal(t, env.DR, fb.Status.SourceCluster)
+	z.assertActive(env.Primary)
+	z.waitGroup(env.DR, srv1alpha1.StateStopped)
+	for _, vm := range z.vms {
+		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
+	}
+	require.Empty(t, rec.overlaps(), "no VM may run on both clusters at once in a planned flow")
+}
+
+func (z *zone) assertActive(cluster string) {
+	z.t.Helper()
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: group}, pg))
+	require.Equal(z.t, cluster, pg.Spec.ActiveCluster)
+	z.waitGroup(cluster, srv1alpha1.StateRunning)
+	for _, name := range z.vms {
+		vm := &kubevirtv1.VirtualMachine{}
+		require.NoError(z.t, z.Client(cluster).Get(z.ctx, types.NamespacedName{Namespace: env.AppNS, Name: name}, vm))
+		require.Equal(z.t, kubevirtv1.VirtualMachineStatusRunning, vm.Status.PrintableStatus)
+	}
+}
+
+func (z *zone) assertLockReleased() {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, "lock released", func() error {
+		return leaseGone(z, srv1alpha1.FailoverLockName(group))
+	})
+}

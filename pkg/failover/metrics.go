@@ -1,0 +1,61 @@
+package failover
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// Metrics are the failover-controller's Prometheus metrics.
+type Metrics struct {
+	duration      *prometheus.HistogramVec
+	phaseDuration *prometheus.HistogramVec
+	results       *prometheus.CounterVec
+}
+
+var defaultMetrics = newMetrics(metrics.Registry)
+
+func newMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}
+	m := &Metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "siterecovery_failover_duration_seconds", Buckets: buckets,
+			Help: "Time from a FailoverRequest leaving Pending to Completed or Failed.",
+		}, []string{"protection_group", "type", "result"}),
+		phaseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "siterecovery_failover_phase_duration_seconds", Buckets: buckets,
+			Help: "Time a FailoverRequest spent in each phase.",
+		}, []string{"protection_group", "phase"}),
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "siterecovery_failover_results_total",
+			Help: "Finished FailoverRequests by result and reason.",
+		}, []string{"protection_group", "type", "result", "reason"}),
+	}
+	reg.MustRegister(m.duration, m.phaseDuration, m.results)
+	return m
+}
+
+// observe records a request that just finished.
+func (m *Metrics) observe(s *scope) {
+	st := s.req.Status
+	group, typ := s.req.Spec.ProtectionGroupRef.Name, string(s.req.Spec.FailoverType)
+	result := "succeeded"
+	if st.Phase == srv1alpha1.FailoverFailed {
+		result = "failed"
+	}
+	reason := ""
+	for _, c := range st.Conditions {
+		if c.Type == srv1alpha1.ConditionReady {
+			reason = c.Reason
+		}
+	}
+	m.results.WithLabelValues(group, typ, result, reason).Inc()
+	if st.StartTime != nil && st.CompletionTime != nil {
+		m.duration.WithLabelValues(group, typ, result).Observe(st.CompletionTime.Sub(st.StartTime.Time).Seconds())
+	}
+	for i := 0; i+1 < len(st.PhaseHistory); i++ {
+		p := st.PhaseHistory[i]
+		m.phaseDuration.WithLabelValues(group, p.Phase).Observe(st.PhaseHistory[i+1].Time.Sub(p.Time.Time).Seconds())
+	}
+}

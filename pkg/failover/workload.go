@@ -1,0 +1,126 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/remote"
+)
+
+// FieldOwner is the server-side apply field manager of the failover-controller:
+// it owns ProtectionGroup.spec.desiredState and DRBDResource.spec.role on the
+// workload clusters, and nothing else.
+const FieldOwner = "siterecovery-failover"
+
+// setDesiredState applies spec.desiredState of the group's copy on a cluster.
+func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
+	u.SetNamespace(namespace)
+	u.SetName(group)
+	if err := unstructured.SetNestedField(u.Object, string(state), "spec", "desiredState"); err != nil {
+		return err
+	}
+	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
+	}
+	return nil
+}
+
+// workloadGroup reads the group's copy on a cluster from the remote cache.
+func workloadGroup(ctx context.Context, rc *remote.Remote, namespace, group string) (*srv1alpha1.ProtectionGroup, error) {
+	pg := &srv1alpha1.ProtectionGroup{}
+	if err := rc.Cached.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err != nil {
+		return nil, fmt.Errorf("reading ProtectionGroup %s on %s: %w", group, rc.Key.Cluster, err)
+	}
+	return pg, nil
+}
+
+// settled reports whether a workload copy has observed its current spec and
+// reached state: a stale status of an older desiredState never counts.
+func settled(pg *srv1alpha1.ProtectionGroup, state srv1alpha1.GroupState) bool {
+	return pg.Spec.DesiredState == state && pg.Status.ObservedGeneration == pg.Generation && pg.Status.CurrentState == state
+}
+
+// drbdResources lists the group's DRBDResources on a cluster.
+func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1alpha1.DRBDResource, error) {
+	list := &srv1alpha1.DRBDResourceList{}
+	if err := rc.Cached.List(ctx, list, client.MatchingLabels{srv1alpha1.ProtectionGroupLabel: group}); err != nil {
+		return nil, fmt.Errorf("listing DRBDResources of %s on %s: %w", group, rc.Key.Cluster, err)
+	}
+	return list.Items, nil
+}
+
+// setRole applies spec.role (and forcePromotion) of a DRBDResource.
+func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
+	u.SetNamespace(res.Namespace)
+	u.SetName(res.Name)
+	if err := unstructured.SetNestedField(u.Object, string(role), "spec", "role"); err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, force, "spec", "forcePromotion"); err != nil {
+		return err
+	}
+	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting role %s on DRBDResource %s/%s on %s: %w", role, res.Namespace, res.Name, rc.Key.Cluster, err)
+	}
+	return nil
+}
+
+// untaint removes the lost-quorum taint from a node, leaving every other taint.
+func untaint(ctx context.Context, rc *remote.Remote, nodeName string) (bool, error) {
+	node := &corev1.Node{}
+	if err := rc.Direct.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	kept := node.Spec.Taints[:0:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key != srv1alpha1.LostQuorumTaintKey {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(node.Spec.Taints) {
+		return false, nil
+	}
+	before := node.DeepCopy()
+	node.Spec.Taints = kept
+	// The optimistic lock makes sure a taint added meanwhile is not dropped blindly.
+	return true, rc.Direct.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// tainted reports whether a node carries the lost-quorum taint.
+func tainted(ctx context.Context, rc *remote.Remote, nodeName string) (bool, error) {
+	node := &corev1.Node{}
+	if err := rc.Direct.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == srv1alpha1.LostQuorumTaintKey {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// otherRunningGroups lists the groups of the namespace, other than group, that
+// run on a cluster: removing a node taint there could disturb them.
+func otherRunningGroups(ctx context.Context, rc *remote.Remote, namespace, group string) ([]string, error) {
+	list := &srv1alpha1.ProtectionGroupList{}
+	if err := rc.Cached.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, pg := range list.Items {
+		if pg.Name != group && pg.Status.CurrentState == srv1alpha1.StateRunning {
+			names = append(names, pg.Name)
+		}
+	}
+	return names, nil
+}

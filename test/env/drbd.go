@@ -1,0 +1,75 @@
+package env
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/siterecovery/siterecovery/pkg/agent"
+	"github.com/siterecovery/siterecovery/pkg/drbd"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+)
+
+// Nodes holds one simulated worker node per workload cluster, and its address.
+var Nodes = map[string]struct{ Name, Address string }{
+	Primary: {"primary-worker-1", "10.0.0.1"},
+	DR:      {"dr-worker-1", "10.0.1.1"},
+}
+
+// drbdNetwork is the simulated DRBD kernel state shared by every node of a zone.
+type drbdNetwork struct {
+	stateDir       string
+	drbdadm, setup string
+	fabric         *drbdsim.Fabric
+}
+
+// DRBD returns the zone's simulated DRBD network, building the simulator once.
+func (e *Env) DRBD(t testing.TB) *drbdsim.Fabric {
+	e.drbdNet(t)
+	return e.drbd.fabric
+}
+
+func (e *Env) drbdNet(t testing.TB) *drbdNetwork {
+	if e.drbd == nil {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+		adm, setup := drbdsim.Build(t, filepath.Join(dir, "bin"))
+		state := filepath.Join(dir, "state")
+		require.NoError(t, os.MkdirAll(state, 0o755))
+		e.drbd = &drbdNetwork{stateDir: state, drbdadm: adm, setup: setup, fabric: &drbdsim.Fabric{StateDir: state}}
+	}
+	return e.drbd
+}
+
+// createNodes adds each workload cluster's simulated worker node.
+func (e *Env) createNodes(t testing.TB) {
+	for cluster, n := range Nodes {
+		create(t, e.Client(cluster), &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}},
+			Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}},
+		})
+	}
+}
+
+// StartAgent runs the drbd-node-agent of a workload cluster's node against the
+// DRBD simulator.
+func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
+	net := e.drbdNet(t)
+	n := Nodes[cluster]
+	cfg := agent.Config{
+		NodeName:           n.Name,
+		ReplicationAddress: n.Address,
+		ResourceDir:        filepath.Join(filepath.Dir(net.stateDir), "etc-"+n.Name),
+		DrbdadmPath:        net.drbdadm,
+		DrbdsetupPath:      net.setup,
+		Exec:               drbd.OSExecutor{Env: append(os.Environ(), "DRBDSIM_NODE="+n.Name, "DRBDSIM_STATE_DIR="+net.stateDir)},
+		StatusInterval:     50 * time.Millisecond,
+	}
+	return e.start(t, cluster, ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
+}
