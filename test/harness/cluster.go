@@ -1,0 +1,290 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Sub-directories of Cluster.Dir.
+const (
+	certDir     = "certs"
+	etcdDataDir = "etcd-data"
+)
+
+const (
+	processStartTimeout = 60 * time.Second
+	// kube-apiserver drains its requests on SIGTERM; on a loaded 2-core machine
+	// that can take longer than envtest's 20 s default.
+	processStopTimeout = 90 * time.Second
+)
+
+// Cluster is one control plane (etcd + kube-apiserver) of a Zone.
+type Cluster struct {
+	// Name is the name the cluster was started with, e.g. "primary".
+	Name string
+	// Config is an admin (system:masters) client configuration with an embedded client
+	// certificate.
+	Config *rest.Config
+	// Client is a controller-runtime client for Config using Options.Scheme.
+	Client client.Client
+	// Kubeconfig is a self-contained kubeconfig for the same admin identity (client
+	// certificate and CA embedded, no exec or auth-provider plugins) with one context
+	// named after the cluster. It can be stored in a Secret and used from another process.
+	Kubeconfig []byte
+	// Dir holds the cluster's certificates, etcd data and the process logs
+	// kube-apiserver.log and etcd.log. It is removed when the zone stops; if the test or a
+	// start failed, the logs are kept.
+	Dir string
+
+	env  *envtest.Environment
+	logs []*os.File
+
+	mu      sync.Mutex // serialises StopAPIServer, StartAPIServer and stop
+	apiDown bool
+	stopped bool
+}
+
+// APIServerLog is the path of the file kube-apiserver writes its output to.
+func (c *Cluster) APIServerLog() string { return filepath.Join(c.Dir, "kube-apiserver.log") }
+
+// EtcdLog is the path of the file etcd writes its output to.
+func (c *Cluster) EtcdLog() string { return filepath.Join(c.Dir, "etcd.log") }
+
+// startCluster starts etcd and kube-apiserver for one cluster under dir, installs crds
+// (which it takes ownership of) and waits until /readyz answers.
+func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme) (*Cluster, error) {
+	c := &Cluster{Name: name, Dir: dir}
+	certPath, dataPath := filepath.Join(dir, certDir), filepath.Join(dir, etcdDataDir)
+	for _, d := range []string{certPath, dataPath} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", name, err)
+		}
+	}
+	apiLog, err := c.openLog(c.APIServerLog())
+	if err != nil {
+		return nil, err
+	}
+	etcdLog, err := c.openLog(c.EtcdLog())
+	if err != nil {
+		c.closeLogs()
+		return nil, err
+	}
+
+	// An explicit CertDir keeps the serving certificate (and its CA, which clients and
+	// kubeconfigs trust) across StopAPIServer/StartAPIServer: envtest deletes and
+	// regenerates certificates only in a directory it created itself.
+	api := &envtest.APIServer{
+		Path:    filepath.Join(binDir, "kube-apiserver"),
+		CertDir: certPath,
+		Out:     apiLog,
+		Err:     apiLog,
+	}
+	configureAPIServer(api.Configure())
+	etcd := &envtest.Etcd{
+		Path:    filepath.Join(binDir, "etcd"),
+		DataDir: dataPath,
+		Out:     etcdLog,
+		Err:     etcdLog,
+	}
+	c.env = &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{APIServer: api, Etcd: etcd},
+		Scheme:                   scheme,
+		BinaryAssetsDirectory:    binDir,
+		ControlPlaneStartTimeout: processStartTimeout,
+		ControlPlaneStopTimeout:  processStopTimeout,
+	}
+	cfg, err := c.env.Start()
+	if err != nil {
+		// envtest may fail after the processes are up (e.g. while installing CRDs).
+		_ = c.env.Stop()
+		c.closeLogs()
+		return nil, c.failure("start", err)
+	}
+	if err := installCRDs(ctx, cfg, crds); err != nil {
+		_ = c.env.Stop()
+		c.closeLogs()
+		return nil, c.failure("install CRDs", err)
+	}
+	if err := waitReady(ctx, cfg); err != nil {
+		_ = c.env.Stop()
+		c.closeLogs()
+		return nil, c.failure("start", err)
+	}
+	c.Config = cfg
+	if c.Kubeconfig, err = kubeconfigFor(name, cfg); err != nil {
+		_ = c.stop()
+		return nil, c.failure("start", err)
+	}
+	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		_ = c.stop()
+		return nil, c.failure("start", err)
+	}
+	return c, nil
+}
+
+// configureAPIServer trims kube-apiserver to what the controllers under test use. envtest
+// already sets certificates, ports, RBAC authorization and the service account issuer.
+func configureAPIServer(args *envtest.Arguments) {
+	// No kube-controller-manager runs next to the API server, so admission plugins whose
+	// effects a controller would complete only get in the way: StorageObjectInUseProtection
+	// would leave PVCs stuck on the kubernetes.io/pvc-protection finalizer forever,
+	// ServiceAccount would wait for token controllers. NamespaceLifecycle, the webhook and
+	// admission-policy plugins stay enabled.
+	args.Set("disable-admission-plugins", strings.Join([]string{
+		"ServiceAccount",
+		"LimitRanger",
+		"Priority",
+		"DefaultTolerationSeconds",
+		"DefaultStorageClass",
+		"StorageObjectInUseProtection",
+		"PersistentVolumeClaimResize",
+		"RuntimeClass",
+		"DefaultIngressClass",
+		"TaintNodesByCondition",
+		"PodSecurity",
+		"ResourceQuota",
+		"CertificateApproval",
+		"CertificateSigning",
+		"CertificateSubjectRestriction",
+		"ClusterTrustBundleAttest",
+	}, ","))
+	args.Set("profiling", "false")
+	// API priority and fairness creates its bootstrap configuration at start and adds
+	// per-request bookkeeping; plain max-in-flight limits are enough for tests.
+	args.Set("enable-priority-and-fairness", "false")
+}
+
+// StopAPIServer stops the cluster's kube-apiserver process (a site outage as seen by
+// clients: connections are refused); etcd keeps running with all data. It is a no-op if
+// the API server is already stopped.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return fmt.Errorf("cluster %q: zone is stopped", c.Name)
+	}
+	if c.apiDown {
+		return nil
+	}
+	if err := c.env.ControlPlane.APIServer.Stop(); err != nil {
+		return c.failure("stop kube-apiserver", err)
+	}
+	c.apiDown = true
+	return nil
+}
+
+// StartAPIServer starts the kube-apiserver stopped by StopAPIServer again, on the same
+// address and port, with the same certificates and the same etcd, so existing clients
+// and kubeconfigs keep working. It returns when /readyz answers. It is a no-op if the API
+// server is running.
+func (c *Cluster) StartAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return fmt.Errorf("cluster %q: zone is stopped", c.Name)
+	}
+	if !c.apiDown {
+		return nil
+	}
+	api := c.env.ControlPlane.APIServer
+	before := api.SecureServing.HostPort()
+	if err := api.Start(); err != nil {
+		_ = api.Stop()
+		return c.failure("restart kube-apiserver", err)
+	}
+	if after := api.SecureServing.HostPort(); after != before {
+		return c.failure("restart kube-apiserver", fmt.Errorf("came back on %s instead of %s", after, before))
+	}
+	c.apiDown = false
+	ctx, cancel := context.WithTimeout(context.Background(), processStartTimeout)
+	defer cancel()
+	if err := waitReady(ctx, c.Config); err != nil {
+		return c.failure("restart kube-apiserver", err)
+	}
+	return nil
+}
+
+// stop stops kube-apiserver and etcd and closes the logs. It is idempotent.
+func (c *Cluster) stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	err := c.env.Stop()
+	c.closeLogs()
+	if err != nil {
+		return fmt.Errorf("cluster %q: stop: %w", c.Name, err)
+	}
+	return nil
+}
+
+func (c *Cluster) openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", c.Name, err)
+	}
+	c.logs = append(c.logs, f)
+	return f, nil
+}
+
+func (c *Cluster) closeLogs() {
+	for _, f := range c.logs {
+		_ = f.Close()
+	}
+	c.logs = nil
+}
+
+// failure wraps err with where the process output went and the last lines of it.
+func (c *Cluster) failure(what string, err error) error {
+	return fmt.Errorf("cluster %q: %s: %w\n  kube-apiserver output: %s\n  etcd output: %s\n  last lines of kube-apiserver output:\n%s",
+		c.Name, what, err, c.APIServerLog(), c.EtcdLog(), tail(c.APIServerLog(), 15))
+}
+
+// tail returns the last n lines of the file at path, indented, or a note why it cannot.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "    (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// kubeconfigFor renders cfg as a self-contained kubeconfig with one context named name.
+func kubeconfigFor(name string, cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CertData) == 0 && cfg.BearerToken == "" {
+		return nil, errors.New("admin config has neither an embedded client certificate nor a token")
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   cfg.Host,
+		CertificateAuthorityData: cfg.CAData,
+	}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
+	}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.Write(*kc)
+}

@@ -1,0 +1,39 @@
+package kubevirt
+
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+)
+
+// ControllerName is the name of the simulator's controller in a manager.
+const ControllerName = "kubevirt-simulator"
+
+// Options tune the simulator.
+type Options struct {
+	// StartDelay is how long a VM shows Starting before its VMI runs.
+	StartDelay time.Duration
+	// StopDelay is how long a VM shows Stopping before its VMI is deleted.
+	StopDelay time.Duration
+	// Clock measures the delays; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// SetupWithManager registers the simulator with mgr. kubevirtv1 must be in the manager's
+// scheme (kubevirtv1.AddToScheme). Several managers in one process (one per cluster) may
+// each run a simulator.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	skip := true
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&kubevirtv1.VirtualMachine{}).
+		Owns(&kubevirtv1.VirtualMachineInstance{}).
+		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		Complete(&reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts})
+}
