@@ -1,0 +1,100 @@
+package protection
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// Condition types of a ProtectionRequest (besides srv1alpha1.ConditionReady).
+const (
+	// ConditionValidated is True once the VM, its disks and the zone passed validation.
+	ConditionValidated = "Validated"
+	// ConditionReplicaProvisioned is True once both DRBDResources exist with peers.
+	ConditionReplicaProvisioned = "ReplicaProvisioned"
+	// ConditionInitialSyncComplete is True once the DR replica is UpToDate.
+	ConditionInitialSyncComplete = "InitialSyncComplete"
+	// ConditionFrontendSwitched is True once the VM runs on the frontend PVCs.
+	ConditionFrontendSwitched = "FrontendSwitched"
+)
+
+// Reasons of a ProtectionRequest's conditions. Those marked terminal end the flow
+// in phase Failed and need the user to fix something and create a new request;
+// the others are waits that resolve by themselves.
+const (
+	// ReasonProgressing (Ready=False): the flow is under way.
+	ReasonProgressing = srv1alpha1.ReasonProgressing
+	// ReasonProtected (Ready=True): the VM is protected.
+	ReasonProtected = "Protected"
+	// ReasonZoneNotFound (terminal): spec.zoneRef names no ProtectionZone.
+	ReasonZoneNotFound = "ZoneNotFound"
+	// ReasonUnsupportedBackend (terminal): the zone does not use the DRBD backend.
+	ReasonUnsupportedBackend = "UnsupportedBackend"
+	// ReasonInvalidSpec (terminal): target cluster or group reference is wrong.
+	ReasonInvalidSpec = srv1alpha1.ReasonInvalidSpec
+	// ReasonVMNotFound (terminal): the VM does not exist on the primary cluster.
+	ReasonVMNotFound = srv1alpha1.ReasonVMNotFound
+	// ReasonAlreadyProtected (terminal): the VM is in a group or another request has it.
+	ReasonAlreadyProtected = "AlreadyProtected"
+	// ReasonUnsupportedVolume (terminal): a disk is not a PVC or DataVolume.
+	ReasonUnsupportedVolume = "UnsupportedVolume"
+	// ReasonPVCNotFound (terminal): a disk's PVC does not exist.
+	ReasonPVCNotFound = "PVCNotFound"
+	// ReasonPVCNotBound (terminal): a disk's PVC is not Bound.
+	ReasonPVCNotBound = "PVCNotBound"
+	// ReasonVolumeModeNotBlock (terminal): a disk's PVC is not volumeMode Block.
+	ReasonVolumeModeNotBlock = "VolumeModeNotBlock"
+	// ReasonNoStorageMapping (terminal): no storage mapping for a PVC's StorageClass.
+	ReasonNoStorageMapping = "NoStorageMapping"
+	// ReasonTargetConflict (terminal): an object the flow must create already exists
+	// on a workload cluster and was not made by this request.
+	ReasonTargetConflict = "TargetConflict"
+	// ReasonPortsExhausted (terminal): every port in 7000-7999 is taken in the zone.
+	ReasonPortsExhausted = "PortsExhausted"
+	// ReasonInitialSyncTimeout (terminal): the first full sync took longer than
+	// spec.initialSyncTimeoutSeconds.
+	ReasonInitialSyncTimeout = "InitialSyncTimeout"
+	// ReasonGroupConflict (terminal): the named group belongs to another zone.
+	ReasonGroupConflict = "GroupConflict"
+
+	// ReasonClusterUnreachable (wait): a workload cluster cannot be reached.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonNoReadyNode (wait): a workload cluster has no Ready node for the replica.
+	ReasonNoReadyNode = "NoReadyNode"
+	// ReasonWaitingForAgent (wait): a drbd-node-agent has not reported its address.
+	ReasonWaitingForAgent = "WaitingForAgent"
+	// ReasonSyncing (wait): the initial sync is running.
+	ReasonSyncing = "Syncing"
+	// ReasonWaitingForVM (wait): the VM is stopping or starting.
+	ReasonWaitingForVM = "WaitingForVM"
+	// ReasonRequestFailed: a workload API call failed; retried with backoff.
+	ReasonRequestFailed = "RequestFailed"
+)
+
+// setCondition sets a condition of the request at its generation.
+func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
+	meta.SetStatusCondition(&req.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(fmt.Sprintf(format, args...)),
+		ObservedGeneration: req.Generation,
+	})
+}
+
+func truncate(s string) string {
+	const max = 1024
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}
+
+// eventType is Warning for Failed and Normal otherwise.
+func eventType(p srv1alpha1.ProtectionPhase) string {
+	if p == srv1alpha1.ProtectionFailed {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}

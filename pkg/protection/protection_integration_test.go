@@ -1,0 +1,230 @@
+package protection_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/protection"
+	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/test/env"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+)
+
+const wait = 60 * time.Second
+
+// The drbd-node-agent is stood in for by fakeAgents (status written from the
+// test); see the package report.
+func TestProtectionFlow(t *testing.T) {
+	log.SetLogger(zap.New(zap.WriteTo(t.Output())))
+	e := env.New(t, env.Options{})
+	ctx := t.Context()
+	q, p, d := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
+
+	makeNode(t, p, kubevirtsim.SimulatedNodeName, "10.0.0.1")
+	makeNode(t, p, "primary-node-b", "10.0.0.2")
+	makeNode(t, d, "dr-node-b", "10.0.1.2")
+	makeNode(t, d, "dr-node-a", "10.0.1.1")
+	agents := startFakeAgents(t, map[client.Client]map[string]string{
+		p: {kubevirtsim.SimulatedNodeName: "10.0.0.1", "primary-node-b": "10.0.0.2"},
+		d: {"dr-node-a": "10.0.1.1", "dr-node-b": "10.0.1.2"},
+	})
+	e.StartWorkload(t, env.Primary, env.WorkloadOptions{VMStartDelay: 100 * time.Millisecond, VMStopDelay: 100 * time.Millisecond})
+	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
+	top := t // processes started in subtests must outlive them
+
+	t.Run("happy path", func(t *testing.T) {
+		makeBoundPVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
+		makeBoundPVC(t, p, "vm1-data", "standard", corev1.PersistentVolumeBlock)
+		makeVM(t, p, "vm1", dvVolume("rootdisk", "vm1-root"), pvcVolume("datadisk", "vm1-data"), cloudInitVolume())
+		env.Eventually(t, wait, "vm1 running", vmRunning(t, p, "vm1"))
+
+		require.NoError(t, q.Create(ctx, newRequest("protect-vm1", "vm1")))
+		env.Eventually(t, wait, "protect-vm1 Protected", phaseIs(ctx, q, "protect-vm1", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
+
+		req := getRequest(t, q, "protect-vm1")
+		var phases []string
+		for _, h := range req.Status.PhaseHistory {
+			phases = append(phases, h.Phase)
+		}
+		assert.Equal(t, []string{"Pending", "Validating", "ProvisioningTarget", "CreatingReplication", "WaitingForInitialSync",
+			"SwitchingFrontend", "AddingToGroup", "Protected"}, phases)
+		assert.NotNil(t, req.Status.CompletionTime)
+		assert.Equal(t, int32(7000), req.Status.Port)
+		require.Len(t, req.Status.Volumes, 2)
+		for _, c := range []string{protection.ConditionValidated, protection.ConditionReplicaProvisioned, protection.ConditionInitialSyncComplete, protection.ConditionFrontendSwitched} {
+			assert.True(t, meta.IsStatusConditionTrue(req.Status.Conditions, c), c)
+		}
+
+		// DR backing PVCs.
+		for _, name := range []string{"vm1-root", "vm1-data"} {
+			pvc := &corev1.PersistentVolumeClaim{}
+			require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: name}, pvc))
+			assert.Equal(t, corev1.PersistentVolumeBlock, *pvc.Spec.VolumeMode)
+			assert.Equal(t, "standard", *pvc.Spec.StorageClassName)
+			assert.Equal(t, "1Gi", pvc.Spec.Resources.Requests.Storage().String())
+		}
+		// DRBDResources with peers.
+		prim, dr := drbd(t, p, "vm-vm1"), drbd(t, d, "vm-vm1")
+		assert.Equal(t, kubevirtsim.SimulatedNodeName, prim.Spec.NodeName, "primary replica on the VMI's node")
+		assert.Equal(t, "dr-node-a", dr.Spec.NodeName, "DR replica on the first Ready node")
+		assert.Equal(t, int32(0), prim.Spec.NodeID)
+		assert.Equal(t, int32(1), dr.Spec.NodeID)
+		assert.Equal(t, srv1alpha1.RolePrimary, prim.Spec.Role)
+		assert.Equal(t, srv1alpha1.RoleSecondary, dr.Spec.Role)
+		assert.Equal(t, srv1alpha1.ProtocolA, prim.Spec.Protocol)
+		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: "dr-node-a", NodeID: 1, Address: "10.0.1.1", Port: 7000, Cluster: env.DR}}, prim.Spec.Peers)
+		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: kubevirtsim.SimulatedNodeName, NodeID: 0, Address: "10.0.0.1", Port: 7000, Cluster: env.Primary}}, dr.Spec.Peers)
+		require.Len(t, prim.Spec.Volumes, 2)
+		assert.Equal(t, "vm1-root", prim.Spec.Volumes[0].BackingPVC.Name)
+		assert.Equal(t, prim.Spec.Volumes, dr.Spec.Volumes, "same minors and backing names on both sides")
+		// Holder pods and frontends on both sides.
+		for cluster, c := range map[string]client.Client{env.Primary: p, env.DR: d} {
+			pod := &corev1.Pod{}
+			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm-vm1-replica"}, pod), cluster)
+			assert.Len(t, pod.Spec.Containers[0].VolumeDevices, 2)
+			for i, v := range req.Status.Volumes {
+				pv := &corev1.PersistentVolume{}
+				require.NoError(t, c.Get(ctx, client.ObjectKey{Name: protection.FrontendPVName(env.AppNS, v.SourcePVC)}, pv), cluster)
+				assert.Equal(t, fmt.Sprintf("/dev/drbd%d", prim.Spec.Volumes[i].Minor), pv.Spec.Local.Path)
+				assert.Equal(t, v.FrontendPVC, pv.Spec.ClaimRef.Name)
+				assert.Equal(t, corev1.PersistentVolumeReclaimRetain, pv.Spec.PersistentVolumeReclaimPolicy)
+				pvc := &corev1.PersistentVolumeClaim{}
+				require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: v.SourcePVC + "-drbd"}, pvc), cluster)
+				assert.Equal(t, pv.Name, pvc.Spec.VolumeName)
+			}
+		}
+		// The VM runs on its frontend PVCs and carries the group label.
+		vm := &kubevirtv1.VirtualMachine{}
+		require.NoError(t, p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm1"}, vm))
+		claims := map[string]string{}
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+			}
+			assert.Nil(t, v.DataVolume, "DataVolume volumes become PVC volumes")
+		}
+		assert.Equal(t, map[string]string{"rootdisk": "vm1-root-drbd", "datadisk": "vm1-data-drbd"}, claims)
+		assert.JSONEq(t, `{"rootdisk":{"kind":"DataVolume","name":"vm1-root"},"datadisk":{"kind":"PersistentVolumeClaim","name":"vm1-data"}}`,
+			vm.Annotations[protection.OriginalVolumesAnnotation])
+		assert.NotContains(t, vm.Annotations, srv1alpha1.PreviousRunStrategyAnnotation)
+		assert.Equal(t, kubevirtv1.RunStrategyAlways, *vm.Spec.RunStrategy)
+		assert.Equal(t, "prod-pg", vm.Labels[srv1alpha1.ProtectionGroupLabel])
+		require.NoError(t, vmRunning(t, p, "vm1")())
+		// The quorum group has it.
+		group := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "prod-pg"}, group))
+		assert.Contains(t, group.Spec.VirtualMachines, srv1alpha1.VirtualMachineReference{Namespace: env.AppNS, Name: "vm1"})
+		assert.Equal(t, env.Primary, group.Spec.ActiveCluster)
+		assert.Equal(t, env.ZoneName, group.Spec.ZoneRef.Name)
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		makeVM(t, p, "vm-cd", containerDiskVolume("boot"))
+		makeBoundPVC(t, p, "vm-fast-disk", "fast", corev1.PersistentVolumeBlock)
+		makeVM(t, p, "vm-fast", pvcVolume("disk", "vm-fast-disk"))
+		makeBoundPVC(t, p, "vm-fs-disk", "standard", corev1.PersistentVolumeFilesystem)
+		makeVM(t, p, "vm-fs", pvcVolume("disk", "vm-fs-disk"))
+		for _, tc := range []struct{ req, vm, reason, says string }{
+			{"protect-ghost", "ghost", srv1alpha1.ReasonVMNotFound, "ghost"},
+			{"protect-cd", "vm-cd", protection.ReasonUnsupportedVolume, `disk "boot" is a containerDisk`},
+			{"protect-fast", "vm-fast", protection.ReasonNoStorageMapping, `StorageClass "fast"`},
+			{"protect-fs", "vm-fs", protection.ReasonVolumeModeNotBlock, "volumeMode Block"},
+			{"protect-vm1-again", "vm1", protection.ReasonAlreadyProtected, "vm1"},
+		} {
+			require.NoError(t, q.Create(ctx, newRequest(tc.req, tc.vm)))
+			env.Eventually(t, wait, tc.req+" Failed", phaseIs(ctx, q, tc.req, srv1alpha1.ProtectionFailed, tc.reason))
+			ready := meta.FindStatusCondition(getRequest(t, q, tc.req).Status.Conditions, srv1alpha1.ConditionReady)
+			assert.Contains(t, ready.Message, tc.says, tc.req)
+		}
+	})
+
+	t.Run("crash while waiting for the initial sync", func(t *testing.T) {
+		makeBoundPVC(t, p, "vm2-disk", "standard", corev1.PersistentVolumeBlock)
+		makeVM(t, p, "vm2", pvcVolume("disk", "vm2-disk"))
+		env.Eventually(t, wait, "vm2 running", vmRunning(t, p, "vm2"))
+		agents.hold("vm-vm2", true)
+		require.NoError(t, q.Create(ctx, newRequest("protect-vm2", "vm2")))
+		env.Eventually(t, wait, "WaitingForInitialSync", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionWaitingForInitialSync, protection.ReasonSyncing))
+		quorum.Stop(t)
+		agents.hold("vm-vm2", false)
+		time.Sleep(300 * time.Millisecond) // the sync finishes while quorum-manager is down
+		e.StartQuorum(top, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
+		env.Eventually(t, wait, "protect-vm2 Protected", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
+
+		req := getRequest(t, q, "protect-vm2")
+		assert.Equal(t, int32(7001), req.Status.Port, "one port, allocated once")
+		for cluster, c := range map[string]client.Client{env.Primary: p, env.DR: d} {
+			list := &srv1alpha1.DRBDResourceList{}
+			require.NoError(t, c.List(ctx, list, client.MatchingLabels{protection.LabelRequest: "protect-vm2"}))
+			require.Len(t, list.Items, 1, cluster)
+			assert.Equal(t, int32(7001), list.Items[0].Spec.Port)
+			assert.NotEqual(t, drbd(t, c, "vm-vm1").Spec.Volumes[0].Minor, list.Items[0].Spec.Volumes[0].Minor, "minors unique")
+			pods := &corev1.PodList{}
+			require.NoError(t, c.List(ctx, pods, client.MatchingLabels{protection.LabelRequest: "protect-vm2"}))
+			assert.Len(t, pods.Items, 1, cluster)
+		}
+		entered := 0
+		for _, h := range req.Status.PhaseHistory {
+			if h.Phase == string(srv1alpha1.ProtectionCreatingReplication) {
+				entered++
+			}
+		}
+		assert.Equal(t, 1, entered, "no phase is entered twice")
+		group := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "prod-pg"}, group))
+		assert.Len(t, group.Spec.VirtualMachines, 2, "both VMs in the group, none lost")
+	})
+
+	t.Run("initial sync timeout", func(t *testing.T) {
+		makeBoundPVC(t, p, "vm3-disk", "standard", corev1.PersistentVolumeBlock)
+		makeVM(t, p, "vm3", pvcVolume("disk", "vm3-disk"))
+		agents.hold("vm-vm3", true)
+		req := newRequest("protect-vm3", "vm3")
+		req.Spec.InitialSyncTimeoutSeconds = 2
+		require.NoError(t, q.Create(ctx, req))
+		env.Eventually(t, wait, "protect-vm3 Failed", phaseIs(ctx, q, "protect-vm3", srv1alpha1.ProtectionFailed, protection.ReasonInitialSyncTimeout))
+		ready := meta.FindStatusCondition(getRequest(t, q, "protect-vm3").Status.Conditions, srv1alpha1.ConditionReady)
+		assert.Contains(t, ready.Message, "42.00%")
+		vm := &kubevirtv1.VirtualMachine{}
+		require.NoError(t, p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm3"}, vm))
+		assert.Equal(t, "vm3-disk", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "the VM is left on its own disk")
+	})
+}
+
+func getRequest(t *testing.T, q client.Client, name string) *srv1alpha1.ProtectionRequest {
+	t.Helper()
+	r := &srv1alpha1.ProtectionRequest{}
+	require.NoError(t, q.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: name}, r))
+	return r
+}
+
+func drbd(t *testing.T, c client.Client, name string) *srv1alpha1.DRBDResource {
+	t.Helper()
+	r := &srv1alpha1.DRBDResource{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, r))
+	return r
+}
+
+func vmRunning(t *testing.T, c client.Client, name string) func() error {
+	return func() error {
+		vm := &kubevirtv1.VirtualMachine{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, vm); err != nil {
+			return err
+		}
+		if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+			return fmt.Errorf("vm %s is %q ready=%v", name, vm.Status.PrintableStatus, vm.Status.Ready)
+		}
+		return nil
+	}
+}

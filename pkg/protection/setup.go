@@ -1,0 +1,101 @@
+package protection
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/remote"
+)
+
+// SetupWithManager registers the controller with mgr and its remote watches with
+// rm. It must run before rm connects any cluster (as SetupQuorum does).
+//
+// Wake-ups: the request itself (spec changes), its zone, zone health changes, and
+// on the workload clusters the DRBDResources and PVCs it created (by label) and
+// the VM it names. One reconcile runs at a time, which the port allocation
+// relies on.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Remote:    rm,
+		Recorder:  mgr.GetEventRecorderFor(ControllerName),
+		Options:   o,
+	}
+	remoteCh := make(chan event.GenericEvent, 1024)
+	zoneCh := make(chan event.GenericEvent, 64)
+	sink := func(req reconcile.Request) {
+		remoteCh <- event.GenericEvent{Object: &srv1alpha1.ProtectionRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}}
+	}
+	rm.Watch(&srv1alpha1.DRBDResource{}, byLabel, sink)
+	rm.Watch(&corev1.PersistentVolumeClaim{}, byLabel, sink)
+	rm.Watch(&kubevirtv1.VirtualMachine{}, r.byVM, sink)
+	rm.OnHealthChange(func(k remote.Key) {
+		zoneCh <- event.GenericEvent{Object: &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Zone}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 1}).
+		For(&srv1alpha1.ProtectionRequest{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfZone),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(remoteCh, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(zoneCh, handler.EnqueueRequestsFromMapFunc(r.requestsOfZone))).
+		Complete(r)
+}
+
+// byLabel maps an object this controller created back to its request, when the
+// object belongs to the DR namespace of the watch.
+func byLabel(_ context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l[LabelRequest] == "" || l[LabelDRNamespace] != key.Namespace {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: l[LabelRequest]}}}
+}
+
+// byVM maps a VM of the zone's primary to the unfinished requests naming it.
+func (r *Reconciler) byVM(ctx context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+	list := &srv1alpha1.ProtectionRequestList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if p.Spec.ZoneRef.Name == key.Zone && !terminal(p.Status.Phase) &&
+			p.Spec.VirtualMachine.Namespace == obj.GetNamespace() && p.Spec.VirtualMachine.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+	}
+	return out
+}
+
+// requestsOfZone maps a zone to its unfinished requests.
+func (r *Reconciler) requestsOfZone(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &srv1alpha1.ProtectionRequestList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if p.Spec.ZoneRef.Name == obj.GetName() && !terminal(p.Status.Phase) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+	}
+	return out
+}
