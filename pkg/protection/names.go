@@ -58,6 +58,9 @@ func labels(req *srv1alpha1.ProtectionRequest, role string) map[string]string {
 		srv1alpha1.ZoneLabel:      req.Spec.ZoneRef.Name,
 		LabelRequest:              req.Name,
 		LabelDRNamespace:          req.Namespace,
+		// The failover-controller and the replication-monitor find a group's
+		// DRBDResources by this label.
+		srv1alpha1.ProtectionGroupLabel: req.Spec.ProtectionGroupRef.Name,
 	}
 	if role != "" {
 		l[LabelRole] = role
