@@ -94,9 +94,13 @@ func vm(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.Virtual
 func drbdName(vm string) string { return "vm-" + vm }
 
 func drbdResource(vmName, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
+	return drbdResourceOf(group, vmName, local, peer, nodeID, port)
+}
+
+func drbdResourceOf(groupName, vmName, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: drbdName(vmName),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: groupName}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: env.Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
 			Role:    srv1alpha1.RoleSecondary,
