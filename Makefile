@@ -10,12 +10,23 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build generate verify kube-binaries test test-unit lint fmt bench clean
+.PHONY: all build sim-binaries sandbox demo generate verify kube-binaries test test-unit lint fmt bench clean
 
 all: build
 
 build: ## Build the three product binaries into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for the sandbox.
+	$(GO) build -o $(BIN)/sim/drbdsim ./test/sim/drbd/cmd/drbdsim
+	ln -sf drbdsim $(BIN)/sim/drbdadm
+	ln -sf drbdsim $(BIN)/sim/drbdsetup
+
+sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN)
+
+demo: build sim-binaries kube-binaries ## Protect, fail over, fail back, and fail over with the primary down.
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo
 
 generate: ## Regenerate deepcopy code and CRDs, and copy CRDs into the charts.
 	$(CONTROLLER_GEN) object paths=./apis/...

@@ -211,6 +211,10 @@ func desiredDRBDResource(s *scope, sd side, node string, protocol srv1alpha1.Rep
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: s.req.Status.DRBDResourceName, Labels: labels(s.req, "")},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: node, NodeID: sd.nodeID, Port: s.req.Status.Port, Protocol: protocol, Role: sd.role,
+			// The VM's own disks hold the data: DRBD's initial-sync procedure is a
+			// forced first promotion on that side, which makes it the sync source.
+			// It is cleared once the initial sync is done.
+			ForcePromotion: sd.primary,
 		},
 	}
 	for _, v := range s.req.Status.Volumes {

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
@@ -33,6 +34,14 @@ func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (bool, error
 	}
 	done, progress := syncState(s.req.Status.Volumes, prim, dr)
 	if done {
+		if prim.Spec.ForcePromotion {
+			// Later promotions of this replica must never be forced by accident.
+			before := prim.DeepCopy()
+			prim.Spec.ForcePromotion = false
+			if err := s.primary.Direct.Patch(ctx, prim, client.MergeFrom(before)); err != nil {
+				return false, remoteErr(s.primaryCluster, "clearing the initial forced promotion of "+name.String(), err)
+			}
+		}
 		setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionTrue, srv1alpha1.ReasonInSync,
 			"every volume of %s is UpToDate on %s", name.Name, s.target)
 		return true, nil

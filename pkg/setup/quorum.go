@@ -6,10 +6,14 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/siterecovery/siterecovery/pkg/drpc"
+	"github.com/siterecovery/siterecovery/pkg/drpolicy"
 	"github.com/siterecovery/siterecovery/pkg/failover"
+	"github.com/siterecovery/siterecovery/pkg/monitor"
 	"github.com/siterecovery/siterecovery/pkg/pgsync"
 	"github.com/siterecovery/siterecovery/pkg/protection"
 	"github.com/siterecovery/siterecovery/pkg/remote"
+	"github.com/siterecovery/siterecovery/pkg/testfailover"
 	"github.com/siterecovery/siterecovery/pkg/zone"
 )
 
@@ -49,7 +53,19 @@ func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := pgsync.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
+	if err := drpolicy.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := drpc.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
 	if err := failover.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := monitor.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := testfailover.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
 	if err := protection.SetupWithManager(mgr, rm, protection.Options{}); err != nil {

@@ -124,6 +124,9 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		c.closeLogs()
 		return nil, c.failure("start", err)
 	}
+	// client-go's defaults (5 QPS, burst 10) would make every test measure its
+	// own throttling; the API servers here serve one test each.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	c.Config = cfg
 	if c.Kubeconfig, err = kubeconfigFor(name, cfg); err != nil {
 		_ = c.stop()

@@ -36,7 +36,7 @@ func (r *reconciler) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachin
 	now := metav1.NewTime(r.now())
 	status := kubevirtv1.VirtualMachineInstanceStatus{
 		Phase:    kubevirtv1.Running,
-		NodeName: SimulatedNodeName,
+		NodeName: r.opts.NodeName,
 		Conditions: []kubevirtv1.VirtualMachineInstanceCondition{{
 			Type:               kubevirtv1.VirtualMachineInstanceReady,
 			Status:             corev1.ConditionTrue,

@@ -20,6 +20,8 @@ type Options struct {
 	StopDelay time.Duration
 	// Clock measures the delays; nil means the real clock.
 	Clock clock.PassiveClock
+	// NodeName is the status.nodeName of every VMI; SimulatedNodeName by default.
+	NodeName string
 }
 
 // SetupWithManager registers the simulator with mgr. kubevirtv1 must be in the manager's
@@ -29,11 +31,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.NodeName == "" {
+		opts.NodeName = SimulatedNodeName
+	}
 	skip := true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachine{}).
 		Owns(&kubevirtv1.VirtualMachineInstance{}).
-		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: 8}).
 		Complete(&reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts})
 }

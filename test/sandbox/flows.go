@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// protectAll creates a ProtectionRequest per demo VM and waits until each is
+// Protected, printing every phase as it is entered.
+func (sb *sandbox) protectAll(ctx context.Context) error {
+	q := sb.zone.Clusters["quorum"].Client
+	for i := range sb.o.vms {
+		vm := fmt.Sprintf("vm-%d", i+1)
+		if err := q.Create(ctx, &srv1alpha1.ProtectionRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "protect-" + vm},
+			Spec: srv1alpha1.ProtectionRequestSpec{
+				VirtualMachine:     srv1alpha1.VirtualMachineReference{Name: vm, Namespace: appNS},
+				ZoneRef:            srv1alpha1.LocalObjectReference{Name: zoneName},
+				ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName},
+				TargetCluster:      dr,
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	seen := map[string]int{}
+	return poll(ctx, 5*time.Minute, func() (bool, error) {
+		list := &srv1alpha1.ProtectionRequestList{}
+		if err := q.List(ctx, list, client.InNamespace(drNamespace)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, pr := range list.Items {
+			for _, h := range pr.Status.PhaseHistory[seen[pr.Name]:] {
+				say("%-16s %-22s %s", pr.Name, h.Phase, h.Message)
+			}
+			seen[pr.Name] = len(pr.Status.PhaseHistory)
+			switch pr.Status.Phase {
+			case srv1alpha1.ProtectionProtected:
+				done++
+			case srv1alpha1.ProtectionFailed:
+				return false, fmt.Errorf("%s failed: %s", pr.Name, lastMessage(pr.Status.PhaseHistory))
+			}
+		}
+		return done == len(list.Items), nil
+	})
+}
+
+// failover runs one FailoverRequest to its end and prints its timeline.
+func (sb *sandbox) failover(ctx context.Context, name, target string, typ srv1alpha1.FailoverType) error {
+	q := sb.zone.Clusters["quorum"].Client
+	fr := &srv1alpha1.FailoverRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName},
+			TargetCluster: target, FailoverType: typ, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300},
+	}
+	created := time.Now()
+	if err := q.Create(ctx, fr); err != nil {
+		return err
+	}
+	say("FailoverRequest %s: %s failover of %s to %s", name, typ, groupName, target)
+	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		if err := q.Get(ctx, client.ObjectKeyFromObject(fr), fr); err != nil {
+			return false, err
+		}
+		return fr.Status.CompletionTime != nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	printTimeline(created, fr)
+	if fr.Status.Phase != srv1alpha1.FailoverCompleted {
+		return fmt.Errorf("%s ended %s: %s", name, fr.Status.Phase, fr.Status.Message)
+	}
+	return nil
+}
+
+func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
+	h := fr.Status.PhaseHistory
+	fmt.Printf("\n  timeline of %s (created %s)\n", fr.Name, created.Format("15:04:05.000"))
+	for i, p := range h {
+		took := ""
+		if i+1 < len(h) {
+			took = h[i+1].Time.Sub(p.Time.Time).Round(time.Millisecond).String()
+		}
+		fmt.Printf("  %s  %-17s %8s  %s\n", p.Time.Format("15:04:05.000"), p.Phase, took, p.Message)
+	}
+	for _, c := range fr.Status.Conditions {
+		if c.Type == srv1alpha1.ConditionDataLossRisk {
+			fmt.Printf("  %s: %s\n", c.Type, c.Message)
+		}
+	}
+	fmt.Printf("  total %s\n\n", h[len(h)-1].Time.Sub(created).Round(time.Millisecond))
+}
+
+// demo runs planned failover, failback, and an unplanned failover with the
+// primary site down.
+func (sb *sandbox) demo(ctx context.Context) error {
+	if err := sb.failover(ctx, "planned-to-dr", dr, srv1alpha1.FailoverPlanned); err != nil {
+		return err
+	}
+	if err := sb.failover(ctx, "failback-to-primary", primary, srv1alpha1.FailoverPlanned); err != nil {
+		return err
+	}
+	say("simulating the loss of the primary site: replication links down, API server stopped")
+	list := &srv1alpha1.DRBDResourceList{}
+	if err := sb.zone.Clusters[dr].Client.List(ctx, list); err != nil {
+		return err
+	}
+	for _, r := range list.Items {
+		if err := sb.fabric.Disconnect(r.Name); err != nil {
+			return err
+		}
+	}
+	if err := sb.zone.Clusters[primary].StopAPIServer(); err != nil {
+		return err
+	}
+	if err := sb.failover(ctx, "disaster-to-dr", dr, srv1alpha1.FailoverUnplanned); err != nil {
+		return err
+	}
+	say("demo complete; logs in %s", sb.o.workDir+"/logs")
+	return nil
+}
+
+func (sb *sandbox) printHelp() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe zone is running. Kubeconfigs:\n")
+	for _, c := range []string{"quorum", primary, dr} {
+		fmt.Fprintf(&b, "  %-8s %s\n", c, sb.kubeconfig(c))
+	}
+	fmt.Fprintf(&b, `
+Try:
+  export KUBECONFIG=%[1]s
+  kubectl -n %[2]s get protectionzones,protectiongroups,protectionrequests,replicationgroupstatuses
+  kubectl -n %[2]s get protectiongroup %[3]s -o yaml
+  kubectl --kubeconfig %[4]s -n %[5]s get vm,drbdresources
+  kubectl create -f - <<YAML
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: FailoverRequest
+metadata: {name: my-failover, namespace: %[2]s}
+spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: planned}
+YAML
+  kubectl -n %[2]s get failoverrequest my-failover -w
+Logs of every process: %[7]s/logs
+`, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir)
+	fmt.Print(b.String())
+}
+
+func lastMessage(h []srv1alpha1.PhaseTransition) string {
+	if len(h) == 0 {
+		return ""
+	}
+	return h[len(h)-1].Message
+}
+
+// poll calls cond every 100ms until it is done, fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, err := cond()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

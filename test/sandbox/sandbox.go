@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/siterecovery/siterecovery/pkg/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
+	"k8s.io/utils/ptr"
+)
+
+// Names of the sandbox zone.
+const (
+	zoneName    = "demo"
+	drNamespace = "dr-demo"
+	appNS       = "demo-apps"
+	groupName   = "demo-group"
+	primary     = "primary"
+	dr          = "dr"
+)
+
+// node is the one simulated worker node of a workload cluster.
+type node struct{ name, address string }
+
+var nodes = map[string]node{
+	primary: {"primary-worker-1", "10.0.0.1"},
+	dr:      {"dr-worker-1", "10.0.1.1"},
+}
+
+type sandbox struct {
+	o      options
+	zone   *harness.Zone
+	procs  []*process
+	cancel context.CancelFunc
+	fabric *drbdsim.Fabric
+	state  string
+}
+
+func newSandbox(ctx context.Context, o options) (*sandbox, error) {
+	sb := &sandbox{o: o, state: filepath.Join(o.workDir, "drbd-state")}
+	z, err := harness.StartE(ctx, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, "quorum", primary, dr)
+	if err != nil {
+		return nil, err
+	}
+	sb.zone = z
+	for name, c := range z.Clusters {
+		if err := os.WriteFile(sb.kubeconfig(name), c.Kubeconfig, 0o600); err != nil {
+			return sb, err
+		}
+	}
+	if err := os.MkdirAll(sb.state, 0o755); err != nil {
+		return sb, err
+	}
+	sb.fabric = &drbdsim.Fabric{StateDir: sb.state}
+	// 1 GiB volumes sync in about two seconds, slow enough to watch.
+	if err := sb.fabric.SetSyncRate(512 << 10); err != nil {
+		return sb, err
+	}
+	if err := sb.seed(ctx); err != nil {
+		return sb, err
+	}
+	simCtx, cancel := context.WithCancel(context.Background())
+	sb.cancel = cancel
+	if err := sb.startSimulators(simCtx); err != nil {
+		return sb, err
+	}
+	return sb, sb.startProcesses()
+}
+
+func (sb *sandbox) kubeconfig(cluster string) string {
+	return filepath.Join(sb.o.workDir, cluster+".kubeconfig")
+}
+
+func (sb *sandbox) kubeletDir(n node) string {
+	return filepath.Join(sb.o.workDir, "nodes", n.name, "kubelet")
+}
+
+// startSimulators runs, in this process, what stands in for KubeVirt and for the
+// storage provisioner and kubelet on each workload cluster.
+func (sb *sandbox) startSimulators(ctx context.Context) error {
+	for _, cluster := range []string{primary, dr} {
+		mgr, err := ctrl.NewManager(sb.zone.Clusters[cluster].Config, ctrl.Options{
+			Scheme:     scheme.New(),
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		if err != nil {
+			return err
+		}
+		n := nodes[cluster]
+		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: time.Second, StopDelay: time.Second, NodeName: n.name}); err != nil {
+			return err
+		}
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}}); err != nil {
+			return err
+		}
+		go func() { _ = mgr.Start(ctx) }()
+	}
+	return nil
+}
+
+// startProcesses runs the product's binaries against the three clusters.
+func (sb *sandbox) startProcesses() error {
+	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
+	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
+	sb.procs = append(sb.procs, &process{name: "quorum-manager", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
+		args: append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, common...)})
+	for _, cluster := range []string{primary, dr} {
+		n := nodes[cluster]
+		sb.procs = append(sb.procs,
+			&process{name: "pg-controller-" + cluster, bin: b("pg-controller"), kubeconfig: sb.kubeconfig(cluster), args: common},
+			&process{name: "drbd-node-agent-" + n.name, bin: b("drbd-node-agent"), kubeconfig: sb.kubeconfig(cluster),
+				env: []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
+				args: append([]string{
+					"--node-name=" + n.name, "--replication-address=" + n.address,
+					"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
+					"--kubelet-dir=" + sb.kubeletDir(n),
+					"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
+				}, common...)})
+	}
+	for _, p := range sb.procs {
+		if err := p.start(filepath.Join(sb.o.workDir, "logs")); err != nil {
+			return fmt.Errorf("starting %s: %w (did `make build sim-binaries` run?)", p.name, err)
+		}
+	}
+	return nil
+}
+
+func (sb *sandbox) shutdown() {
+	for i := len(sb.procs) - 1; i >= 0; i-- {
+		sb.procs[i].stop()
+	}
+	if sb.cancel != nil {
+		sb.cancel()
+	}
+	if sb.zone != nil {
+		if err := sb.zone.Stop(); err != nil {
+			say("stopping the clusters: %v", err)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+)
+
+// Driver is the CSI driver name of the volumes the binder creates.
+const Driver = "sim.storage.siterecovery.test"
+
+// Options configure the binder.
+type Options struct {
+	// KubeletDirs maps a node name to the kubelet folder the agent of that node
+	// reads; block volumes get a device link there.
+	KubeletDirs map[string]string
+}
+
+// SetupWithManager registers the binder with mgr.
+func SetupWithManager(mgr ctrl.Manager, o Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("storage-simulator").
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4}).
+		For(&corev1.PersistentVolumeClaim{}).
+		Complete(&binder{client: mgr.GetClient(), opts: o})
+}
+
+type binder struct {
+	client client.Client
+	opts   Options
+}
+
+func (b *binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := b.client.Get(ctx, req.NamespacedName, pvc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pvc.Status.Phase == corev1.ClaimBound || !pvc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	pvName := pvc.Spec.VolumeName
+	if pvName == "" {
+		if ptr.Deref(pvc.Spec.StorageClassName, "") == "" {
+			return ctrl.Result{}, nil // statically provisioned: someone else binds it
+		}
+		pvName = fmt.Sprintf("pvc-%s", pvc.UID)
+		if err := b.createPV(ctx, pvc, pvName); err != nil {
+			return ctrl.Result{}, err
+		}
+		before := pvc.DeepCopy()
+		pvc.Spec.VolumeName = pvName
+		if err := b.client.Patch(ctx, pvc, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := b.stage(pvName, pvc); err != nil {
+		return ctrl.Result{}, err
+	}
+	before := pvc.DeepCopy()
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	pvc.Status.Capacity = pvc.Spec.Resources.Requests
+	return ctrl.Result{}, b.client.Status().Patch(ctx, pvc, client.MergeFrom(before))
+}
+
+func (b *binder) createPV(ctx context.Context, pvc *corev1.PersistentVolumeClaim, name string) error {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      pvc.Spec.Resources.Requests,
+			AccessModes:                   pvc.Spec.AccessModes,
+			VolumeMode:                    pvc.Spec.VolumeMode,
+			StorageClassName:              ptr.Deref(pvc.Spec.StorageClassName, ""),
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: Driver, VolumeHandle: name,
+			}},
+		},
+	}
+	if err := b.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// stage publishes a block volume on every simulated node, as the kubelet would
+// once a pod using it runs there.
+func (b *binder) stage(pvName string, pvc *corev1.PersistentVolumeClaim) error {
+	if pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeBlock {
+		return nil
+	}
+	for _, dir := range b.opts.KubeletDirs {
+		devDir := filepath.Join(dir, "plugins", "kubernetes.io", "csi", "volumeDevices", pvName, "dev")
+		if err := os.MkdirAll(devDir, 0o755); err != nil {
+			return err
+		}
+		link := filepath.Join(devDir, string(pvc.UID))
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		// The DRBD simulator never opens the device; the link only has to point
+		// into /dev like a real one.
+		if err := os.Symlink("/dev/null", link); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,6 @@
+// Package storage is a test fixture that plays a CSI provisioner and the kubelet's
+// block-volume staging for clusters that have neither: it binds every pending PVC
+// that names a StorageClass to a new PersistentVolume, and, for block volumes,
+// publishes a device link in a kubelet folder so that the drbd-node-agent can
+// resolve the PVC to a device. Product code never imports it.
+package storage
