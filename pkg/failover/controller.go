@@ -77,6 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
+	r.Metrics.progress(s.req)
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
 		if rerr := r.release(ctx, s.req, s.req.Spec.ProtectionGroupRef.Name); rerr != nil {

@@ -28,7 +28,7 @@ const (
 // zone is a protected group of VMs on a running three-cluster zone.
 type zone struct {
 	*env.Env
-	t      *testing.T
+	t      testing.TB
 	vms    []string
 	quorum *env.Process
 	ctx    context.Context
@@ -42,7 +42,7 @@ type zoneOptions struct {
 // newZone starts the zone with the workload tier, DRBD agents and quorum-manager,
 // and a group of running VMs on the primary whose disks replicate to the DR
 // cluster, as the protection flow leaves them.
-func newZone(t *testing.T, o zoneOptions) *zone {
+func newZone(t testing.TB, o zoneOptions) *zone {
 	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
 		z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay})

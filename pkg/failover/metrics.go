@@ -12,6 +12,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	phaseDuration *prometheus.HistogramVec
 	results       *prometheus.CounterVec
+	inProgress    *prometheus.GaugeVec
 }
 
 var defaultMetrics = newMetrics(metrics.Registry)
@@ -32,7 +33,11 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Finished FailoverRequests by result and reason.",
 		}, []string{"protection_group", "type", "result", "reason"}),
 	}
-	reg.MustRegister(m.duration, m.phaseDuration, m.results)
+	m.inProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "siterecovery_failover_in_progress",
+		Help: "1 while a FailoverRequest of the group is unfinished, labelled with its phase.",
+	}, []string{"protection_group", "phase"})
+	reg.MustRegister(m.duration, m.phaseDuration, m.results, m.inProgress)
 	return m
 }
 
@@ -57,5 +62,15 @@ func (m *Metrics) observe(s *scope) {
 	for i := 0; i+1 < len(st.PhaseHistory); i++ {
 		p := st.PhaseHistory[i]
 		m.phaseDuration.WithLabelValues(group, p.Phase).Observe(st.PhaseHistory[i+1].Time.Sub(p.Time.Time).Seconds())
+	}
+}
+
+// progress publishes the phase of an unfinished request; a finished one clears
+// the group's series.
+func (m *Metrics) progress(fr *srv1alpha1.FailoverRequest) {
+	group := fr.Spec.ProtectionGroupRef.Name
+	m.inProgress.DeletePartialMatch(prometheus.Labels{"protection_group": group})
+	if !terminal(fr.Status.Phase) {
+		m.inProgress.WithLabelValues(group, string(fr.Status.Phase)).Set(1)
 	}
 }

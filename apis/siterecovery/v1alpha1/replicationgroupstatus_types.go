@@ -57,13 +57,21 @@ type VolumeReplicationState struct {
 	// outOfSyncBytes still to be sent to the replica.
 	// +optional
 	OutOfSyncBytes int64 `json:"outOfSyncBytes,omitempty"`
-	// lagSeconds is 0 while the volume is connected with an UpToDate replica and
-	// nothing out of sync; otherwise the seconds since lastInSyncTime (the data the
-	// replica lacks was written no earlier than that moment).
+	// lagSeconds is how old the oldest write the replica may lack is. It is 0
+	// while the volume is in sync: Connected, replicationState Established, the
+	// replica UpToDate and 0 bytes out of sync. Otherwise it is the whole seconds
+	// from lastInSyncTime to the monitor's evaluation (the data the replica lacks
+	// was written no earlier than lastInSyncTime); for a volume never seen in sync
+	// it counts from the active side's DRBDResource creation. When the active
+	// side cannot be read, the replica's own view (its connection to the active
+	// side and its disk state) decides whether the volume is in sync.
 	// +optional
 	LagSeconds int64 `json:"lagSeconds,omitempty"`
-	// lastInSyncTime is the last moment the volume was known fully in sync. Kept in
-	// status so that lag survives restarts of the monitor.
+	// lastInSyncTime is, while the volume is in sync, when it (re)gained sync;
+	// once it falls out of sync, the last moment it was known fully in sync: the
+	// active side's Connected condition transition when the link dropped,
+	// otherwise the first evaluation that found it out of sync. Kept in status so
+	// that lag survives restarts of the monitor.
 	// +optional
 	LastInSyncTime *metav1.Time `json:"lastInSyncTime,omitempty"`
 }
@@ -79,7 +87,10 @@ type VMReplicationState struct {
 	// drbdResource is the DRBDResource that replicates the VM.
 	// +optional
 	DRBDResource string `json:"drbdResource,omitempty"`
-	// failoverReady is true when the DR replica is UpToDate and promotable.
+	// failoverReady is true when the DR replica is UpToDate on every volume and
+	// promotable, or would be but for the connected Primary that a planned
+	// failover demotes first; and, when the active side can be read, it sees the
+	// replica UpToDate with nothing out of sync.
 	// +optional
 	FailoverReady bool `json:"failoverReady,omitempty"`
 	// volumes holds the per-volume state.
@@ -103,7 +114,8 @@ type ReplicationGroupStatusStatus struct {
 	// maxLagSeconds is the largest lagSeconds of any volume.
 	// +optional
 	MaxLagSeconds int64 `json:"maxLagSeconds,omitempty"`
-	// lastUpdateTime is when the monitor last computed the status.
+	// lastUpdateTime is when the status last changed. The monitor re-evaluates
+	// at least every spec.pollingIntervalSeconds but writes only on change.
 	// +optional
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
 	// activeRPOEvent names the RPOEvent of an ongoing breach.

@@ -1,0 +1,69 @@
+package failover_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+// BenchmarkFailover20VMs measures the failover control plane's overhead: a
+// planned failover of a 20-VM group with instant VM and DRBD simulators, from the
+// request's creation to Completed, with the time spent in each phase. Each
+// iteration moves the group to the other cluster.
+//
+//	go test ./pkg/failover -run '^$' -bench Failover20VMs -benchtime 6x
+func BenchmarkFailover20VMs(b *testing.B) {
+	z := newZone(b, zoneOptions{vms: 20})
+	wc, err := client.NewWithWatch(z.Clusters[env.Quorum].Config, client.Options{Scheme: z.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	targets := []string{env.DR, env.Primary}
+	perPhase := map[string]time.Duration{}
+	var total []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("bench-%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		w, err := wc.Watch(ctx, &srv1alpha1.FailoverRequestList{}, client.InNamespace(env.Namespace))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		z.failover(name, targets[i%2], srv1alpha1.FailoverPlanned)
+		var done *srv1alpha1.FailoverRequest
+		for ev := range w.ResultChan() {
+			fr, ok := ev.Object.(*srv1alpha1.FailoverRequest)
+			if ok && fr.Name == name && fr.Status.CompletionTime != nil {
+				done = fr
+				break
+			}
+		}
+		elapsed := time.Since(start)
+		w.Stop()
+		cancel()
+		if done == nil || done.Status.Phase != srv1alpha1.FailoverCompleted {
+			b.Fatalf("%s did not complete: %+v", name, done)
+		}
+		total = append(total, elapsed)
+		h := done.Status.PhaseHistory
+		perPhase["Created→Pending"] += h[0].Time.Sub(start)
+		for j := 0; j+1 < len(h); j++ {
+			perPhase[h[j].Phase] += h[j+1].Time.Sub(h[j].Time.Time)
+		}
+	}
+	b.StopTimer()
+	sort.Slice(total, func(i, j int) bool { return total[i] < total[j] })
+	b.ReportMetric(float64(total[len(total)/2].Milliseconds()), "median-ms")
+	b.ReportMetric(float64(total[len(total)-1].Milliseconds()), "max-ms")
+	for _, p := range []string{"Created→Pending", "Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget"} {
+		b.Logf("%-18s %6.0f ms average", p, float64(perPhase[p].Milliseconds())/float64(b.N))
+	}
+}
