@@ -97,12 +97,16 @@ func shouldRun(vm *kubevirtv1.VirtualMachine, strategy kubevirtv1.VirtualMachine
 // start begins or continues a Starting transition and creates the VMI once StartDelay
 // has passed since it began.
 func (r *reconciler) start(ctx context.Context, vm *kubevirtv1.VirtualMachine, strategy kubevirtv1.VirtualMachineRunStrategy) (ctrl.Result, error) {
-	remaining, err := r.beginOrContinue(ctx, vm, strategy, transitionStarting, r.opts.StartDelay)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if remaining > 0 {
-		return ctrl.Result{RequeueAfter: remaining}, nil
+	// An instant simulator skips the Starting status: benchmarks then measure the
+	// product, not the simulator's own writes.
+	if r.opts.StartDelay > 0 {
+		remaining, err := r.beginOrContinue(ctx, vm, strategy, transitionStarting, r.opts.StartDelay)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if remaining > 0 {
+			return ctrl.Result{RequeueAfter: remaining}, nil
+		}
 	}
 	if err := r.createVMI(ctx, vm); err != nil {
 		return ctrl.Result{}, err
@@ -113,12 +117,14 @@ func (r *reconciler) start(ctx context.Context, vm *kubevirtv1.VirtualMachine, s
 // stop begins or continues a Stopping transition and deletes the VMI once StopDelay has
 // passed since it began.
 func (r *reconciler) stop(ctx context.Context, vm *kubevirtv1.VirtualMachine, strategy kubevirtv1.VirtualMachineRunStrategy, vmi *kubevirtv1.VirtualMachineInstance) (ctrl.Result, error) {
-	remaining, err := r.beginOrContinue(ctx, vm, strategy, transitionStopping, r.opts.StopDelay)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if remaining > 0 {
-		return ctrl.Result{RequeueAfter: remaining}, nil
+	if r.opts.StopDelay > 0 {
+		remaining, err := r.beginOrContinue(ctx, vm, strategy, transitionStopping, r.opts.StopDelay)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if remaining > 0 {
+			return ctrl.Result{RequeueAfter: remaining}, nil
+		}
 	}
 	if err := r.deleteVMI(ctx, vmi); err != nil {
 		return ctrl.Result{}, err
