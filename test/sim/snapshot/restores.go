@@ -1,0 +1,113 @@
+package snapshot
+
+import (
+	"context"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// ReadyPoll is how often the simulator looks again at something it waits for
+// that it does not watch (a snapshot a claim restores from, a missing content).
+const ReadyPoll = 200 * time.Millisecond
+
+const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+
+type restores struct {
+	client client.Client
+	reader client.Reader
+}
+
+// Reconcile binds one claim restored from a snapshot, or releases a deleted one.
+func (r *restores) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.reader.Get(ctx, req.NamespacedName, pvc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ds := pvc.Spec.DataSource
+	if ds == nil || ds.Kind != "VolumeSnapshot" || ptr.Deref(ds.APIGroup, "") != snapshotv1.GroupName {
+		return ctrl.Result{}, nil
+	}
+	if pvc.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.release(ctx, pvc)
+	}
+	if pvc.Status.Phase == corev1.ClaimBound {
+		return ctrl.Result{}, nil
+	}
+	vs := &snapshotv1.VolumeSnapshot{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: pvc.Namespace, Name: ds.Name}, vs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: ReadyPoll}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if vs.Status == nil || !ptr.Deref(vs.Status.ReadyToUse, false) {
+		return ctrl.Result{RequeueAfter: ReadyPoll}, nil
+	}
+	return ctrl.Result{}, r.bind(ctx, pvc, vs)
+}
+
+// bind provisions a PV for the claim and binds both.
+func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, vs *snapshotv1.VolumeSnapshot) error {
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if vs.Status.RestoreSize != nil && vs.Status.RestoreSize.Cmp(size) > 0 {
+		size = *vs.Status.RestoreSize
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID)},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   pvc.Spec.AccessModes,
+			VolumeMode:                    pvc.Spec.VolumeMode,
+			StorageClassName:              ptr.Deref(pvc.Spec.StorageClassName, ""),
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: DefaultDriver, VolumeHandle: "restored-" + string(pvc.UID)}},
+		},
+	}
+	if err := r.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	pv.Status.Phase = corev1.VolumeBound
+	if err := r.client.Status().Update(ctx, pv); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	if pvc.Spec.VolumeName == "" {
+		before := pvc.DeepCopy()
+		pvc.Spec.VolumeName = pv.Name
+		if err := r.client.Patch(ctx, pvc, client.MergeFrom(before)); err != nil {
+			return err
+		}
+	}
+	before := pvc.DeepCopy()
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	return r.client.Status().Patch(ctx, pvc, client.MergeFrom(before))
+}
+
+// release plays the pvc-protection controller and the reclaimer: the claim's
+// finalizer goes and its dynamically provisioned PV is deleted.
+func (r *restores) release(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	if pvc.Spec.VolumeName != "" {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvc.Spec.VolumeName}}
+		if err := r.client.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if !controllerutil.ContainsFinalizer(pvc, pvcProtectionFinalizer) {
+		return nil
+	}
+	before := pvc.DeepCopy()
+	controllerutil.RemoveFinalizer(pvc, pvcProtectionFinalizer)
+	return client.IgnoreNotFound(r.client.Patch(ctx, pvc, client.MergeFrom(before)))
+}
