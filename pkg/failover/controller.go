@@ -10,17 +10,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -37,7 +33,7 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
 
-	remoteEvents chan event.GenericEvent
+	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller and its remote watches: changes of
@@ -45,15 +41,15 @@ type Reconciler struct {
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: make(chan event.GenericEvent, 1024)}
-	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.activeRequestsOfRemote, r.send)
-	rm.Watch(&srv1alpha1.DRBDResource{}, r.activeRequestsOfRemote, r.send)
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(1024)}
+	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
+	rm.Watch(&srv1alpha1.DRBDResource{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.FailoverRequest{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
-		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
 
@@ -171,15 +167,5 @@ func (r *Reconciler) holderDone(ctx context.Context, namespace string) func(stri
 			return apierrors.IsNotFound(err)
 		}
 		return string(other.UID) != parts[2] || terminal(other.Status.Phase)
-	}
-}
-
-// send queues a remote event for the controller; a full queue drops the event
-// only because the same request is already waiting in it.
-func (r *Reconciler) send(req reconcile.Request) {
-	obj := &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	select {
-	case r.remoteEvents <- event.GenericEvent{Object: obj}:
-	default:
 	}
 }

@@ -14,10 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -48,7 +45,7 @@ type Reconciler struct {
 	Clock   clock.PassiveClock
 	Metrics *Metrics
 
-	events chan event.GenericEvent
+	events *remote.Requests
 }
 
 // SetupWithManager registers the monitor with production options.
@@ -70,15 +67,15 @@ func SetupWithOptions(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
 		o.MaxConcurrentReconciles = 2
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Clock: o.Clock, Metrics: defaultMetrics,
-		events: make(chan event.GenericEvent, 1024)}
-	rm.Watch(&srv1alpha1.DRBDResource{}, groupOfDRBDResource, r.send)
+		events: remote.NewRequests(1024)}
+	rm.Watch(&srv1alpha1.DRBDResource{}, groupOfDRBDResource, r.events.Send)
 	rm.OnHealthChange(r.zoneChanged)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.events.Source()).
 		Complete(r)
 }
 

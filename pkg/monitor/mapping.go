@@ -3,9 +3,7 @@ package monitor
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -36,17 +34,7 @@ func (r *Reconciler) zoneChanged(key remote.Key) {
 	}
 	for _, g := range groups.Items {
 		if g.Spec.ZoneRef != nil && g.Spec.ZoneRef.Name == key.Zone {
-			r.send(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
+			r.events.Send(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
 		}
-	}
-}
-
-// send queues a group for evaluation. A full channel drops the event: the
-// polling interval bounds how long the group waits for its next evaluation.
-func (r *Reconciler) send(req reconcile.Request) {
-	obj := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	select {
-	case r.events <- event.GenericEvent{Object: obj}:
-	default:
 	}
 }

@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
@@ -63,9 +61,9 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 
 	// remoteEvents carries quorum groups to reconcile, mapped from remote watches.
-	remoteEvents chan event.GenericEvent
+	remoteEvents *remote.Requests
 	// zoneEvents carries zones whose clusters changed reachability.
-	zoneEvents chan event.GenericEvent
+	zoneEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller, its field indexes and its remote
@@ -77,8 +75,8 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		Remote:       rm,
 		Recorder:     mgr.GetEventRecorderFor(ControllerName),
 		Clock:        clock.RealClock{},
-		remoteEvents: make(chan event.GenericEvent, 1024),
-		zoneEvents:   make(chan event.GenericEvent, 64),
+		remoteEvents: remote.NewRequests(1024),
+		zoneEvents:   remote.NewRequests(64),
 	}
 	if err := indexGroups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -91,8 +89,8 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfZone),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.zoneEvents, handler.EnqueueRequestsFromMapFunc(r.groupsOfZone))).
+		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(r.zoneEvents.SourceMapped(r.groupsOfZone)).
 		Complete(r)
 }
 

@@ -3,10 +3,8 @@ package pgsync
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -42,15 +40,9 @@ func indexGroups(ctx context.Context, indexer client.FieldIndexer) error {
 // watchRemote registers the remote watches and the health listener. Every
 // event ends up in one of the controller's channel sources.
 func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.groupOfCopy, r.enqueue)
-	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.groupsOfVM, r.enqueue)
-	r.Remote.OnHealthChange(func(k remote.Key) {
-		r.zoneEvents <- event.GenericEvent{Object: &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Zone}}}
-	})
-}
-
-func (r *Reconciler) enqueue(req reconcile.Request) {
-	r.remoteEvents <- event.GenericEvent{Object: &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}}
+	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.groupOfCopy, r.remoteEvents.Send)
+	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.groupsOfVM, r.remoteEvents.Send)
+	r.Remote.OnHealthChange(func(k remote.Key) { r.zoneEvents.Send(k.ZoneRequest()) })
 }
 
 // groupOfCopy maps a workload copy to its quorum group by its pg-sync labels.

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -12,11 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -37,25 +34,19 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
 		Recorder:  mgr.GetEventRecorderFor(ControllerName),
 		Options:   o,
 	}
-	remoteCh := make(chan event.GenericEvent, 1024)
-	zoneCh := make(chan event.GenericEvent, 64)
-	sink := func(req reconcile.Request) {
-		remoteCh <- event.GenericEvent{Object: &srv1alpha1.ProtectionRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}}
-	}
-	rm.Watch(&srv1alpha1.DRBDResource{}, byLabel, sink)
-	rm.Watch(&corev1.PersistentVolumeClaim{}, byLabel, sink)
-	rm.Watch(&kubevirtv1.VirtualMachine{}, r.byVM, sink)
-	rm.OnHealthChange(func(k remote.Key) {
-		zoneCh <- event.GenericEvent{Object: &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Zone}}}
-	})
+	remoteReqs, zoneReqs := remote.NewRequests(1024), remote.NewRequests(64)
+	rm.Watch(&srv1alpha1.DRBDResource{}, byLabel, remoteReqs.Send)
+	rm.Watch(&corev1.PersistentVolumeClaim{}, byLabel, remoteReqs.Send)
+	rm.Watch(&kubevirtv1.VirtualMachine{}, r.byVM, remoteReqs.Send)
+	rm.OnHealthChange(func(k remote.Key) { zoneReqs.Send(k.ZoneRequest()) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 1}).
 		For(&srv1alpha1.ProtectionRequest{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfZone),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(remoteCh, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(zoneCh, handler.EnqueueRequestsFromMapFunc(r.requestsOfZone))).
+		WatchesRawSource(remoteReqs.Source()).
+		WatchesRawSource(zoneReqs.SourceMapped(r.requestsOfZone)).
 		Complete(r)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +27,11 @@ type Key struct {
 }
 
 func (k Key) String() string { return k.Namespace + "/" + k.Zone + "/" + k.Cluster }
+
+// ZoneRequest is a request naming the key's ProtectionZone.
+func (k Key) ZoneRequest() reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Zone}}
+}
 
 // ErrNotConnected is returned for a cluster that has no working connection yet.
 var ErrNotConnected = errors.New("cluster not connected")

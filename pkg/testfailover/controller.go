@@ -14,9 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -44,7 +41,7 @@ type Reconciler struct {
 	Metrics    *Metrics
 	ProbeImage string
 
-	remoteEvents chan event.GenericEvent
+	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller. Changes of the test's VMs and PVCs
@@ -54,13 +51,13 @@ type Reconciler struct {
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
 		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: DefaultProbeImage,
-		remoteEvents: make(chan event.GenericEvent, 1024)}
+		remoteEvents: remote.NewRequests(1024)}
 	r.watchRemote()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.TestFailover{}).
-		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
 

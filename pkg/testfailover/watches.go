@@ -4,13 +4,10 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -18,8 +15,8 @@ import (
 // cluster. Both kinds are already watched by other quorum controllers, so the
 // shared remote caches gain no informer.
 func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.testOf, r.send)
-	r.Remote.Watch(&corev1.PersistentVolumeClaim{}, r.testOf, r.send)
+	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.testOf, r.remoteEvents.Send)
+	r.Remote.Watch(&corev1.PersistentVolumeClaim{}, r.testOf, r.remoteEvents.Send)
 }
 
 // testOf maps an object labelled by a test of this DR namespace to the test.
@@ -30,14 +27,4 @@ func (r *Reconciler) testOf(_ context.Context, key remote.Key, obj client.Object
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: name}}}
-}
-
-// send queues a remote event for the controller; a full queue drops the event
-// only because the same test is already waiting in it.
-func (r *Reconciler) send(req reconcile.Request) {
-	obj := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	select {
-	case r.remoteEvents <- event.GenericEvent{Object: obj}:
-	default:
-	}
 }

@@ -16,10 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -33,24 +31,21 @@ type Reconciler struct {
 	Client   client.Client
 	Remote   *remote.Manager
 	Recorder record.EventRecorder
-	healthCh chan event.GenericEvent
+	health   *remote.Requests
 }
 
 // SetupWithManager registers the controller. Health changes of remote clusters
 // and changes of kubeconfig Secrets enqueue the zone.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		healthCh: make(chan event.GenericEvent, 64)}
-	rm.OnHealthChange(func(k remote.Key) {
-		obj := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Zone}}
-		r.healthCh <- event.GenericEvent{Object: obj}
-	})
+		health: remote.NewRequests(64)}
+	rm.OnHealthChange(func(k remote.Key) { r.health.Send(k.ZoneRequest()) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.ProtectionZone{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.zonesUsingSecret)).
-		WatchesRawSource(source.Channel(r.healthCh, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.health.Source()).
 		Complete(r)
 }
 

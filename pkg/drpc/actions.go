@@ -1,0 +1,87 @@
+package drpc
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
+)
+
+// failover moves the application from src to tgt without needing src (§6.2):
+// the target's VRG becomes primary, then the application starts there. A
+// reachable source is asked to stop the application first, so that no VM runs
+// on both clusters; its VRG becomes secondary in the steady state that follows,
+// only once the application stopped there.
+func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
+	if _, down := s.unreachable[src]; !down {
+		if _, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.setProgression(ramenv1alpha1.ProgressionFailingOverToCluster)
+	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		return reconcile.After(waitRetry), nil
+	}
+	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateFailedOver)
+}
+
+// relocate moves the application from src to tgt with both reachable (§6.3):
+// the application stops on src, both VRGs become secondary, then the target's
+// VRG becomes primary and the application starts there.
+func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
+	p := s.drpc.Status.Progression
+	if p != ramenv1alpha1.ProgressionWaitForReadiness && p != ramenv1alpha1.ProgressionUpdatedPlacement {
+		for _, c := range []string{src, tgt} {
+			if err, down := s.unreachable[c]; down {
+				return ctrl.Result{}, reconcile.Waiting(ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
+			}
+		}
+		s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
+		stopped, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped)
+		if err != nil || !stopped {
+			return reconcile.After(waitRetry), err
+		}
+		s.setProgression(ramenv1alpha1.ProgressionEnsuringVolumesAreSecondary)
+		srcDone, err := r.ensureSecondary(ctx, s, src)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		tgtDone, err := r.ensureSecondary(ctx, s, tgt)
+		if err != nil || !srcDone || !tgtDone {
+			return reconcile.After(waitRetry), err
+		}
+	}
+	s.setProgression(ramenv1alpha1.ProgressionWaitForReadiness)
+	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		return reconcile.After(waitRetry), nil
+	}
+	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateRelocated)
+}
+
+// start runs the application on the new primary and completes the action once
+// it runs.
+func (r *Reconciler) start(ctx context.Context, s *scope, tgt string, phase ramenv1alpha1.DRState) (ctrl.Result, error) {
+	s.setProgression(ramenv1alpha1.ProgressionUpdatedPlacement)
+	running, err := r.ensureDesiredState(ctx, s, tgt, srv1alpha1.StateRunning)
+	if err != nil || !running {
+		return reconcile.After(waitRetry), err
+	}
+	return ctrl.Result{}, r.complete(ctx, s, tgt, phase)
+}
+
+func nowTime(s *scope) *metav1.Time { return &metav1.Time{Time: s.now} }
+
+func durationSince(s *scope, t *metav1.Time) *metav1.Duration {
+	return &metav1.Duration{Duration: s.now.Sub(t.Time).Round(time.Millisecond)}
+}

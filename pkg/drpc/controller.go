@@ -1,0 +1,123 @@
+package drpc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
+	"github.com/siterecovery/siterecovery/pkg/remote"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "drpc"
+
+// Finalizer holds a DRPC until its VRGs are deleted on both clusters.
+const Finalizer = "drpc.ramendr.openshift.io/finalizer"
+
+// Requeue intervals. Remote watches, health changes and the peer watcher drive
+// the controller; these are only the safety net.
+const (
+	unreachableRetry = 30 * time.Second
+	syncingRetry     = time.Second
+	waitRetry        = 30 * time.Second
+	consensusRetry   = time.Minute
+)
+
+// Reconciler runs DRPlacementControls.
+type Reconciler struct {
+	Client   client.Client
+	Remote   *remote.Manager
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Metrics  *Metrics
+
+	remoteEvents chan event.GenericEvent
+}
+
+// SetupWithManager registers the controller, its field indexes, the peer
+// watcher of §5.2 and the remote watches on VRGs and workload ProtectionGroups.
+// Call it before the manager starts, so that the watches exist before any
+// cluster connects.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: make(chan event.GenericEvent, 4096)}
+	if err := indexDRPCs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	r.watchRemote()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4}).
+		For(&ramenv1alpha1.DRPlacementControl{}).
+		// The DRPC watcher: a change of one global DRPC's action or target, or its
+		// deletion, wakes every peer with the same global-vgr label.
+		Watches(&ramenv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.peersOf),
+			builder.WithPredicates(peerTrigger())).
+		Watches(&ramenv1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpcsOfPolicy)).
+		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// Reconcile advances one DRPC as far as the clusters allow.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	d := &ramenv1alpha1.DRPlacementControl{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{drpc: d, before: d.DeepCopy(), now: r.Clock.Now()}
+	if !d.DeletionTimestamp.IsZero() {
+		res, err := r.finalize(ctx, s)
+		return reconcile.Result(res, err)
+	}
+	if controllerutil.AddFinalizer(d, Finalizer) {
+		if err := r.Client.Patch(ctx, d, client.MergeFrom(s.before)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		s.before = d.DeepCopy()
+	}
+	res, err := reconcile.RunPhases(ctx, s, r.load, r.validate, r.connect, r.adoptGlobalLabel, r.place)
+	if s.syncing {
+		res = reconcile.Soonest(res, reconcile.After(syncingRetry))
+	}
+	r.setConditions(s, err)
+	if werr := r.writeStatus(ctx, s); werr != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	r.Metrics.observe(s)
+	return reconcile.Result(res, err)
+}
+
+// writeStatus writes the status only when it changed and then records the
+// transitions of this reconcile.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	st := &s.drpc.Status
+	st.ObservedGeneration = s.drpc.Generation
+	st.LastUpdateTime = s.before.Status.LastUpdateTime
+	if equality.Semantic.DeepEqual(s.before.Status, *st) {
+		return nil
+	}
+	st.LastUpdateTime = &metav1.Time{Time: s.now}
+	if err := r.Client.Status().Patch(ctx, s.drpc, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for _, e := range s.events {
+		r.Recorder.Event(s.drpc, e.kind, e.reason, e.message)
+	}
+	return nil
+}
