@@ -39,6 +39,11 @@ const (
 	consensusRetry   = time.Minute
 )
 
+// maxConcurrentReconciles lets the peers of a global group write their
+// GlobalAction status in parallel once the last of them agrees: the latency of
+// consensus over a group is bounded by these status writes.
+const maxConcurrentReconciles = 4
+
 // Reconciler runs DRPlacementControls.
 type Reconciler struct {
 	Client   client.Client
@@ -63,7 +68,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r.watchRemote()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: maxConcurrentReconciles}).
 		For(&ramenv1alpha1.DRPlacementControl{}).
 		// The DRPC watcher: a change of one global DRPC's action or target, or its
 		// deletion, wakes every peer with the same global-vgr label.
