@@ -32,7 +32,7 @@ import (
 const (
 	policyName = "offloaded-0m"
 	grID       = "replication-group-01"
-	timeout    = 60 * time.Second
+	timeout    = 120 * time.Second
 )
 
 var ctx = context.Background()
