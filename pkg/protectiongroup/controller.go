@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -103,13 +104,19 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 }
 
 // applyDesiredState patches each VM whose run fields disagree with the group.
-// Every VM is tried even when one fails, so that one bad VM cannot hold the rest.
+// Every VM is tried even when one fails, so that one bad VM cannot hold the rest;
+// patches run in parallel (bounded) so that a large group changes state at once.
 func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := s.group.Spec.DesiredState
 	if desired == "" {
 		return ctrl.Result{}, nil
 	}
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, parallelPatches)
+	)
 	for i := range s.vms {
 		v := &s.vms[i]
 		if v.vm == nil {
@@ -123,21 +130,32 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 		if !setRunning(patched, desired == srv1alpha1.StateRunning) {
 			continue
 		}
-		if err := r.Client.Patch(ctx, patched, client.MergeFrom(v.vm)); err != nil {
-			if apierrors.IsNotFound(err) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := r.Client.Patch(ctx, patched, client.MergeFrom(v.vm))
+			switch {
+			case err == nil:
+				v.vm = patched
+			case apierrors.IsNotFound(err):
 				v.vm = nil // deleted since it was read
-				continue
+			default:
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("patching VirtualMachine %s/%s: %w", v.ref.Namespace, v.ref.Name, err))
+				mu.Unlock()
 			}
-			errs = append(errs, fmt.Errorf("patching VirtualMachine %s/%s: %w", v.ref.Namespace, v.ref.Name, err))
-			continue
-		}
-		v.vm = patched
+		}()
 	}
+	wg.Wait()
 	if len(errs) > 0 {
 		return ctrl.Result{}, reconcile.Transient("PatchFailed", errors.Join(errs...))
 	}
 	return ctrl.Result{}, nil
 }
+
+// parallelPatches bounds the VM patches one reconcile has in flight.
+const parallelPatches = 8
 
 // patchStatus writes the status when it changed and records transitions as events.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {

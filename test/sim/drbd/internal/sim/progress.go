@@ -102,3 +102,32 @@ func transfer(src, dst *Node, kib uint64) {
 	src.Sent[dst.Host] += kib
 	dst.Recv[src.Host] += kib
 }
+
+// timeDriven reports whether the passage of time alone would change the world:
+// a resync or a protocol A drain under way on a connected pair. When it does
+// not, a reader can skip re-reading a state file that did not change.
+func (w *World) timeDriven() bool {
+	for _, r := range w.Resources {
+		for _, a := range r.Nodes {
+			for _, b := range r.Nodes {
+				if a.Host >= b.Host || !r.Connected(a, b) {
+					continue
+				}
+				p := r.Pair(a.Host, b.Host)
+				for _, oos := range p.OOS {
+					if oos > 0 {
+						return true
+					}
+				}
+				if w.DrainRateKiBps > 0 {
+					for _, lag := range p.Lag {
+						if lag > 0 {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}

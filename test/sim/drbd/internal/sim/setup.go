@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -60,10 +61,27 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 		}
 		return nil
 	}
+	// busy is true while time alone changes the world; otherwise a state file
+	// whose size and modification time did not change is not read again, which
+	// keeps idle streams from competing for the lock with drbdadm.
+	busy, statePath := true, filepath.Join(env.StateDir, "state.json")
+	var seen os.FileInfo
 	snapshot := func() ([]object, error) {
 		var objs []object
-		err := Update(env.StateDir, func(w *World) error { objs = w.objects(env.Node, only); return nil })
+		err := Update(env.StateDir, func(w *World) error {
+			objs, busy = w.objects(env.Node, only), w.timeDriven()
+			return nil
+		})
+		seen, _ = os.Stat(statePath)
 		return objs, err
+	}
+	unchanged := func() bool {
+		if busy || seen == nil {
+			return false
+		}
+		st, err := os.Stat(statePath)
+		// Every write renames a new file into place, so the inode tells too.
+		return err == nil && os.SameFile(st, seen) && st.Size() == seen.Size() && st.ModTime().Equal(seen.ModTime())
 	}
 	prev, err := snapshot()
 	if err != nil {
@@ -86,6 +104,9 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 		case <-sigs:
 			return nil
 		case <-tick.C:
+		}
+		if unchanged() {
+			continue
 		}
 		cur, err := snapshot()
 		if err != nil {
