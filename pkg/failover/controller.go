@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
@@ -49,6 +51,8 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.FailoverRequest{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
+		// A DRPC change wakes the requests of its group that mirror it.
+		Watches(&ramenv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfDRPC)).
 		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
@@ -93,16 +97,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, error) {
 	for range 8 {
 		phase := s.req.Status.Phase
+		if phase != srv1alpha1.FailoverPending && !terminal(phase) && r.lockLost(ctx, s) {
+			return nil, nil
+		}
 		var wait *time.Duration
 		var err error
-		switch phase {
-		case srv1alpha1.FailoverPending:
+		switch {
+		case phase == srv1alpha1.FailoverPending:
 			wait, err = r.pending(ctx, s)
-		case srv1alpha1.FailoverStoppingOnSource:
+		case !terminal(phase) && onDRPCPath(s):
+			// Offloaded and VolSync groups: mirror the DRPlacementControl (drpc.go).
+			wait, err = r.mirrorDRPC(ctx, s)
+		case phase == srv1alpha1.FailoverStoppingOnSource:
 			wait, err = r.stoppingOnSource(ctx, s)
-		case srv1alpha1.FailoverWaitingForDRBD:
+		case phase == srv1alpha1.FailoverWaitingForDRBD:
 			wait, err = r.waitingForDRBD(ctx, s)
-		case srv1alpha1.FailoverStartingOnTarget:
+		case phase == srv1alpha1.FailoverStartingOnTarget:
 			wait, err = r.startingOnTarget(ctx, s)
 		default:
 			return nil, nil
@@ -112,6 +122,23 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, err
 		}
 	}
 	return nil, nil
+}
+
+// lockLost renews the group's Lease for a working request. It fails the request
+// when another request holds the Lease (only possible after this one's Lease
+// expired, e.g. quorum-manager was down longer than the TTL): two requests must
+// never drive one group.
+func (r *Reconciler) lockLost(ctx context.Context, s *scope) bool {
+	group := s.req.Spec.ProtectionGroupRef.Name
+	lock, err := r.acquire(ctx, s.req, group, s.now, r.holderDone(ctx, s.req.Namespace))
+	if err != nil || lock.held {
+		return false // a failed renewal is retried; the Lease has minutes left
+	}
+	s.condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, "LockLost",
+		fmt.Sprintf("Lease %s is held by %s", srv1alpha1.FailoverLockName(group), lock.holder))
+	s.fail("LockLost", "lost the lock of group %s to %s while in %s; this request stopped, check the group's state before retrying",
+		group, lock.holder, s.req.Status.Phase)
+	return true
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {

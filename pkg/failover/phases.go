@@ -56,7 +56,11 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, err
 	s.req.Status.SourceCluster = s.group.Spec.ActiveCluster
 	s.req.Status.StartTime = &metav1.Time{Time: s.now}
 	if s.unplanned() {
-		s.condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.group))
+		s.condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.zone, s.group))
+	}
+	if viaDRPC(s.zone) {
+		// Offloaded and VolSync groups move through their DRPlacementControl (drpc.go).
+		return r.startDRPC(ctx, s)
 	}
 	s.enter(srv1alpha1.FailoverStoppingOnSource, "stopping group %s on %s", s.group.Name, s.source())
 	return nil, nil
@@ -198,7 +202,10 @@ func (r *Reconciler) reload(ctx context.Context, s *scope) error {
 
 var errStop = errors.New("request failed")
 
-func unplannedRisk(g *srv1alpha1.ProtectionGroup) string {
+func unplannedRisk(z *srv1alpha1.ProtectionZone, g *srv1alpha1.ProtectionGroup) string {
+	if viaDRPC(z) {
+		return "unplanned failover with the " + string(z.Spec.StorageBackend) + " backend: writes the storage had not yet replicated (up to one replication interval) may be lost"
+	}
 	if g.Spec.Replication.Protocol == srv1alpha1.ProtocolC {
 		return "unplanned failover under protocol C: writes acknowledged before the source failed are on the target; writes in flight at that moment may be lost"
 	}
