@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 )
 
 // waitingForDRBD moves the DRBD primary role from source to target (spec 004 §5):
@@ -46,26 +47,27 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	}
 
 	var pending []string
+	var promote []int
 	for i := range targetRes {
 		res := &targetRes[i]
 		if res.Status.Role == string(srv1alpha1.RolePrimary) {
 			continue
 		}
 		pending = append(pending, res.Namespace+"/"+res.Name)
-		refused := promotionRefused(res)
-		// An unplanned failover forces where DRBD refuses or would refuse; a
-		// planned one never does and waits until the target is promotable.
-		force := s.unplanned() && (!res.Status.Promotable || refused)
 		if !s.unplanned() && !res.Status.Promotable {
-			continue
+			continue // a planned failover never forces; it waits until promotable
 		}
-		if res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion == force {
+		if res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion == promoteForced(s, res) {
 			continue // asked already; the agent reports the outcome
 		}
-		if err := setRole(ctx, tgt, res, srv1alpha1.RolePrimary, force); err != nil {
-			s.waiting("%s", err.Error())
-			return retry, nil
-		}
+		promote = append(promote, i)
+	}
+	if err := reconcile.ForEach(parallelWrites, len(promote), func(i int) error {
+		res := &targetRes[promote[i]]
+		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res))
+	}); err != nil {
+		s.waiting("%s", err.Error())
+		return retry, nil
 	}
 	if len(pending) > 0 {
 		sort.Strings(pending)
@@ -89,15 +91,19 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		return s.unplanned(), err.Error()
 	}
 	var primaries []string
+	var demote []int
 	for i := range res {
 		if res[i].Spec.Role != srv1alpha1.RoleSecondary || res[i].Spec.ForcePromotion {
-			if err := setRole(ctx, src, &res[i], srv1alpha1.RoleSecondary, false); err != nil {
-				return s.unplanned(), err.Error()
-			}
+			demote = append(demote, i)
 		}
 		if res[i].Status.Role == string(srv1alpha1.RolePrimary) {
 			primaries = append(primaries, res[i].Name)
 		}
+	}
+	if err := reconcile.ForEach(parallelWrites, len(demote), func(i int) error {
+		return setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false)
+	}); err != nil {
+		return s.unplanned(), err.Error()
 	}
 	if len(primaries) > 0 && !s.unplanned() {
 		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), strings.Join(primaries, ", "))
@@ -152,6 +158,15 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, targetRes []srv1
 		message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
 	return false, nil
 }
+
+// promoteForced is whether a promotion must be forced: only in an unplanned
+// failover, and only where DRBD refuses or would refuse a normal one.
+func promoteForced(s *scope, res *srv1alpha1.DRBDResource) bool {
+	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res))
+}
+
+// parallelWrites bounds the writes to one workload cluster in flight at once.
+const parallelWrites = 10
 
 func promotionRefused(r *srv1alpha1.DRBDResource) bool {
 	for _, c := range r.Status.Conditions {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -111,12 +110,11 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 	if desired == "" {
 		return ctrl.Result{}, nil
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, parallelPatches)
-	)
+	type change struct {
+		v       *vmState
+		patched *kubevirtv1.VirtualMachine
+	}
+	var changes []change
 	for i := range s.vms {
 		v := &s.vms[i]
 		if v.vm == nil {
@@ -127,29 +125,24 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		patched := v.vm.DeepCopy()
-		if !setRunning(patched, desired == srv1alpha1.StateRunning) {
-			continue
+		if setRunning(patched, desired == srv1alpha1.StateRunning) {
+			changes = append(changes, change{v, patched})
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := r.Client.Patch(ctx, patched, client.MergeFrom(v.vm))
-			switch {
-			case err == nil:
-				v.vm = patched
-			case apierrors.IsNotFound(err):
-				v.vm = nil // deleted since it was read
-			default:
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("patching VirtualMachine %s/%s: %w", v.ref.Namespace, v.ref.Name, err))
-				mu.Unlock()
-			}
-		}()
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return ctrl.Result{}, reconcile.Transient("PatchFailed", errors.Join(errs...))
+	err := reconcile.ForEach(parallelPatches, len(changes), func(i int) error {
+		c := changes[i]
+		switch err := r.Client.Patch(ctx, c.patched, client.MergeFrom(c.v.vm)); {
+		case err == nil:
+			c.v.vm = c.patched
+		case apierrors.IsNotFound(err):
+			c.v.vm = nil // deleted since it was read
+		default:
+			return fmt.Errorf("patching VirtualMachine %s/%s: %w", c.v.ref.Namespace, c.v.ref.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return ctrl.Result{}, reconcile.Transient("PatchFailed", err)
 	}
 	return ctrl.Result{}, nil
 }

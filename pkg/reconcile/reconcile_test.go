@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,4 +63,27 @@ func TestResult(t *testing.T) {
 
 	require.Equal(t, "Bad", ReasonOf(Stalled("Bad", "x"), "Fallback"))
 	require.Equal(t, "Fallback", ReasonOf(cause, "Fallback"))
+}
+
+func TestForEachBoundsConcurrencyAndJoinsErrors(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	boom := errors.New("boom")
+	err := ForEach(3, 20, func(i int) error {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // hold the slot so that calls overlap
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		if i%7 == 0 {
+			return boom
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, boom)
+	require.LessOrEqual(t, peak, 3)
+	require.Len(t, strings.Split(err.Error(), "\n"), 3, "i = 0, 7, 14 failed")
 }

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/pkg/agent"
-	"github.com/siterecovery/siterecovery/pkg/drbd"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 
@@ -38,11 +37,9 @@ func (e *Env) DRBD(t testing.TB) *drbdsim.Fabric {
 func (e *Env) drbdNet(t testing.TB) *drbdNetwork {
 	if e.drbd == nil {
 		dir := t.TempDir()
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
-		adm, setup := drbdsim.Build(t, filepath.Join(dir, "bin"))
 		state := filepath.Join(dir, "state")
 		require.NoError(t, os.MkdirAll(state, 0o755))
-		e.drbd = &drbdNetwork{stateDir: state, drbdadm: adm, setup: setup, fabric: &drbdsim.Fabric{StateDir: state}}
+		e.drbd = &drbdNetwork{stateDir: state, drbdadm: "drbdadm", setup: "drbdsetup", fabric: &drbdsim.Fabric{StateDir: state}}
 	}
 	return e.drbd
 }
@@ -68,8 +65,10 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 		ResourceDir:        filepath.Join(filepath.Dir(net.stateDir), "etc-"+n.Name),
 		DrbdadmPath:        net.drbdadm,
 		DrbdsetupPath:      net.setup,
-		Exec:               drbd.OSExecutor{Env: append(os.Environ(), "DRBDSIM_NODE="+n.Name, "DRBDSIM_STATE_DIR="+net.stateDir)},
-		StatusInterval:     50 * time.Millisecond,
+		// The simulator runs in this process: no fork per drbdadm call, so tests
+		// and benchmarks measure the agent and the controllers.
+		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
+		StatusInterval: 50 * time.Millisecond,
 	}
 	return e.start(t, cluster, ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
 }

@@ -11,6 +11,9 @@ import (
 type Env struct {
 	StateDir string // DRBDSIM_STATE_DIR
 	Node     string // DRBDSIM_NODE: this node's hostname
+	// Stop ends a long-running `events2` when closed. nil means the process's
+	// SIGTERM/SIGINT, as for the real command.
+	Stop <-chan struct{}
 }
 
 // Main dispatches on the program name (drbdadm or drbdsetup) and returns

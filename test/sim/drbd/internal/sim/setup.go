@@ -95,13 +95,19 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 		return nil
 	}
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	stop := env.Stop
+	if stop == nil {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { <-sigs; close(done) }()
+		stop = done
+	}
 	tick := time.NewTicker(PollInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-sigs:
+		case <-stop:
 			return nil
 		case <-tick.C:
 		}
