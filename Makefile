@@ -50,7 +50,11 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 test: lint ## Unit and integration tests (real API servers).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test $(GO_TEST_FLAGS) $(PKGS)
+	@# Compile every test binary in parallel first, then run the packages one at a
+	@# time: each integration package starts up to three API servers, and two such
+	@# packages at once overload a 2-core machine into timeouts.
+	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) $(PKGS)
 
 test-unit: ## Tests that need no API server.
 	$(GO) test -short $(PKGS)

@@ -15,9 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
@@ -35,8 +33,10 @@ const Finalizer = "drpc.ramendr.openshift.io/finalizer"
 const (
 	unreachableRetry = 30 * time.Second
 	syncingRetry     = time.Second
-	waitRetry        = 30 * time.Second
-	consensusRetry   = time.Minute
+	// waitRetry is a safety net only: remote VRG and ProtectionGroup events
+	// wake a waiting DRPC first.
+	waitRetry      = 5 * time.Second
+	consensusRetry = time.Minute
 )
 
 // maxConcurrentReconciles lets the peers of a global group write their
@@ -52,7 +52,7 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
 
-	remoteEvents chan event.GenericEvent
+	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller, its field indexes, the peer
@@ -61,7 +61,7 @@ type Reconciler struct {
 // cluster connects.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: make(chan event.GenericEvent, 4096)}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(4096)}
 	if err := indexDRPCs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		Watches(&ramenv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.peersOf),
 			builder.WithPredicates(peerTrigger())).
 		Watches(&ramenv1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpcsOfPolicy)).
-		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
 

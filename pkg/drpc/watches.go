@@ -3,7 +3,6 @@ package drpc
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -111,11 +110,11 @@ func (r *Reconciler) drpcsBy(ctx context.Context, namespace, index, value, excep
 // watchRemote registers the remote watches and the health listener; every event
 // ends up in the controller's channel source.
 func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&ramenv1alpha1.VolumeReplicationGroup{}, r.drpcOfVRG, r.send)
-	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.drpcsOfCopy, r.send)
+	r.Remote.Watch(&ramenv1alpha1.VolumeReplicationGroup{}, r.drpcOfVRG, r.remoteEvents.Send)
+	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.drpcsOfCopy, r.remoteEvents.Send)
 	r.Remote.OnHealthChange(func(k remote.Key) {
 		for _, req := range r.drpcsBy(context.Background(), k.Namespace, "", "", "") {
-			r.send(req)
+			r.remoteEvents.Send(req)
 		}
 	})
 }
@@ -136,15 +135,4 @@ func (r *Reconciler) drpcsOfCopy(ctx context.Context, key remote.Key, obj client
 		return nil
 	}
 	return r.drpcsBy(ctx, key.Namespace, groupIndex, obj.GetName(), "")
-}
-
-// send queues a remote event without blocking the remote informer; a full
-// queue drops the event, and the DRPC is woken again by its next remote event,
-// a health change or its safety-net requeue.
-func (r *Reconciler) send(req reconcile.Request) {
-	obj := &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	select {
-	case r.remoteEvents <- event.GenericEvent{Object: obj}:
-	default:
-	}
 }

@@ -16,9 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -56,7 +54,7 @@ type Reconciler struct {
 	Remote   *remote.Manager
 	Recorder record.EventRecorder
 
-	remoteEvents chan event.GenericEvent
+	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller and its remote watches on
@@ -64,12 +62,12 @@ type Reconciler struct {
 // starts, so that the watches exist before any cluster connects.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		remoteEvents: make(chan event.GenericEvent, 1024)}
-	rm.Watch(&storagev1.StorageClass{}, r.policiesOfRemote, r.send)
-	rm.Watch(&replicationv1alpha1.VolumeGroupReplicationClass{}, r.policiesOfRemote, r.send)
+		remoteEvents: remote.NewRequests(1024)}
+	rm.Watch(&storagev1.StorageClass{}, r.policiesOfRemote, r.remoteEvents.Send)
+	rm.Watch(&replicationv1alpha1.VolumeGroupReplicationClass{}, r.policiesOfRemote, r.remoteEvents.Send)
 	rm.OnHealthChange(func(k remote.Key) {
 		for _, req := range r.policiesOfCluster(context.Background(), k.Namespace, k.Cluster) {
-			r.send(req)
+			r.remoteEvents.Send(req)
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
@@ -77,7 +75,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&ramenv1alpha1.DRPolicy{}).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfZone)).
-		WatchesRawSource(source.Channel(r.remoteEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
 

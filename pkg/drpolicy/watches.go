@@ -4,9 +4,7 @@ import (
 	"context"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -39,15 +37,4 @@ func (r *Reconciler) policiesOfCluster(ctx context.Context, namespace, cluster s
 // zone changes: a cluster may have joined or left it.
 func (r *Reconciler) policiesOfZone(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.policiesOfCluster(ctx, obj.GetNamespace(), "")
-}
-
-// send queues a remote event without blocking the remote informer; a full
-// queue (1024 pending policies) drops the event, and the policy is rediscovered
-// on the next class or health event of its clusters.
-func (r *Reconciler) send(req reconcile.Request) {
-	obj := &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	select {
-	case r.remoteEvents <- event.GenericEvent{Object: obj}:
-	default:
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/protection"
 	"github.com/siterecovery/siterecovery/pkg/setup"
 	"github.com/siterecovery/siterecovery/test/env"
 )
@@ -59,8 +60,8 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
 		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
 		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
-		z.create(env.Primary, drbdResource(name, env.Primary, env.DR, 0, int32(7000+i)))
-		z.create(env.DR, drbdResource(name, env.DR, env.Primary, 1, int32(7000+i)))
+		z.create(env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.create(env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
@@ -72,8 +73,8 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
 		})
 	}
-	z.create(env.Primary, workloadGroup(refs, srv1alpha1.StateRunning))
-	z.create(env.DR, workloadGroup(refs, srv1alpha1.StateStopped))
+	z.create(env.Primary, env.WorkloadGroup(group, refs, srv1alpha1.StateRunning))
+	z.create(env.DR, env.WorkloadGroup(group, refs, srv1alpha1.StateStopped))
 	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: group},
 		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: env.Primary,
@@ -91,32 +92,7 @@ func vm(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.Virtual
 	}
 }
 
-func drbdName(vm string) string { return "vm-" + vm }
-
-func drbdResource(vmName, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
-	return drbdResourceOf(group, vmName, local, peer, nodeID, port)
-}
-
-func drbdResourceOf(groupName, vmName, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
-	return &srv1alpha1.DRBDResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: drbdName(vmName),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: groupName}},
-		Spec: srv1alpha1.DRBDResourceSpec{
-			NodeName: env.Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
-			Role:    srv1alpha1.RoleSecondary,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, DevicePath: "/dev/vg0/" + vmName}},
-			Peers: []srv1alpha1.DRBDPeer{{NodeName: env.Nodes[peer].Name, NodeID: 1 - nodeID,
-				Address: env.Nodes[peer].Address, Port: port, Cluster: peer}},
-		},
-	}
-}
-
-func workloadGroup(refs []srv1alpha1.VirtualMachineReference, state srv1alpha1.GroupState) *srv1alpha1.ProtectionGroup {
-	return &srv1alpha1.ProtectionGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: group},
-		Spec:       srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, DesiredState: state},
-	}
-}
+func drbdName(vm string) string { return protection.DRBDResourceName(vm) }
 
 func (z *zone) create(cluster string, obj client.Object) {
 	z.t.Helper()

@@ -83,8 +83,8 @@ func TestQuorumManagerRestartedInEachPhase(t *testing.T) {
 	// Hold the request in WaitingForDRBD deterministically: another group of the
 	// namespace runs on the DR cluster, and a replica of its own that lost quorum
 	// makes the agent taint the shared node.
-	z.create(env.Primary, drbdResourceOf("other", "other-vm", env.Primary, env.DR, 0, 7900))
-	z.create(env.DR, drbdResourceOf("other", "other-vm", env.DR, env.Primary, 1, 7900))
+	z.create(env.Primary, env.DRBDReplica("other", "other-vm", env.Primary, env.DR, 0, 7900))
+	z.create(env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
 	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 	require.NoError(t, z.DRBD(t).Disconnect(drbdName("other-vm")))
 	env.Eventually(t, timeout, "DR node tainted by its agent", func() error {

@@ -58,8 +58,8 @@ func newMonitorZone(t *testing.T, vms int) *mzone {
 		name := fmt.Sprintf("vm-%02d", i)
 		z.vms = append(z.vms, name)
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
-		require.NoError(t, z.Client(env.Primary).Create(z.ctx, drbdResource(name, env.Primary, env.DR, 0, int32(7000+i))))
-		require.NoError(t, z.Client(env.DR).Create(z.ctx, drbdResource(name, env.DR, env.Primary, 1, int32(7000+i))))
+		require.NoError(t, z.Client(env.Primary).Create(z.ctx, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i))))
+		require.NoError(t, z.Client(env.DR).Create(z.ctx, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i))))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
@@ -110,20 +110,6 @@ func (z *mzone) startMonitor() {
 		}
 	}
 	z.t.Cleanup(z.stop)
-}
-
-func drbdResource(vmName, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
-	return &srv1alpha1.DRBDResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: protection.DRBDResourceName(vmName),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
-		Spec: srv1alpha1.DRBDResourceSpec{
-			NodeName: env.Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
-			Role:    srv1alpha1.RoleSecondary,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, DevicePath: "/dev/vg0/" + vmName}},
-			Peers: []srv1alpha1.DRBDPeer{{NodeName: env.Nodes[peer].Name, NodeID: 1 - nodeID,
-				Address: env.Nodes[peer].Address, Port: port, Cluster: peer}},
-		},
-	}
 }
 
 func (z *mzone) drbd(cluster, vmName string) *srv1alpha1.DRBDResource {
