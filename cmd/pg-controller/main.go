@@ -8,12 +8,15 @@ import (
 	"os"
 
 	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/pkg/vrg"
 )
 
 func main() {
 	var o setup.Options
+	var p setup.PGOptions
 	o.BindFlags(flag.CommandLine, "pg-controller.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
+	flag.StringVar(&p.OperatorNamespace, "operator-namespace", vrg.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
 	flag.Parse()
-	os.Exit(setup.Run(o, setup.PGController))
+	os.Exit(setup.Run(o, setup.PGController(p)))
 }

@@ -7,10 +7,19 @@ import (
 	"github.com/siterecovery/siterecovery/pkg/vrg"
 )
 
-// PGController registers the workload-tier reconcilers of pg-controller.
-func PGController(mgr ctrl.Manager, _ Options) error {
-	if err := protectiongroup.SetupWithManager(mgr); err != nil {
-		return err
+// PGOptions are pg-controller's own settings.
+type PGOptions struct {
+	// OperatorNamespace is where the shared global VolumeGroupReplications live.
+	OperatorNamespace string
+}
+
+// PGController returns the Register function of pg-controller: the workload-tier
+// ProtectionGroup and VolumeReplicationGroup reconcilers.
+func PGController(p PGOptions) Register {
+	return func(mgr ctrl.Manager, _ Options) error {
+		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace})
 	}
-	return vrg.SetupWithManager(mgr, vrg.Options{})
 }

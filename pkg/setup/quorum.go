@@ -21,6 +21,9 @@ import (
 type QuorumOptions struct {
 	// ProbeInterval is how often every workload cluster's API server is probed.
 	ProbeInterval time.Duration
+	// HolderImage is the image of the replica holder pods the protection flow
+	// creates on the workload clusters.
+	HolderImage string
 }
 
 // Quorum is the shared state of quorum-manager's reconcilers.
@@ -68,7 +71,7 @@ func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := testfailover.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
-	if err := protection.SetupWithManager(mgr, rm, protection.Options{}); err != nil {
+	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage}); err != nil {
 		return nil, err
 	}
 	return &Quorum{Remote: rm}, nil
