@@ -45,13 +45,14 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 			Message: fmt.Sprintf("spec.peers is empty; the local replica serves on %s:%d once the peers are known",
 				r.Config.ReplicationAddress, s.obj.Spec.Port)}
 	}
-	fresh := s.memo.generation != s.obj.Generation
-	if fresh {
+	// Devices are looked up again only when the volumes change: a role change,
+	// the step a failover waits on, then costs no API read.
+	if vk := volumesKey(s.obj.Spec.Volumes); s.memo.devices == nil || s.memo.volumes != vk {
 		devices, err := r.resolveDevices(ctx, s.obj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		s.memo.devices = devices
+		s.memo.devices, s.memo.volumes = devices, vk
 	}
 	s.devices = s.memo.devices
 	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices)
@@ -60,15 +61,19 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionConfigured, Reason: srv1.ReasonInvalidSpec,
 			Message: fmt.Sprintf("the spec cannot be turned into a DRBD resource file; fix the spec: %v", unwrapAll(err)), Err: err}
 	}
-	changed, err := drbd.WriteFileAtomic(r.Config.ResourceDir, resFile(s.obj.Name), data)
-	if err != nil {
+	if _, err := drbd.WriteFileAtomic(r.Config.ResourceDir, resFile(s.obj.Name), data); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(r.Config.ResourceDir, resFile(s.obj.Name)), err)
 	}
-	// The first reconcile after a restart adjusts once: the kernel may have drifted.
-	s.needsAdjust = changed || fresh
-	s.memo.generation = s.obj.Generation
+	// Adjust whenever the file differs from the one last applied by this agent:
+	// after a change, after a failed adjust, and once after a restart (the kernel
+	// may have drifted while the agent was away).
+	s.rendered = string(data)
+	s.needsAdjust = s.memo.applied != s.rendered
 	return ctrl.Result{}, nil
 }
+
+// volumesKey identifies the volumes of a spec, to notice when they change.
+func volumesKey(vols []srv1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
 
 func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1.DRBDResource) (map[int32]string, error) {
 	out := make(map[int32]string, len(obj.Spec.Volumes))
@@ -147,6 +152,8 @@ func (r *Reconciler) bringUp(ctx context.Context, s *scope) (ctrl.Result, error)
 			s.memo.upIssued, s.up = r.Clock.Now(), true
 		}
 	}
+	// "up" applies the file as much as "adjust" does.
+	s.memo.applied = s.rendered
 	setCondition(s, metav1.Condition{Type: srv1.ConditionConfigured, Status: metav1.ConditionTrue,
 		Reason: srv1.ReasonApplied, Message: "resource file " + resFile(s.obj.Name) + " applied"})
 	return ctrl.Result{}, nil

@@ -53,11 +53,12 @@ type Reconciler struct {
 
 // memo is what the agent remembers about a resource between reconciles.
 type memo struct {
-	generation int64            // generation the devices were resolved for; 0: none
-	devices    map[int32]string // resolved backing devices
-	upIssued   time.Time        // last successful "drbdadm up", until events2 shows it
-	promotion  retryGate        // backoff of refused promotions
-	adm        retryGate        // backoff of failed drbdadm configuration commands
+	volumes   string           // volumesKey the devices were resolved for
+	devices   map[int32]string // resolved backing devices; nil: none yet
+	applied   string           // resource file last applied by up or adjust
+	upIssued  time.Time        // last successful "drbdadm up", until events2 shows it
+	promotion retryGate        // backoff of refused promotions
+	adm       retryGate        // backoff of failed drbdadm configuration commands
 }
 
 // phase is one step of a reconcile. A *ConditionError stops the chain and is
@@ -76,6 +77,8 @@ type scope struct {
 	up      bool // DRBD knows the resource (tracked, or "up" just succeeded)
 	// needsAdjust: the resource file changed, or was not applied since agent start.
 	needsAdjust bool
+	// rendered is the resource file this reconcile wrote.
+	rendered string
 	// roleRan: the role phase ran; otherwise RoleApplied is left as it was.
 	roleRan bool
 	devices map[int32]string

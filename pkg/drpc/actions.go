@@ -28,6 +28,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (c
 		return ctrl.Result{}, err
 	}
 	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
 		return reconcile.After(waitRetry), nil
 	}
 	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateFailedOver)
@@ -47,6 +48,7 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 		s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
 		stopped, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped)
 		if err != nil || !stopped {
+			s.waitFor("the application to stop on %s (%s)", src, appState(s.copies[src]))
 			return reconcile.After(waitRetry), err
 		}
 		s.setProgression(ramenv1alpha1.ProgressionEnsuringVolumesAreSecondary)
@@ -56,6 +58,7 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 		}
 		tgtDone, err := r.ensureSecondary(ctx, s, tgt)
 		if err != nil || !srcDone || !tgtDone {
+			s.waitFor("secondary VRGs on both clusters (%s: %s; %s: %s)", src, vrgState(s.vrgs[src]), tgt, vrgState(s.vrgs[tgt]))
 			return reconcile.After(waitRetry), err
 		}
 	}
@@ -64,6 +67,7 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 		return ctrl.Result{}, err
 	}
 	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
 		return reconcile.After(waitRetry), nil
 	}
 	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateRelocated)
@@ -75,6 +79,7 @@ func (r *Reconciler) start(ctx context.Context, s *scope, tgt string, phase rame
 	s.setProgression(ramenv1alpha1.ProgressionUpdatedPlacement)
 	running, err := r.ensureDesiredState(ctx, s, tgt, srv1alpha1.StateRunning)
 	if err != nil || !running {
+		s.waitFor("the application to run on %s (%s)", tgt, appState(s.copies[tgt]))
 		return reconcile.After(waitRetry), err
 	}
 	return ctrl.Result{}, r.complete(ctx, s, tgt, phase)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 )
 
 // pendingPeers returns, as sorted "namespace/name", the peers that do not ask
@@ -78,7 +79,7 @@ func (s *scope) setGlobalAction(status metav1.ConditionStatus, reason, message s
 	if status != metav1.ConditionTrue {
 		kind = corev1.EventTypeWarning
 	}
-	s.events = append(s.events, transition{kind: kind, reason: reason, message: message})
+	s.events = append(s.events, reconcile.Event{Type: kind, Reason: reason, Message: message})
 }
 
 // consensusValue is the value of ramen_global_action_consensus_status for the

@@ -31,11 +31,11 @@ func BenchmarkConsensusLatency(b *testing.B) {
 	if v := os.Getenv("DRPC_LATENCY_DRPCS"); v != "" {
 		_, _ = fmt.Sscan(v, &n)
 	}
-	z := newZone(t, true)
+	z := newZone(t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("bench-%02d", i)
-		z.addApp(names[i], env.Primary, true)
+		z.addApp(names[i], env.Primary)
 	}
 	for _, name := range names {
 		z.waitDRPC(name, ramenv1alpha1.DRStateDeployed, ramenv1alpha1.ProgressionCompleted, env.Primary)

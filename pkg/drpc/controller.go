@@ -42,7 +42,7 @@ const (
 // maxConcurrentReconciles lets the peers of a global group write their
 // GlobalAction status in parallel once the last of them agrees: the latency of
 // consensus over a group is bounded by these status writes.
-const maxConcurrentReconciles = 4
+const maxConcurrentReconciles = 16
 
 // Reconciler runs DRPlacementControls.
 type Reconciler struct {
@@ -114,15 +114,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	st := &s.drpc.Status
 	st.ObservedGeneration = s.drpc.Generation
 	st.LastUpdateTime = s.before.Status.LastUpdateTime
-	if equality.Semantic.DeepEqual(s.before.Status, *st) {
-		return nil
+	changed := !equality.Semantic.DeepEqual(s.before.Status, *st)
+	if changed {
+		st.LastUpdateTime = &metav1.Time{Time: s.now}
 	}
-	st.LastUpdateTime = &metav1.Time{Time: s.now}
-	if err := r.Client.Status().Patch(ctx, s.drpc, client.MergeFrom(s.before)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	for _, e := range s.events {
-		r.Recorder.Event(s.drpc, e.kind, e.reason, e.message)
-	}
-	return nil
+	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.drpc, s.before, changed, s.events)
 }

@@ -25,8 +25,8 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 	s.setProgression(ramenv1alpha1.ProgressionDeleting)
 	if _, err := r.load(ctx, s); err != nil {
 		// Without the policy or group nothing says where the VRGs are.
-		s.events = append(s.events, transition{kind: corev1.EventTypeWarning, reason: reconcile.ReasonOf(err, ReasonInvalidSpec),
-			message: "VolumeReplicationGroups not deleted: " + err.Error()})
+		s.events = append(s.events, reconcile.Event{Type: corev1.EventTypeWarning, Reason: reconcile.ReasonOf(err, ReasonInvalidSpec),
+			Message: "VolumeReplicationGroups not deleted: " + err.Error()})
 		return ctrl.Result{}, r.release(ctx, s)
 	}
 	if _, err := r.connect(ctx, s); err != nil {

@@ -157,7 +157,7 @@ func (r *Reconciler) adoptGlobalLabel(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, reconcile.Transient(ReasonWriteFailed, fmt.Errorf("labelling DRPC with %s=%s: %w", ramenv1alpha1.GlobalVGRLabel, label, err))
 	}
 	s.before.Labels, s.before.ResourceVersion = s.drpc.Labels, s.drpc.ResourceVersion
-	s.events = append(s.events, transition{kind: corev1.EventTypeNormal, reason: "GlobalVGRLabelled",
-		message: fmt.Sprintf("joined global replication group %s from the primary VRG on %s", label, s.current())})
+	s.events = append(s.events, reconcile.Event{Type: corev1.EventTypeNormal, Reason: "GlobalVGRLabelled",
+		Message: fmt.Sprintf("joined global replication group %s from the primary VRG on %s", label, s.current())})
 	return ctrl.Result{}, nil
 }

@@ -1,10 +1,12 @@
 package drpc
 
 import (
+	"fmt"
 	"time"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -31,14 +33,29 @@ type scope struct {
 	vrgs    map[string]*ramenv1alpha1.VolumeReplicationGroup
 	copies  map[string]*srv1alpha1.ProtectionGroup
 
-	// events to record once the status is written.
-	events []transition
-}
+	// waiting says what the current step waits for, for the Available message.
+	waiting string
 
-type transition struct{ kind, reason, message string }
+	// events to record once the status is written.
+	events []reconcile.Event
+}
 
 func (s *scope) key(cluster string) remote.Key {
 	return remote.Key{Namespace: s.drpc.Namespace, Zone: s.zone, Cluster: cluster}
+}
+
+// waitFor records what the current step waits for.
+func (s *scope) waitFor(format string, args ...any) { s.waiting = fmt.Sprintf(format, args...) }
+
+// takeEvent removes the pending event with reason and returns its message.
+func (s *scope) takeEvent(reason string) (string, bool) {
+	for i, e := range s.events {
+		if e.Reason == reason {
+			s.events = append(s.events[:i], s.events[i+1:]...)
+			return e.Message, true
+		}
+	}
+	return "", false
 }
 
 // current is where the application runs now; empty before the first deploy.

@@ -24,7 +24,7 @@ func (s *scope) setPhase(p ramenv1alpha1.DRState, format string, args ...any) {
 		return
 	}
 	s.drpc.Status.Phase = p
-	s.events = append(s.events, transition{kind: corev1.EventTypeNormal, reason: string(p), message: fmt.Sprintf(format, args...)})
+	s.events = append(s.events, reconcile.Event{Type: corev1.EventTypeNormal, Reason: string(p), Message: fmt.Sprintf(format, args...)})
 }
 
 func (s *scope) setProgression(p ramenv1alpha1.ProgressionStatus) { s.drpc.Status.Progression = p }
@@ -54,8 +54,11 @@ func (r *Reconciler) setConditions(s *scope, err error) {
 	case cur != "" && s.drpc.Status.Phase == ramenv1alpha1.DRStateInitiating:
 		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application keeps running on "+cur+" until the action starts")
 	default:
-		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing,
-			fmt.Sprintf("%s: %s", s.drpc.Status.Phase, s.drpc.Status.Progression))
+		msg := fmt.Sprintf("%s: %s", s.drpc.Status.Phase, s.drpc.Status.Progression)
+		if s.waiting != "" {
+			msg += ": waiting for " + s.waiting
+		}
+		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, msg)
 	}
 	s.setPeerReady()
 	s.setProtected()

@@ -21,6 +21,7 @@ import (
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -143,16 +144,8 @@ func (r *Reconciler) lockLost(ctx context.Context, s *scope) bool {
 
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	s.req.Status.ObservedGeneration = s.req.Generation
-	if equality.Semantic.DeepEqual(s.before.Status, s.req.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, s.req, client.MergeFrom(s.before)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	for _, e := range s.events {
-		r.Recorder.Event(s.req, e.kind, e.reason, e.message)
-	}
-	return nil
+	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.req, s.before,
+		!equality.Semantic.DeepEqual(s.before.Status, s.req.Status), s.events)
 }
 
 // loadGroupAndZone reads the quorum copy of the group and its zone.

@@ -106,6 +106,9 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		return s.unplanned(), err.Error()
 	}
 	if len(primaries) > 0 && !s.unplanned() {
+		// Sorted: the message changes, and the status is written, only when the
+		// set does, not with the order the cache lists them in.
+		sort.Strings(primaries)
 		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), strings.Join(primaries, ", "))
 	}
 	return true, ""
@@ -154,8 +157,8 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, targetRes []srv1
 			return true, err
 		}
 	}
-	s.events = append(s.events, auditEvent{kind: "Normal", reason: "TaintRemoved",
-		message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
+	s.events = append(s.events, reconcile.Event{Type: "Normal", Reason: "TaintRemoved",
+		Message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
 	return false, nil
 }
 

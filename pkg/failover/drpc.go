@@ -239,8 +239,16 @@ func rank(p srv1alpha1.FailoverPhase) int {
 	return 0
 }
 
+// drpcSummary describes where a DRPC is, with what its current step waits for
+// when its Available condition says so.
 func drpcSummary(d *ramenv1alpha1.DRPlacementControl) string {
-	return fmt.Sprintf("DRPC %s: phase %s, progression %s", d.Name, d.Status.Phase, d.Status.Progression)
+	msg := fmt.Sprintf("DRPC %s: phase %s, progression %s", d.Name, d.Status.Phase, d.Status.Progression)
+	if c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		if _, detail, ok := strings.Cut(c.Message, "waiting for "); ok {
+			msg += ", waiting for " + detail
+		}
+	}
+	return msg
 }
 
 // atRest is the DRPC phase that ends an action.

@@ -8,178 +8,300 @@ import (
 
 	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
 	"github.com/stretchr/testify/require"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/failover"
 	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/pkg/vrg"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
-const offloadedPolicy = "offloaded-0m"
+const (
+	offloadedPolicy  = "offloaded-0m"
+	offloadedGroupID = "replication-group-01"
+	offloadedClass   = "sc-block"
+)
 
-// TestOffloadedFailoverViaDRPC: on an Offloaded zone a planned FailoverRequest
-// moves the group through its DRPlacementControl (Relocate to the target) and
-// completes once the DRPC has relocated; a group without a DRPC fails at once.
+// TestOffloadedFailoverViaDRPC: on an Offloaded zone a group without a DRPC
+// fails at once, and a planned FailoverRequest moves the group through its
+// DRPlacementControl (Relocate to the target), completing once the DRPC has
+// relocated.
 func TestOffloadedFailoverViaDRPC(t *testing.T) {
-	ctx := context.Background()
-	e := env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded})
-	q := e.Client(env.Quorum)
-	create := func(cluster string, obj client.Object) {
-		t.Helper()
-		require.NoError(t, e.Client(cluster).Create(ctx, obj))
-	}
-	for i, c := range []string{env.Primary, env.DR} {
-		e.StartWorkload(t, c, env.WorkloadOptions{})
-		startFakeVRG(t, e, c)
-		sid := fmt.Sprintf("sid-%d", i+1)
-		create(c, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc-block",
-			Labels: map[string]string{ramenv1alpha1.OffloadedLabel: "true", ramenv1alpha1.StorageIDLabel: sid}}, Provisioner: "array.csi"})
-		create(c, &replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: "offloaded-vgrc",
-			Labels: map[string]string{ramenv1alpha1.StorageIDLabel: sid, ramenv1alpha1.GroupReplicationIDLabel: "replication-group-01", ramenv1alpha1.GlobalLabel: "true"}},
-			Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: "array.csi"}})
-	}
-	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
-	create(env.Quorum, &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: offloadedPolicy},
-		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}})
+	z := newOffloadedZone(t)
 
-	addGroup := func(name string) {
-		create(env.Primary, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name + "-vm"},
-			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}})
-		create(env.Quorum, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
-			Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: name + "-vm"}},
-				ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}})
-	}
-	getDRPC := func(name string) *ramenv1alpha1.DRPlacementControl {
-		d := &ramenv1alpha1.DRPlacementControl{}
-		require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, d))
-		return d
-	}
-	request := func(name, pg string) {
-		create(env.Quorum, &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
-			Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: pg, Namespace: env.Namespace},
-				TargetCluster: env.DR, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300}})
-	}
-	waitEnd := func(name string) *srv1alpha1.FailoverRequest {
-		var fr *srv1alpha1.FailoverRequest
-		env.Eventually(t, timeout, name+" finished", func() error {
-			fr = &srv1alpha1.FailoverRequest{}
-			if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr); err != nil {
-				return err
-			}
-			if fr.Status.Phase != srv1alpha1.FailoverCompleted && fr.Status.Phase != srv1alpha1.FailoverFailed {
-				return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
-			}
-			return nil
-		})
-		return fr
-	}
+	// A group without a DRPC.
+	z.addGroup("app-2")
+	fr := z.waitEnd(z.request("app-2-to-dr", "app-2", env.DR, srv1alpha1.FailoverPlanned))
+	require.Equal(t, srv1alpha1.FailoverFailed, fr.Status.Phase)
+	require.Equal(t, failover.ReasonNoDRPlacementControl, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Reason)
+	require.Contains(t, fr.Status.Message, "create one")
+	require.Equal(t, env.Primary, z.quorumGroup("app-2").Spec.ActiveCluster)
 
 	// A group with a DRPC deployed on the primary.
-	addGroup("app-1")
-	create(env.Quorum, &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "app-1-drpc"},
-		Spec: ramenv1alpha1.DRPlacementControlSpec{
-			ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: "app-1"},
-			DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: offloadedPolicy},
-			PVCSelector:        metav1.LabelSelector{MatchLabels: map[string]string{"app": "app-1"}},
-			PreferredCluster:   env.Primary,
-		}})
-	env.Eventually(t, timeout, "app-1 deployed on the primary", func() error {
-		d := getDRPC("app-1-drpc")
-		if d.Status.Phase != ramenv1alpha1.DRStateDeployed || d.Status.Progression != ramenv1alpha1.ProgressionCompleted || d.Status.PreferredDecision.ClusterName != env.Primary {
-			return fmt.Errorf("phase %s progression %s on %q", d.Status.Phase, d.Status.Progression, d.Status.PreferredDecision.ClusterName)
-		}
-		return nil
-	})
-
-	request("app-1-to-dr", "app-1")
-	fr := waitEnd("app-1-to-dr")
+	z.addGroup("app-1", "app-1-drpc")
+	z.waitDRPC("app-1-drpc", ramenv1alpha1.DRStateDeployed, env.Primary)
+	fr = z.waitEnd(z.request("app-1-to-dr", "app-1", env.DR, srv1alpha1.FailoverPlanned))
 	require.Equal(t, srv1alpha1.FailoverCompleted, fr.Status.Phase, fr.Status.Message)
 	require.Equal(t, env.Primary, fr.Status.SourceCluster)
-	d := getDRPC("app-1-drpc")
+	d := z.drpc("app-1-drpc")
 	require.Equal(t, ramenv1alpha1.ActionRelocate, d.Spec.Action)
 	require.Equal(t, env.DR, d.Spec.PreferredCluster)
 	require.Equal(t, ramenv1alpha1.DRStateRelocated, d.Status.Phase)
 	require.Equal(t, env.DR, d.Status.PreferredDecision.ClusterName)
 	require.True(t, meta.IsStatusConditionTrue(fr.Status.Conditions, srv1alpha1.ConditionReady))
 	require.NotNil(t, meta.FindStatusCondition(fr.Status.Conditions, failover.ConditionDRPlacementControl))
-	var trail []string
-	for _, p := range fr.Status.PhaseHistory {
-		trail = append(trail, p.Phase)
-	}
+	trail := phases(fr)
 	require.Equal(t, "Pending", trail[0])
 	require.Equal(t, "StoppingOnSource", trail[1])
 	require.Equal(t, "Completed", trail[len(trail)-1])
 	t.Logf("audit trail: %v", trail)
-	pg := &srv1alpha1.ProtectionGroup{}
-	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "app-1"}, pg))
-	require.Equal(t, env.DR, pg.Spec.ActiveCluster)
+	require.Equal(t, env.DR, z.quorumGroup("app-1").Spec.ActiveCluster)
+	z.requireRunsOn("app-1", env.DR, env.Primary)
+	require.Empty(t, z.safety.Violations())
+}
 
-	// A group without a DRPC.
-	addGroup("app-2")
-	request("app-2-to-dr", "app-2")
-	fr = waitEnd("app-2-to-dr")
+// TestOffloadedUnplannedFailoverViaDRPC: an unplanned FailoverRequest sets the
+// group's DRPC to Failover to the target and completes once the application
+// runs there, with the source up (cleaned up at once) and with the source's
+// API server down (cleaned up when it returns); a group named by two DRPCs
+// fails at once.
+func TestOffloadedUnplannedFailoverViaDRPC(t *testing.T) {
+	z := newOffloadedZone(t)
+	P, D := env.Primary, env.DR
+	z.addGroup("app-1", "app-1-drpc")
+	z.waitDRPC("app-1-drpc", ramenv1alpha1.DRStateDeployed, P)
+
+	// Both clusters up.
+	fr := z.waitEnd(z.request("to-dr", "app-1", D, srv1alpha1.FailoverUnplanned))
+	z.requireFailedOver(fr, P, D)
+	z.requireVGR(D, replicationv1alpha1.Primary)
+	z.requireCleanedUp(P)
+
+	// The application's cluster, now the DR cluster, loses its API server.
+	require.NoError(t, z.Clusters[D].StopAPIServer())
+	fr = z.waitEnd(z.request("back-to-primary", "app-1", P, srv1alpha1.FailoverUnplanned))
+	z.requireFailedOver(fr, D, P)
+	z.requireVGR(P, replicationv1alpha1.Primary)
+	require.Equal(t, ramenv1alpha1.ProgressionCleaningUp, z.drpc("app-1-drpc").Status.Progression,
+		"the old primary is cleaned up only once it is back")
+	require.NoError(t, z.Clusters[D].StartAPIServer())
+	z.requireCleanedUp(D)
+	require.Empty(t, z.safety.Violations())
+
+	// Two DRPCs naming one group.
+	z.addGroup("app-2", "app-2-a", "app-2-b")
+	fr = z.waitEnd(z.request("ambiguous", "app-2", D, srv1alpha1.FailoverUnplanned))
 	require.Equal(t, srv1alpha1.FailoverFailed, fr.Status.Phase)
-	require.Equal(t, failover.ReasonNoDRPlacementControl, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Reason)
-	require.Contains(t, fr.Status.Message, "create one")
-	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "app-2"}, pg))
-	require.Equal(t, env.Primary, pg.Spec.ActiveCluster)
-}
-
-// fakeVRG plays the workload-side VRG controller and the storage array (a
-// trimmed copy of the one in pkg/drpc's tests): it labels a primary VRG with
-// global peer classes and reports the desired state as reached.
-type fakeVRG struct{ c client.Client }
-
-func startFakeVRG(t *testing.T, e *env.Env, cluster string) {
-	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, ctrl.Options{Scheme: e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	require.NoError(t, err)
-	require.NoError(t, ctrl.NewControllerManagedBy(mgr).Named("fake-vrg").For(&ramenv1alpha1.VolumeReplicationGroup{}).Complete(&fakeVRG{c: mgr.GetClient()}))
-	c, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(c) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-func (f *fakeVRG) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	v := &ramenv1alpha1.VolumeReplicationGroup{}
-	if err := f.c.Get(ctx, req.NamespacedName, v); err != nil || !v.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	require.Equal(t, failover.ReasonManyDRPlacementControls, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Reason)
+	require.Contains(t, fr.Status.Message, "app-2-a")
+	require.Contains(t, fr.Status.Message, "app-2-b")
+	require.Equal(t, P, z.quorumGroup("app-2").Spec.ActiveCluster)
+	for _, name := range []string{"app-2-a", "app-2-b"} {
+		require.Empty(t, z.drpc(name).Spec.Action, "a failed request leaves %s alone", name)
 	}
-	if v.Spec.ReplicationState == ramenv1alpha1.Primary && v.Labels[ramenv1alpha1.GlobalVGRLabel] == "" && v.Spec.Async != nil {
-		for _, pc := range v.Spec.Async.PeerClasses {
-			if pc.Global {
-				before := v.DeepCopy()
-				if v.Labels == nil {
-					v.Labels = map[string]string{}
-				}
-				v.Labels[ramenv1alpha1.GlobalVGRLabel] = ramenv1alpha1.GlobalVGRName(pc.GroupReplicationID)
-				return ctrl.Result{}, f.c.Patch(ctx, v, client.MergeFrom(before))
+}
+
+// offloadedZone is an Offloaded zone: on each workload cluster pg-controller
+// with the real VRG controller and a storage array simulator, and one global
+// replication group's storage; quorum-manager and a DRPolicy.
+type offloadedZone struct {
+	*env.Env
+	t      *testing.T
+	ctx    context.Context
+	safety *env.Safety
+}
+
+func newOffloadedZone(t *testing.T) *offloadedZone {
+	z := &offloadedZone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t, ctx: context.Background()}
+	for i, c := range []string{env.Primary, env.DR} {
+		z.StartWorkload(t, c, env.WorkloadOptions{Offloaded: &env.OffloadedStorage{ArrayDelay: 100 * time.Millisecond}})
+		z.CreateGlobalStorage(t, c, env.GlobalStorage{StorageClass: offloadedClass, ReplicationClass: "offloaded-vgrc",
+			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: offloadedGroupID})
+	}
+	z.safety = z.WatchSafety(t)
+	z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	z.create(env.Quorum, &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: offloadedPolicy},
+		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}})
+	return z
+}
+
+func (z *offloadedZone) create(cluster string, obj client.Object) {
+	z.t.Helper()
+	require.NoError(z.t, z.Client(cluster).Create(z.ctx, obj))
+}
+
+// addGroup creates an application active on the primary (its PVC on both
+// clusters, its VM running there and halted on the DR cluster), its group and
+// a DRPC of each name.
+func (z *offloadedZone) addGroup(name string, drpcs ...string) {
+	for _, c := range []string{env.Primary, env.DR} {
+		z.CreateAppPVC(z.t, c, name, offloadedClass)
+	}
+	z.create(env.Primary, env.AppVM(name, kubevirtv1.RunStrategyAlways))
+	// Created before the group, as after protection: a standby VM pg-sync
+	// creates with the copy can leave the copy's currentState stale.
+	z.create(env.DR, env.AppVM(name, kubevirtv1.RunStrategyHalted))
+	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: env.AppVMName(name)}},
+			ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}})
+	for _, d := range drpcs {
+		z.create(env.Quorum, &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: d},
+			Spec: ramenv1alpha1.DRPlacementControlSpec{
+				ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: name},
+				DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: offloadedPolicy},
+				PVCSelector:        metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				PreferredCluster:   env.Primary,
+			}})
+	}
+}
+
+func (z *offloadedZone) drpc(name string) *ramenv1alpha1.DRPlacementControl {
+	z.t.Helper()
+	d := &ramenv1alpha1.DRPlacementControl{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, d))
+	return d
+}
+
+// waitDRPC waits for a DRPC to settle in a phase on a cluster, protected.
+func (z *offloadedZone) waitDRPC(name string, phase ramenv1alpha1.DRState, cluster string) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, name+" "+string(phase)+" on "+cluster, func() error {
+		d := z.drpc(name)
+		if d.Status.Phase != phase || d.Status.Progression != ramenv1alpha1.ProgressionCompleted || d.Status.PreferredDecision.ClusterName != cluster {
+			return fmt.Errorf("phase %s progression %s on %q", d.Status.Phase, d.Status.Progression, d.Status.PreferredDecision.ClusterName)
+		}
+		// Deployed does not wait for the data: a failover before it is
+		// protected would leave the source without a VGR to clean up.
+		if c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionProtected); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("not protected: %+v", c)
+		}
+		return nil
+	})
+}
+
+func (z *offloadedZone) quorumGroup(name string) *srv1alpha1.ProtectionGroup {
+	z.t.Helper()
+	g := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, g))
+	return g
+}
+
+func (z *offloadedZone) request(name, group, target string, kind srv1alpha1.FailoverType) string {
+	z.create(env.Quorum, &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group, Namespace: env.Namespace},
+			TargetCluster: target, FailoverType: kind, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300}})
+	return name
+}
+
+func (z *offloadedZone) getRequest(name string) (*srv1alpha1.FailoverRequest, error) {
+	fr := &srv1alpha1.FailoverRequest{}
+	return fr, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr)
+}
+
+func (z *offloadedZone) waitEnd(name string) *srv1alpha1.FailoverRequest {
+	z.t.Helper()
+	var fr *srv1alpha1.FailoverRequest
+	env.Eventually(z.t, timeout, name+" finished", func() error {
+		var err error
+		if fr, err = z.getRequest(name); err != nil {
+			return err
+		}
+		if !terminalPhase(fr.Status.Phase) {
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	return fr
+}
+
+func terminalPhase(p srv1alpha1.FailoverPhase) bool {
+	return p == srv1alpha1.FailoverCompleted || p == srv1alpha1.FailoverFailed
+}
+
+// requireFailedOver checks a completed unplanned request and the DRPC it drove.
+func (z *offloadedZone) requireFailedOver(fr *srv1alpha1.FailoverRequest, from, to string) {
+	z.t.Helper()
+	require.Equal(z.t, srv1alpha1.FailoverCompleted, fr.Status.Phase, fr.Status.Message)
+	require.Equal(z.t, from, fr.Status.SourceCluster)
+	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+	require.NotNil(z.t, risk, "an unplanned failover records that writes may be lost")
+	require.Equal(z.t, metav1.ConditionTrue, risk.Status)
+	require.Contains(z.t, risk.Message, "Offloaded")
+	trail := phases(fr)
+	require.Equal(z.t, "Pending", trail[0])
+	require.Equal(z.t, "Completed", trail[len(trail)-1])
+	d := z.drpc("app-1-drpc")
+	require.Equal(z.t, ramenv1alpha1.ActionFailover, d.Spec.Action)
+	require.Equal(z.t, to, d.Spec.FailoverCluster)
+	require.Equal(z.t, ramenv1alpha1.DRStateFailedOver, d.Status.Phase)
+	require.Equal(z.t, to, d.Status.PreferredDecision.ClusterName)
+	require.Equal(z.t, to, z.quorumGroup("app-1").Spec.ActiveCluster)
+	g := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(to).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: "app-1"}, g))
+	require.Equal(z.t, srv1alpha1.StateRunning, g.Status.CurrentState, "the request completes when the application runs on %s", to)
+}
+
+// requireCleanedUp waits for the DRPC to finish the failover on the old
+// primary: application stopped, VRG and VGR secondary.
+func (z *offloadedZone) requireCleanedUp(old string) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, "app-1 cleaned up on "+old, func() error {
+		if p := z.drpc("app-1-drpc").Status.Progression; p != ramenv1alpha1.ProgressionCompleted {
+			return fmt.Errorf("progression %s", p)
+		}
+		g := &srv1alpha1.ProtectionGroup{}
+		if err := z.Client(old).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: "app-1"}, g); err != nil {
+			return err
+		}
+		v := &ramenv1alpha1.VolumeReplicationGroup{}
+		if err := z.Client(old).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "app-1-drpc"}, v); err != nil {
+			return err
+		}
+		if g.Status.CurrentState != srv1alpha1.StateStopped || v.Status.State != ramenv1alpha1.SecondaryState {
+			return fmt.Errorf("group %s, VRG %s", g.Status.CurrentState, v.Status.State)
+		}
+		return nil
+	})
+	z.requireVGR(old, replicationv1alpha1.Secondary)
+}
+
+// requireVGR waits for the global VGR on a cluster to be asked for a state and
+// to report it.
+func (z *offloadedZone) requireVGR(cluster string, want replicationv1alpha1.ReplicationState) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, fmt.Sprintf("global VGR %s on %s", want, cluster), func() error {
+		v := &replicationv1alpha1.VolumeGroupReplication{}
+		key := client.ObjectKey{Namespace: vrg.DefaultOperatorNamespace, Name: ramenv1alpha1.GlobalVGRName(offloadedGroupID)}
+		if err := z.Client(cluster).Get(z.ctx, key, v); err != nil {
+			return err
+		}
+		if v.Spec.ReplicationState != want || v.Status.State != storagearray.StateFor(want) {
+			return fmt.Errorf("spec %s, status %q", v.Spec.ReplicationState, v.Status.State)
+		}
+		return nil
+	})
+}
+
+// requireRunsOn waits for the application to run on one cluster and be
+// stopped on the other.
+func (z *offloadedZone) requireRunsOn(group, on, off string) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, group+" running on "+on, func() error {
+		for c, want := range map[string]srv1alpha1.GroupState{on: srv1alpha1.StateRunning, off: srv1alpha1.StateStopped} {
+			g := &srv1alpha1.ProtectionGroup{}
+			if err := z.Client(c).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g); err != nil {
+				return err
+			}
+			if g.Status.CurrentState != want {
+				return fmt.Errorf("on %s: %s", c, g.Status.CurrentState)
 			}
 		}
-	}
-	want, reason := ramenv1alpha1.PrimaryState, ramenv1alpha1.ReasonReady
-	if v.Spec.ReplicationState == ramenv1alpha1.Secondary {
-		want, reason = ramenv1alpha1.SecondaryState, ramenv1alpha1.ReasonUnused
-	}
-	if v.Status.State == want && v.Status.ObservedGeneration == v.Generation {
-		return ctrl.Result{}, nil
-	}
-	v.Status.State, v.Status.ObservedGeneration = want, v.Generation
-	v.Status.ProtectedPVCs = []ramenv1alpha1.ProtectedPVC{}
-	for _, t := range []string{ramenv1alpha1.ConditionDataReady, ramenv1alpha1.ConditionDataProtected} {
-		meta.SetStatusCondition(&v.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason,
-			Message: ramenv1alpha1.MessagePVCReady, ObservedGeneration: v.Generation})
-	}
-	return ctrl.Result{}, f.c.Status().Update(ctx, v)
+		return nil
+	})
 }

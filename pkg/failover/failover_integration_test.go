@@ -68,3 +68,34 @@ func (z *zone) assertLockReleased() {
 		return leaseGone(z, srv1alpha1.FailoverLockName(group))
 	})
 }
+
+// TestQuorumFollowsRole: after a failover the new primary runs without DRBD
+// quorum and the new secondary with majority, so a replication-link outage
+// fences the secondary's node (lost-quorum taint) while the primary's VMs keep
+// writing; the taint goes when the link returns.
+func TestQuorumFollowsRole(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 1})
+	z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
+	vm := z.vms[0]
+	require.Equal(t, srv1alpha1.QuorumOff, z.drbd(env.DR, vm).Spec.Quorum.Policy, "the new primary must not lose I/O with the link")
+	require.Equal(t, srv1alpha1.QuorumMajority, z.drbd(env.Primary, vm).Spec.Quorum.Policy, "the new secondary is fenced by quorum")
+
+	fabric := z.DRBD(t)
+	require.NoError(t, fabric.Disconnect(drbdName(vm)))
+	env.Eventually(t, timeout, "the new secondary's node tainted", func() error {
+		if !z.isTainted(env.Primary) {
+			return errPending
+		}
+		return nil
+	})
+	require.False(t, z.isTainted(env.DR), "the primary's node keeps scheduling")
+	require.NoError(t, fabric.Write(drbdName(vm), env.Nodes[env.DR].Name, 64), "the primary keeps writing while the link is down")
+
+	require.NoError(t, fabric.Connect(drbdName(vm)))
+	env.Eventually(t, timeout, "taint cleared once the link is back", func() error {
+		if z.isTainted(env.Primary) {
+			return errPending
+		}
+		return nil
+	})
+}

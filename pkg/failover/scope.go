@@ -4,6 +4,7 @@ import (
 	"time"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -17,10 +18,8 @@ type scope struct {
 	zone  *srv1alpha1.ProtectionZone
 	// events to record once the status is written, so that a failed status write
 	// does not leave an event claiming a transition that was not persisted.
-	events []auditEvent
+	events []reconcile.Event
 }
-
-type auditEvent struct{ kind, reason, message string }
 
 func (s *scope) unplanned() bool { return s.req.Spec.FailoverType == srv1alpha1.FailoverUnplanned }
 

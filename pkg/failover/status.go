@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 )
 
 // enter moves the request to phase and records it in the audit trail.
@@ -23,7 +24,7 @@ func (s *scope) enter(phase srv1alpha1.FailoverPhase, format string, args ...any
 	if phase == srv1alpha1.FailoverFailed {
 		kind = corev1.EventTypeWarning
 	}
-	s.events = append(s.events, auditEvent{kind: kind, reason: string(phase), message: msg})
+	s.events = append(s.events, reconcile.Event{Type: kind, Reason: string(phase), Message: msg})
 	if phase == srv1alpha1.FailoverCompleted || phase == srv1alpha1.FailoverFailed {
 		st.CompletionTime = &metav1.Time{Time: s.now}
 	}

@@ -56,7 +56,8 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// setRole applies spec.role (and forcePromotion) of a DRBDResource.
+// setRole applies spec.role, forcePromotion and the role's quorum of a
+// DRBDResource.
 func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
@@ -66,6 +67,13 @@ func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResourc
 		return err
 	}
 	if err := unstructured.SetNestedField(u.Object, force, "spec", "forcePromotion"); err != nil {
+		return err
+	}
+	// Quorum follows the role (see QuorumForRole): the new primary must not lose
+	// I/O to a replication-link outage, the new secondary is fenced by quorum.
+	q := srv1alpha1.QuorumForRole(role)
+	if err := unstructured.SetNestedStringMap(u.Object, map[string]string{
+		"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)}, "spec", "quorum"); err != nil {
 		return err
 	}
 	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

@@ -32,6 +32,16 @@ const ControllerName = "pg-sync"
 // FieldOwner is the field manager of everything pg-sync writes.
 const FieldOwner = "siterecovery-pg-sync"
 
+// Finalizer keeps a quorum ProtectionGroup until pg-sync removed its workload
+// copies and the standby VMs it created from every cluster of the zone.
+const Finalizer = "siterecovery.trilio.io/pg-sync"
+
+// CreatedByLabel marks, with the value ControllerName, the standby VMs pg-sync
+// created. Only those are ever deleted: pg-sync also writes its labels onto a VM
+// it found in place (the original VM on the primary while the group is failed
+// over), and that VM must never go.
+const CreatedByLabel = "siterecovery.trilio.io/created-by"
+
 // Requeue intervals. Remote events, health changes and quorum changes drive the
 // controller; these are only the safety net.
 const (
@@ -101,10 +111,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !group.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
 	s := &scope{group: group, before: group.DeepCopy(), now: r.Clock.Now()}
+	if !group.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	// Before the first copy or standby exists.
+	if err := r.ensureFinalizer(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.After(conflictRequeue), nil
+		}
+		return ctrl.Result{}, err
+	}
 	res, err := reconcile.RunPhases(ctx, s, r.loadZone, r.loadSources, r.syncClusters)
 	setStatus(s)
 	switch perr := r.patchStatus(ctx, s); {
@@ -166,7 +183,8 @@ func (r *Reconciler) syncClusters(ctx context.Context, s *scope) (ctrl.Result, e
 }
 
 // syncCluster brings one cluster's workload copy and, on a non-active cluster,
-// its standby VMs in line with the quorum copy.
+// its standby VMs in line with the quorum copy: a standby of a VM that left the
+// group is deleted.
 func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) clusterResult {
 	c := clusterResult{name: cluster}
 	rem, err := r.connect(s, cluster)
@@ -182,6 +200,10 @@ func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) 
 		return c
 	}
 	if err := r.syncStandbys(ctx, s, rem, &c); err != nil {
+		c.err, c.reason = err, reconcile.ReasonOf(err, reasonWriteFailed)
+		return c
+	}
+	if err := r.deleteStandbys(ctx, s, rem, rem.Cached, &c, s.group.Spec.VirtualMachines); err != nil {
 		c.err, c.reason = err, reconcile.ReasonOf(err, reasonWriteFailed)
 	}
 	return c

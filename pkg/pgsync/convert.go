@@ -67,8 +67,8 @@ func referencedTemplates(in []kubevirtv1.DataVolumeTemplateSpec, tmpl *kubevirtv
 }
 
 // newStandby returns the standby VM to create for src: the owned spec, the
-// pg-sync labels on top of src's labels, and run strategy Halted. Annotations
-// and status of src are not copied.
+// pg-sync labels and CreatedByLabel on top of src's labels, and run strategy
+// Halted. Annotations and status of src are not copied.
 func newStandby(src *kubevirtv1.VirtualMachine, labels map[string]string) *kubevirtv1.VirtualMachine {
 	halted := kubevirtv1.RunStrategyHalted
 	vm := &kubevirtv1.VirtualMachine{
@@ -81,6 +81,7 @@ func newStandby(src *kubevirtv1.VirtualMachine, labels map[string]string) *kubev
 	for k, v := range labels {
 		vm.Labels[k] = v
 	}
+	vm.Labels[CreatedByLabel] = ControllerName
 	vm.Spec.RunStrategy = &halted
 	return vm
 }

@@ -110,7 +110,7 @@ func TestNewStandbyIsHaltedAndLabelled(t *testing.T) {
 	require.Nil(t, vm.Spec.Running)
 	require.Empty(t, vm.Spec.DataVolumeTemplates)
 	require.Equal(t, "db-root", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
-	require.Equal(t, map[string]string{"app": "db", "siterecovery.trilio.io/zone": "z"}, vm.Labels)
+	require.Equal(t, map[string]string{"app": "db", "siterecovery.trilio.io/zone": "z", CreatedByLabel: ControllerName}, vm.Labels)
 	require.Empty(t, vm.Annotations)
 	require.Empty(t, vm.Status)
 	require.True(t, standbyInSync(vm, standbySpec(&src.Spec), labels))
@@ -150,4 +150,23 @@ func TestVMActive(t *testing.T) {
 		assert.Equal(t, want, vmActive(vm), string(status))
 	}
 	assert.True(t, vmActive(&kubevirtv1.VirtualMachine{Status: kubevirtv1.VirtualMachineStatus{Created: true}}))
+}
+
+func TestHalted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec kubevirtv1.VirtualMachineSpec
+		want bool
+	}{
+		{"no run fields", kubevirtv1.VirtualMachineSpec{}, true},
+		{"Halted", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted)}, true},
+		{"Always", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)}, false},
+		{"Manual", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyManual)}, false},
+		{"running false", kubevirtv1.VirtualMachineSpec{Running: ptr.To(false)}, true},
+		{"running true", kubevirtv1.VirtualMachineSpec{Running: ptr.To(true)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, halted(&kubevirtv1.VirtualMachine{Spec: tc.spec}))
+		})
+	}
 }

@@ -56,15 +56,19 @@ func (r *Reconciler) groupOfCopy(_ context.Context, key remote.Key, obj client.O
 }
 
 // groupsOfVM maps a VM of any zone cluster (a source or a standby) to the quorum
-// groups of that zone that list it.
+// groups of that zone that list it, and a standby pg-sync created to the group
+// of its labels, which deletes it once it stops after leaving the group.
 func (r *Reconciler) groupsOfVM(ctx context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if l := obj.GetLabels(); l[CreatedByLabel] == ControllerName && l[srv1alpha1.ZoneLabel] == key.Zone && l[srv1alpha1.ProtectionGroupLabel] != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: l[srv1alpha1.ProtectionGroupLabel]}})
+	}
 	groups := &srv1alpha1.ProtectionGroupList{}
 	if err := r.Client.List(ctx, groups, client.InNamespace(key.Namespace),
 		client.MatchingFields{vmIndex: vmKey(obj.GetNamespace(), obj.GetName())}); err != nil {
 		log.FromContext(ctx).Error(err, "listing ProtectionGroups of a remote VirtualMachine", "cluster", key.Cluster, "vm", client.ObjectKeyFromObject(obj))
-		return nil
+		return reqs
 	}
-	var reqs []reconcile.Request
 	for _, g := range groups.Items {
 		if g.Spec.ZoneRef != nil && g.Spec.ZoneRef.Name == key.Zone {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})

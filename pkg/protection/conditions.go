@@ -20,6 +20,10 @@ const (
 	ConditionInitialSyncComplete = "InitialSyncComplete"
 	// ConditionFrontendSwitched is True once the VM runs on the frontend PVCs.
 	ConditionFrontendSwitched = "FrontendSwitched"
+	// ConditionUnprotecting is True once removing protection decided which
+	// cluster the VM stays on (the reason says which); it is the record that a
+	// resumed removal follows, so that the decision is taken once.
+	ConditionUnprotecting = "Unprotecting"
 )
 
 // Reasons of a ProtectionRequest's conditions. Those marked terminal end the flow
@@ -75,6 +79,33 @@ const (
 	ReasonRequestFailed = "RequestFailed"
 )
 
+// Reasons while a deleted request removes protection (Ready=False, except the
+// last two, which are ConditionUnprotecting's). Nothing here fails: every reason
+// is a wait that ends by itself or by what its message asks the user to do.
+const (
+	// ReasonUnprotecting: removing protection is under way.
+	ReasonUnprotecting = "Unprotecting"
+	// ReasonFailedOver (hold): the VM runs on the DR cluster; fail back first or
+	// set srv1alpha1.ForceUnprotectAnnotation.
+	ReasonFailedOver = "FailedOver"
+	// ReasonFailoverInProgress (hold): a FailoverRequest of the VM's group runs.
+	ReasonFailoverInProgress = "FailoverInProgress"
+	// ReasonWaitingForGroupSync: pg-sync has not yet removed the VM from the
+	// group's workload copies, whose ProtectionGroup controllers would still
+	// start and stop it.
+	ReasonWaitingForGroupSync = "WaitingForGroupSync"
+	// ReasonRemovingReplication: objects of the DRBD stack are being deleted.
+	ReasonRemovingReplication = "RemovingReplication"
+	// ReasonUnprotected (event): protection is removed and the finalizer dropped.
+	ReasonUnprotected = "Unprotected"
+	// ReasonStaysOnPrimary (ConditionUnprotecting): the VM stays on the primary,
+	// back on its original PVCs; everything on both clusters is deleted.
+	ReasonStaysOnPrimary = "VMStaysOnPrimary"
+	// ReasonStaysOnDR (ConditionUnprotecting): forced while failed over; the VM
+	// stays on the DR cluster on its DR backing PVCs, which are kept.
+	ReasonStaysOnDR = "VMStaysOnDR"
+)
+
 // setCondition sets a condition of the request at its generation.
 func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
 	meta.SetStatusCondition(&req.Status.Conditions, metav1.Condition{
@@ -91,9 +122,13 @@ func truncate(s string) string {
 	return s
 }
 
-// eventType is Warning for Failed and Normal otherwise.
-func eventType(p srv1alpha1.ProtectionPhase) string {
-	if p == srv1alpha1.ProtectionFailed {
+// eventType is the event's own type when set, else Warning for Failed and
+// Normal otherwise.
+func eventType(ev transitionEvent) string {
+	switch {
+	case ev.kind != "":
+		return ev.kind
+	case ev.phase == srv1alpha1.ProtectionFailed:
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal

@@ -72,7 +72,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 	if err := r.Client.Get(ctx, in.NamespacedName, req); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if terminal(req.Status.Phase) || !req.DeletionTimestamp.IsZero() {
+	if !req.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, req)
+	}
+	// Before anything exists on a workload cluster; requests made before the
+	// finalizer existed get it too, so that deleting them removes protection.
+	if err := r.ensureFinalizer(ctx, req); err != nil {
+		return ctrl.Result{}, err
+	}
+	if terminal(req.Status.Phase) {
 		return ctrl.Result{}, nil
 	}
 	s := &scope{req: req, before: req.DeepCopy(), now: r.now()}
@@ -158,7 +166,7 @@ func (r *Reconciler) persist(ctx context.Context, s *scope) error {
 		return fmt.Errorf("writing status of ProtectionRequest %s/%s: %w", s.req.Namespace, s.req.Name, err)
 	}
 	for _, ev := range s.events {
-		r.Recorder.Event(s.req, eventType(ev.phase), ev.reason, ev.message)
+		r.Recorder.Event(s.req, eventType(ev), ev.reason, ev.message)
 	}
 	s.events = nil
 	s.before = s.req.DeepCopy()

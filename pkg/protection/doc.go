@@ -34,8 +34,57 @@
 // Ready node by name; on the DR side the first Ready node by name. Once a holder
 // pod or DRBDResource exists, its spec.nodeName is the record and is reused.
 //
+// Removing protection: every request carries Finalizer from its first reconcile,
+// before anything exists on a workload cluster. Deleting the request runs the
+// removal, again as idempotent steps that read the world, so a removal stopped
+// anywhere resumes: a request that never got past Validating just drops the
+// finalizer; otherwise
+//
+//  1. locate: decide which cluster the VM stays on and record it in condition
+//     Unprotecting (reason VMStaysOnPrimary or VMStaysOnDR). While the VM is in
+//     its quorum group the group's activeCluster decides; afterwards the record
+//     does. Nothing happens while a FailoverRequest of the group is unfinished.
+//  2. leaveGroup: remove the VM from the quorum group's spec.virtualMachines (the
+//     group stays, even empty) and wait until pg-sync removed it from the
+//     workload copies, whose ProtectionGroup controllers would otherwise keep
+//     starting and stopping it; pg-sync then also deletes its DR standby.
+//  3. restoreVMs: stop the VM (its run strategy kept as the protect flow keeps
+//     it), delete what lies between it and its backing PVCs on both clusters —
+//     frontend PVCs, frontend PVs, the DRBDResources (each drbd-node-agent runs
+//     `drbdadm down` under its own finalizer, so DRBD is down before anything
+//     below goes) and the holder pods —, then in one patch swap the disks back
+//     to the volumes in OriginalVolumesAnnotation and restore the strategy;
+//     wait until it runs if it ran. The VM also loses the group label. A VM that
+//     was Halted stays Halted; one its group had stopped gets back the strategy
+//     it had before, as a start of the group would.
+//  4. removeStack: delete the DR backing PVCs; then the finalizer goes.
+//
+// Objects are found by LabelRequest and LabelDRNamespace, so only what this
+// request created is deleted; the VM's namespace on the DR cluster stays. Each
+// layer is deleted once the layers above it are gone on both clusters.
+//
+// Failed over: a VM that runs on the DR cluster (its group active there, or its
+// DR VM running) keeps the removal on hold with Ready=False reason FailedOver,
+// saying to fail back to the primary first: tearing down replication then would
+// leave the only current copy of the data on the DR cluster with no replica and
+// the primary's disks stale, which no operator wants from deleting a request,
+// and failing back restores the normal case, where the VM ends where it was
+// protected. With srv1alpha1.ForceUnprotectAnnotation set to "true" the VM stays
+// where it runs instead: the DR VM is stopped, replication removed, and it is
+// started again on the DR backing PVCs (same names as the source PVCs, same
+// data), which are kept and lose the request's labels; the primary's VM, which
+// the failover stopped, gets its original volumes back and stays Halted. An
+// operator uses this when the primary is being given up.
+//
+// A cluster that does not answer holds the removal with reason
+// ClusterUnreachable; its return wakes the request. A deleted zone cannot be
+// reached ever again: the finalizer then goes with a Warning event saying what
+// was left.
+//
 // Only remote.Manager reaches the workload clusters. Remote DRBDResource,
-// VirtualMachine and PVC events and zone health changes enqueue the request;
-// nothing polls except a bounded retry while a cluster is unreachable and the
-// single timer of the initial sync timeout.
+// VirtualMachine, PVC and group copy events and zone health changes enqueue the
+// request, a deleted one also on changes of its quorum group and FailoverRequests;
+// nothing polls except a bounded retry while a cluster is unreachable, while a
+// removal waits for pods and PVs to go (teardownPoll), and the single timer of
+// the initial sync timeout.
 package protection

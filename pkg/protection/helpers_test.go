@@ -3,67 +3,155 @@ package protection_test
 import (
 	"context"
 	"fmt"
-	"sync"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/agent"
+	"github.com/siterecovery/siterecovery/pkg/protectiongroup"
+	"github.com/siterecovery/siterecovery/pkg/setup"
 	"github.com/siterecovery/siterecovery/test/env"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
-// makeNode creates a Ready node with an InternalIP.
-func makeNode(t *testing.T, c client.Client, name, ip string) {
+// zone is a three-cluster zone whose workload clusters each run, on one worker
+// node (env.Nodes): the ProtectionGroup controller, the KubeVirt simulator (VMIs
+// on that node), the storage simulator (binds PVCs and stages block devices in
+// the node's kubelet folder), a kubelet stand-in for pod deletion, and the real
+// drbd-node-agent on the in-process DRBD simulator.
+type zone struct {
+	*env.Env
+	fabric    *drbdsim.Fabric
+	dir       string
+	workloads map[string]*env.Process
+	agents    map[string]*env.Process
+	quorum    *env.Process
+}
+
+var quorumOptions = setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond}
+
+func newZone(t *testing.T) *zone {
+	z := &zone{Env: env.New(t, env.Options{}), dir: t.TempDir(), workloads: map[string]*env.Process{}, agents: map[string]*env.Process{}}
+	z.fabric = z.DRBD(t)
+	require.NoError(t, z.fabric.SetSyncRate(1<<30))
+	for _, cluster := range []string{env.Primary, env.DR} {
+		n := env.Nodes[cluster]
+		setNodeReady(t, z.Client(cluster), n.Name, n.Address, true)
+		z.startWorkload(t, cluster)
+		z.startAgent(t, cluster)
+	}
+	z.quorum = z.StartQuorum(t, quorumOptions)
+	return z
+}
+
+// startWorkload (re)starts everything of a workload cluster but its agent.
+func (z *zone) startWorkload(t testing.TB, cluster string) {
+	n := env.Nodes[cluster]
+	z.workloads[cluster] = z.Manager(t, cluster, "workload", ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{
+			StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
+			return err
+		}
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}}); err != nil {
+			return err
+		}
+		return setupKubelet(mgr)
+	})
+}
+
+func (z *zone) kubeletDir(cluster string) string {
+	return filepath.Join(z.dir, env.Nodes[cluster].Name, "kubelet")
+}
+
+// startAgent (re)starts the drbd-node-agent of a cluster's node; it keeps its
+// resource files across restarts, as on a real node.
+func (z *zone) startAgent(t testing.TB, cluster string) {
+	n := env.Nodes[cluster]
+	cfg := agent.Config{
+		NodeName: n.Name, ReplicationAddress: n.Address,
+		ResourceDir:    filepath.Join(z.dir, n.Name, "drbd.d"),
+		KubeletDir:     z.kubeletDir(cluster),
+		DrbdadmPath:    "drbdadm",
+		DrbdsetupPath:  "drbdsetup",
+		Exec:           drbdsim.Executor{StateDir: z.fabric.StateDir, Node: n.Name},
+		StatusInterval: 50 * time.Millisecond,
+	}
+	z.agents[cluster] = z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
+}
+
+// setupKubelet stands in for the kubelet's part in deleting a pod: the API
+// server keeps a scheduled pod until its kubelet confirms it stopped.
+func setupKubelet(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).Named("kubelet-stand-in").For(&corev1.Pod{}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			pod := &corev1.Pod{}
+			if err := c.Get(ctx, req.NamespacedName, pod); err != nil || pod.DeletionTimestamp.IsZero() {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+		}))
+}
+
+// setNodeReady creates the node if needed and sets its Ready condition and address.
+func setNodeReady(t *testing.T, c client.Client, name, ip string, ready bool) {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-	require.NoError(t, c.Create(t.Context(), n))
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := c.Create(t.Context(), n); err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), err)
+		require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(n), n))
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
 	require.NoError(t, c.Status().Update(t.Context(), n))
 }
 
-// makeBoundPVC creates a PV and a PVC bound to it (the test API server has no PV
-// controller, so the PVC's status is written here).
-func makeBoundPVC(t *testing.T, c client.Client, name, class string, mode corev1.PersistentVolumeMode) {
+// makePVC creates a 1Gi PVC that the storage simulator binds, and waits for it.
+func makePVC(t *testing.T, c client.Client, name, class string, mode corev1.PersistentVolumeMode) {
 	t.Helper()
-	size := resource.MustParse("1Gi")
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:         corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			VolumeMode:       ptr.To(mode),
-			StorageClassName: class,
-			ClaimRef:         &corev1.ObjectReference{Namespace: env.AppNS, Name: name},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: "test.csi.example.com", VolumeHandle: name}},
-		},
-	}
-	require.NoError(t, c.Create(t.Context(), pv))
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			VolumeMode:       ptr.To(mode),
 			StorageClassName: ptr.To(class),
-			VolumeName:       pv.Name,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
 	require.NoError(t, c.Create(t.Context(), pvc))
-	pvc.Status.Phase = corev1.ClaimBound
-	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
-	pvc.Status.AccessModes = pvc.Spec.AccessModes
-	require.NoError(t, c.Status().Update(t.Context(), pvc))
+	env.Eventually(t, wait, "PVC "+name+" bound", func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pvc), pvc); err != nil {
+			return err
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("PVC %s is %q", name, pvc.Status.Phase)
+		}
+		return nil
+	})
 }
 
 // makeVM creates a VM with the given volumes (a disk per volume) and runStrategy Always.
@@ -103,12 +191,16 @@ func containerDiskVolume(name string) kubevirtv1.Volume {
 }
 
 func newRequest(name, vm string) *srv1alpha1.ProtectionRequest {
+	return newRequestIn(name, vm, "prod-pg")
+}
+
+func newRequestIn(name, vm, group string) *srv1alpha1.ProtectionRequest {
 	return &srv1alpha1.ProtectionRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
 		Spec: srv1alpha1.ProtectionRequestSpec{
 			VirtualMachine:     srv1alpha1.VirtualMachineReference{Namespace: env.AppNS, Name: vm},
 			ZoneRef:            srv1alpha1.LocalObjectReference{Name: env.ZoneName},
-			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "prod-pg"},
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group},
 		},
 	}
 }
@@ -135,78 +227,50 @@ func phaseIs(ctx context.Context, q client.Client, name string, want srv1alpha1.
 	}
 }
 
-// fakeAgents stands in for the drbd-node-agents of both workload clusters: for
-// every DRBDResource it reports the node's address, the role, and once peers are
-// set a connection whose initial sync completes at once, unless the resource is
-// held (then the DR side stays Inconsistent at 42%).
-type fakeAgents struct {
-	mu   sync.Mutex
-	held map[string]bool
+func getRequest(t *testing.T, q client.Client, name string) *srv1alpha1.ProtectionRequest {
+	t.Helper()
+	r := &srv1alpha1.ProtectionRequest{}
+	require.NoError(t, q.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: name}, r))
+	return r
 }
 
-func (f *fakeAgents) hold(res string, on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.held[res] = on
+func drbd(t *testing.T, c client.Client, name string) *srv1alpha1.DRBDResource {
+	t.Helper()
+	r := &srv1alpha1.DRBDResource{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, r))
+	return r
 }
 
-func (f *fakeAgents) isHeld(res string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.held[res]
+func getVM(t *testing.T, c client.Client, name string) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	vm := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, vm))
+	return vm
 }
 
-func startFakeAgents(t *testing.T, clusters map[client.Client]map[string]string) *fakeAgents {
-	f := &fakeAgents{held: map[string]bool{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			for c, addrs := range clusters {
-				f.step(ctx, c, addrs)
-			}
-			time.Sleep(50 * time.Millisecond)
+func vmRunning(t *testing.T, c client.Client, name string) func() error {
+	return func() error {
+		vm := &kubevirtv1.VirtualMachine{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, vm); err != nil {
+			return err
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return f
-}
-
-func (f *fakeAgents) step(ctx context.Context, c client.Client, addrs map[string]string) {
-	list := &srv1alpha1.DRBDResourceList{}
-	if err := c.List(ctx, list); err != nil {
-		return
+		if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+			return fmt.Errorf("vm %s is %q ready=%v", name, vm.Status.PrintableStatus, vm.Status.Ready)
+		}
+		return nil
 	}
-	for i := range list.Items {
-		d := &list.Items[i]
-		held := f.isHeld(d.Name)
-		st := srv1alpha1.DRBDResourceStatus{
-			ObservedGeneration: d.Generation, Address: addrs[d.Spec.NodeName], Role: string(d.Spec.Role),
-			LastUpdateTime: d.Status.LastUpdateTime,
+}
+
+// claims maps each disk of a VM to the claim it names (PVC or DataVolume).
+func claims(vm *kubevirtv1.VirtualMachine) map[string]string {
+	out := map[string]string{}
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out[v.Name] = "pvc:" + v.PersistentVolumeClaim.ClaimName
+		case v.DataVolume != nil:
+			out[v.Name] = "dv:" + v.DataVolume.Name
 		}
-		for _, v := range d.Spec.Volumes {
-			disk := "UpToDate"
-			if d.Spec.Role == srv1alpha1.RoleSecondary && (len(d.Spec.Peers) == 0 || held) {
-				disk = "Inconsistent"
-			}
-			st.Volumes = append(st.Volumes, srv1alpha1.DRBDVolumeStatus{Number: v.Number, Minor: v.Minor, DiskState: disk})
-		}
-		for _, p := range d.Spec.Peers {
-			ps := srv1alpha1.DRBDPeerStatus{NodeName: p.NodeName, NodeID: p.NodeID, ConnectionState: "Connected"}
-			for _, v := range d.Spec.Volumes {
-				pv := srv1alpha1.DRBDPeerVolumeStatus{Number: v.Number, ReplicationState: "Established", PeerDiskState: "UpToDate", PercentInSync: "100.00"}
-				if d.Spec.Role == srv1alpha1.RolePrimary && held {
-					pv.ReplicationState, pv.PeerDiskState, pv.PercentInSync = "SyncSource", "Inconsistent", "42.00"
-				}
-				ps.Volumes = append(ps.Volumes, pv)
-			}
-			st.Peers = append(st.Peers, ps)
-		}
-		if equality.Semantic.DeepEqual(st, d.Status) {
-			continue
-		}
-		d.Status = st
-		_ = c.Status().Update(ctx, d)
 	}
+	return out
 }

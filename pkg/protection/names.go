@@ -17,6 +17,12 @@ const (
 	// PVs/PVCs and "backing" on DR backing PVCs.
 	LabelRole = "siterecovery.trilio.io/role"
 
+	// Finalizer keeps a ProtectionRequest until removing protection has put the VM
+	// back on its own PVCs and deleted everything the request created.
+	Finalizer = "siterecovery.trilio.io/protection"
+	// FieldOwner is the field manager of the controller's patches.
+	FieldOwner = "siterecovery-protection"
+
 	// OriginalVolumesAnnotation keeps, on the VM, the volumes the frontend switch
 	// replaced (JSON map disk -> {"kind":"PersistentVolumeClaim"|"DataVolume","name":...}),
 	// so that removing protection can put the VM back on its original PVCs.

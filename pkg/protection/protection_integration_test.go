@@ -16,36 +16,29 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/protection"
-	"github.com/siterecovery/siterecovery/pkg/setup"
 	"github.com/siterecovery/siterecovery/test/env"
-	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 )
 
 const wait = 60 * time.Second
 
-// The drbd-node-agent is stood in for by fakeAgents (status written from the
-// test); see the package report.
+// Every workload cluster runs the real drbd-node-agent on the DRBD simulator
+// (see newZone).
 func TestProtectionFlow(t *testing.T) {
 	log.SetLogger(zap.New(zap.WriteTo(t.Output())))
-	e := env.New(t, env.Options{})
+	z := newZone(t)
 	ctx := t.Context()
-	q, p, d := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
-
-	makeNode(t, p, kubevirtsim.SimulatedNodeName, "10.0.0.1")
-	makeNode(t, p, "primary-node-b", "10.0.0.2")
-	makeNode(t, d, "dr-node-b", "10.0.1.2")
-	makeNode(t, d, "dr-node-a", "10.0.1.1")
-	agents := startFakeAgents(t, map[client.Client]map[string]string{
-		p: {kubevirtsim.SimulatedNodeName: "10.0.0.1", "primary-node-b": "10.0.0.2"},
-		d: {"dr-node-a": "10.0.1.1", "dr-node-b": "10.0.1.2"},
-	})
-	e.StartWorkload(t, env.Primary, env.WorkloadOptions{VMStartDelay: 100 * time.Millisecond, VMStopDelay: 100 * time.Millisecond})
-	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
+	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
+	primaryNode, drNode := env.Nodes[env.Primary], env.Nodes[env.DR]
+	// Other nodes: first by name on the primary (the replica still goes to the
+	// VMI's node), NotReady first by name on the DR cluster (skipped).
+	setNodeReady(t, p, "primary-worker-0", "10.0.0.9", true)
+	setNodeReady(t, d, "dr-worker-0", "10.0.1.9", false)
+	setNodeReady(t, d, "dr-worker-2", "10.0.1.2", true)
 	top := t // processes started in subtests must outlive them
 
 	t.Run("happy path", func(t *testing.T) {
-		makeBoundPVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
-		makeBoundPVC(t, p, "vm1-data", "standard", corev1.PersistentVolumeBlock)
+		makePVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
+		makePVC(t, p, "vm1-data", "standard", corev1.PersistentVolumeBlock)
 		makeVM(t, p, "vm1", dvVolume("rootdisk", "vm1-root"), pvcVolume("datadisk", "vm1-data"), cloudInitVolume())
 		env.Eventually(t, wait, "vm1 running", vmRunning(t, p, "vm1"))
 
@@ -76,15 +69,19 @@ func TestProtectionFlow(t *testing.T) {
 		}
 		// DRBDResources with peers.
 		prim, dr := drbd(t, p, "vm-vm1"), drbd(t, d, "vm-vm1")
-		assert.Equal(t, kubevirtsim.SimulatedNodeName, prim.Spec.NodeName, "primary replica on the VMI's node")
-		assert.Equal(t, "dr-node-a", dr.Spec.NodeName, "DR replica on the first Ready node")
+		assert.Equal(t, primaryNode.Name, prim.Spec.NodeName, "primary replica on the VMI's node")
+		assert.Equal(t, drNode.Name, dr.Spec.NodeName, "DR replica on the first Ready node")
 		assert.Equal(t, int32(0), prim.Spec.NodeID)
 		assert.Equal(t, int32(1), dr.Spec.NodeID)
 		assert.Equal(t, srv1alpha1.RolePrimary, prim.Spec.Role)
 		assert.Equal(t, srv1alpha1.RoleSecondary, dr.Spec.Role)
+		assert.Equal(t, srv1alpha1.QuorumOff, prim.Spec.Quorum.Policy, "a link outage must not stop the production VM's I/O")
+		assert.Equal(t, srv1alpha1.QuorumMajority, dr.Spec.Quorum.Policy, "the DR replica is fenced by quorum")
 		assert.Equal(t, srv1alpha1.ProtocolA, prim.Spec.Protocol)
-		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: "dr-node-a", NodeID: 1, Address: "10.0.1.1", Port: 7000, Cluster: env.DR}}, prim.Spec.Peers)
-		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: kubevirtsim.SimulatedNodeName, NodeID: 0, Address: "10.0.0.1", Port: 7000, Cluster: env.Primary}}, dr.Spec.Peers)
+		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: drNode.Name, NodeID: 1, Address: drNode.Address, Port: 7000, Cluster: env.DR}}, prim.Spec.Peers)
+		assert.Equal(t, []srv1alpha1.DRBDPeer{{NodeName: primaryNode.Name, NodeID: 0, Address: primaryNode.Address, Port: 7000, Cluster: env.Primary}}, dr.Spec.Peers)
+		assert.False(t, prim.Spec.ForcePromotion, "the initial forced promotion is cleared after the sync")
+		assert.Equal(t, "Primary", prim.Status.Role, "the real agent promoted the primary replica")
 		require.Len(t, prim.Spec.Volumes, 2)
 		assert.Equal(t, "vm1-root", prim.Spec.Volumes[0].BackingPVC.Name)
 		assert.Equal(t, prim.Spec.Volumes, dr.Spec.Volumes, "same minors and backing names on both sides")
@@ -131,9 +128,9 @@ func TestProtectionFlow(t *testing.T) {
 
 	t.Run("bad input", func(t *testing.T) {
 		makeVM(t, p, "vm-cd", containerDiskVolume("boot"))
-		makeBoundPVC(t, p, "vm-fast-disk", "fast", corev1.PersistentVolumeBlock)
+		makePVC(t, p, "vm-fast-disk", "fast", corev1.PersistentVolumeBlock)
 		makeVM(t, p, "vm-fast", pvcVolume("disk", "vm-fast-disk"))
-		makeBoundPVC(t, p, "vm-fs-disk", "standard", corev1.PersistentVolumeFilesystem)
+		makePVC(t, p, "vm-fs-disk", "standard", corev1.PersistentVolumeFilesystem)
 		makeVM(t, p, "vm-fs", pvcVolume("disk", "vm-fs-disk"))
 		for _, tc := range []struct{ req, vm, reason, says string }{
 			{"protect-ghost", "ghost", srv1alpha1.ReasonVMNotFound, "ghost"},
@@ -150,16 +147,22 @@ func TestProtectionFlow(t *testing.T) {
 	})
 
 	t.Run("crash while waiting for the initial sync", func(t *testing.T) {
-		makeBoundPVC(t, p, "vm2-disk", "standard", corev1.PersistentVolumeBlock)
+		makePVC(t, p, "vm2-disk", "standard", corev1.PersistentVolumeBlock)
 		makeVM(t, p, "vm2", pvcVolume("disk", "vm2-disk"))
 		env.Eventually(t, wait, "vm2 running", vmRunning(t, p, "vm2"))
-		agents.hold("vm-vm2", true)
+		require.NoError(t, z.fabric.SetSyncRate(1)) // 1 KiB/s: the sync stays under way
 		require.NoError(t, q.Create(ctx, newRequest("protect-vm2", "vm2")))
 		env.Eventually(t, wait, "WaitingForInitialSync", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionWaitingForInitialSync, protection.ReasonSyncing))
-		quorum.Stop(t)
-		agents.hold("vm-vm2", false)
-		time.Sleep(300 * time.Millisecond) // the sync finishes while quorum-manager is down
-		e.StartQuorum(top, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
+		z.quorum.Stop(t)
+		require.NoError(t, z.fabric.SetSyncRate(1<<30))
+		env.Eventually(t, wait, "the sync finishes while quorum-manager is down", func() error {
+			r := drbd(t, d, "vm-vm2")
+			if len(r.Status.Volumes) == 0 || r.Status.Volumes[0].DiskState != "UpToDate" {
+				return fmt.Errorf("DR replica %+v", r.Status.Volumes)
+			}
+			return nil
+		})
+		z.quorum = z.StartQuorum(top, quorumOptions)
 		env.Eventually(t, wait, "protect-vm2 Protected", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
 
 		req := getRequest(t, q, "protect-vm2")
@@ -187,44 +190,25 @@ func TestProtectionFlow(t *testing.T) {
 	})
 
 	t.Run("initial sync timeout", func(t *testing.T) {
-		makeBoundPVC(t, p, "vm3-disk", "standard", corev1.PersistentVolumeBlock)
+		makePVC(t, p, "vm3-disk", "standard", corev1.PersistentVolumeBlock)
 		makeVM(t, p, "vm3", pvcVolume("disk", "vm3-disk"))
-		agents.hold("vm-vm3", true)
+		require.NoError(t, z.fabric.SetSyncRate(1))
+		t.Cleanup(func() { require.NoError(t, z.fabric.SetSyncRate(1<<30)) })
 		req := newRequest("protect-vm3", "vm3")
 		req.Spec.InitialSyncTimeoutSeconds = 2
 		require.NoError(t, q.Create(ctx, req))
 		env.Eventually(t, wait, "protect-vm3 Failed", phaseIs(ctx, q, "protect-vm3", srv1alpha1.ProtectionFailed, protection.ReasonInitialSyncTimeout))
 		ready := meta.FindStatusCondition(getRequest(t, q, "protect-vm3").Status.Conditions, srv1alpha1.ConditionReady)
-		assert.Contains(t, ready.Message, "42.00%")
+		assert.Contains(t, ready.Message, "volume 0 (disk)")
 		vm := &kubevirtv1.VirtualMachine{}
 		require.NoError(t, p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm3"}, vm))
 		assert.Equal(t, "vm3-disk", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "the VM is left on its own disk")
+
+		// Deleting the failed request removes what it had created.
+		drbd(t, d, "vm-vm3")
+		require.NoError(t, q.Delete(ctx, getRequest(t, q, "protect-vm3")))
+		env.Eventually(t, wait, "protect-vm3 gone", gone(q, "protect-vm3"))
+		nothingLeft(t, z, "protect-vm3")
+		env.Eventually(t, wait, "vm3, never switched, runs", vmRunning(t, p, "vm3"))
 	})
-}
-
-func getRequest(t *testing.T, q client.Client, name string) *srv1alpha1.ProtectionRequest {
-	t.Helper()
-	r := &srv1alpha1.ProtectionRequest{}
-	require.NoError(t, q.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: name}, r))
-	return r
-}
-
-func drbd(t *testing.T, c client.Client, name string) *srv1alpha1.DRBDResource {
-	t.Helper()
-	r := &srv1alpha1.DRBDResource{}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, r))
-	return r
-}
-
-func vmRunning(t *testing.T, c client.Client, name string) func() error {
-	return func() error {
-		vm := &kubevirtv1.VirtualMachine{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, vm); err != nil {
-			return err
-		}
-		if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
-			return fmt.Errorf("vm %s is %q ready=%v", name, vm.Status.PrintableStatus, vm.Status.Ready)
-		}
-		return nil
-	}
 }

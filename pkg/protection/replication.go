@@ -215,6 +215,9 @@ func desiredDRBDResource(s *scope, sd side, node string, protocol srv1alpha1.Rep
 			// forced first promotion on that side, which makes it the sync source.
 			// It is cleared once the initial sync is done.
 			ForcePromotion: sd.primary,
+			// Quorum follows the role (QuorumForRole): a link outage fences the DR
+			// replica, never the production VM's I/O.
+			Quorum: srv1alpha1.QuorumForRole(sd.role),
 		},
 	}
 	for _, v := range s.req.Status.Volumes {

@@ -26,10 +26,16 @@ type scope struct {
 	primary, dr    *remote.Remote
 	events         []transitionEvent
 	requeueAfter   time.Duration
+
+	// stayOn is, while protection is removed, the cluster the VM stays on.
+	stayOn string
 }
 
+// transitionEvent is an event recorded once the status that carries the
+// transition is written. kind overrides the type eventType derives from phase.
 type transitionEvent struct {
 	phase           srv1alpha1.ProtectionPhase
+	kind            string
 	reason, message string
 }
 

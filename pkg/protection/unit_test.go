@@ -59,3 +59,49 @@ func TestHaltAndRestore(t *testing.T) {
 	assert.True(t, restore(legacy))
 	assert.True(t, *legacy.Spec.Running)
 }
+
+func TestSwapBack(t *testing.T) {
+	vols := []srv1alpha1.ProtectedVolume{
+		{Disk: "root", SourcePVC: "root", TargetPVC: "root", FrontendPVC: "root-drbd"},
+		{Disk: "data", SourcePVC: "data", TargetPVC: "data", FrontendPVC: "data-drbd"},
+	}
+	protectedVM := func() *kubevirtv1.VirtualMachine {
+		vm := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{
+				{Name: "root", VolumeSource: kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "root"}}},
+				{Name: "data", VolumeSource: pvcVolumeSource("data")},
+				{Name: "cloudinit", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{}}},
+			}}}}}
+		assert.NoError(t, swapVolumes(vm, vols))
+		assert.True(t, onFrontend(vm, vols))
+		return vm
+	}
+	for _, tc := range []struct {
+		name        string
+		original    bool
+		annotations func(map[string]string)
+		want        []kubevirtv1.VolumeSource
+	}{
+		{name: "back to the recorded volumes", original: true,
+			want: []kubevirtv1.VolumeSource{{DataVolume: &kubevirtv1.DataVolumeSource{Name: "root"}}, pvcVolumeSource("data")}},
+		{name: "without the record, the source PVCs", original: true,
+			annotations: func(a map[string]string) { delete(a, OriginalVolumesAnnotation) },
+			want:        []kubevirtv1.VolumeSource{pvcVolumeSource("root"), pvcVolumeSource("data")}},
+		{name: "the DR backing PVCs",
+			want: []kubevirtv1.VolumeSource{pvcVolumeSource("root"), pvcVolumeSource("data")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm := protectedVM()
+			if tc.annotations != nil {
+				tc.annotations(vm.Annotations)
+			}
+			assert.NoError(t, swapBack(vm, vols, tc.original))
+			assert.False(t, onFrontend(vm, vols))
+			assert.NotContains(t, vm.Annotations, OriginalVolumesAnnotation)
+			for i, want := range tc.want {
+				assert.Equal(t, want, vm.Spec.Template.Spec.Volumes[i].VolumeSource, vm.Spec.Template.Spec.Volumes[i].Name)
+			}
+			assert.NotNil(t, vm.Spec.Template.Spec.Volumes[2].CloudInitNoCloud, "other volumes are left alone")
+		})
+	}
+}

@@ -12,91 +12,139 @@ import (
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
 )
 
-// switchVM moves the VM onto its frontend PVCs. The VM's own state says how far
-// it got, so a crash at any point resumes correctly:
-//
-//   - not swapped, not halted: set runStrategy Halted (keeping the previous strategy
-//     in srv1alpha1.PreviousRunStrategyAnnotation) and wait;
-//   - not swapped, halted but not Stopped: wait;
-//   - not swapped, Stopped: swap the disk volumes to the frontend PVCs (DataVolume
-//     volumes become PVC volumes) and record the originals in
-//     OriginalVolumesAnnotation, in one patch;
-//   - swapped with the previous-strategy annotation: restore the strategy;
-//   - swapped, the strategy runs the VM: wait for Running and ready.
-//
-// This is the only place the quorum tier writes a VM, before it is protected. The
-// VM carries no group label (validation refused such VMs), so no ProtectionGroup
-// controller acts on it; every write uses optimistic locking against KubeVirt's.
+// switchVM moves the VM onto its frontend PVCs (see moveVM). This is the only
+// place the protect flow writes a VM, before it is protected. The VM carries no
+// group label (validation refused such VMs), so no ProtectionGroup controller
+// acts on it.
 func (r *Reconciler) switchVM(ctx context.Context, s *scope) (bool, error) {
+	vols := s.req.Status.Volumes
+	return r.moveVM(ctx, s, vmMove{
+		sd: s.sides()[0], onto: "its DRBD frontend PVCs", start: true,
+		moved:   func(vm *kubevirtv1.VirtualMachine) bool { return isSwapped(vm, vols) },
+		swap:    func(vm *kubevirtv1.VirtualMachine) error { return swapVolumes(vm, vols) },
+		missing: reconcile.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey()),
+	})
+}
+
+// vmMove is one move of the VM on one cluster from one set of disk claims to
+// another, which KubeVirt only allows while the VM is stopped.
+type vmMove struct {
+	sd side
+	// onto names the destination in messages ("its original PVCs").
+	onto string
+	// moved reports whether the VM's disks already name the destination.
+	moved func(*kubevirtv1.VirtualMachine) bool
+	// swap points the disks at the destination.
+	swap func(*kubevirtv1.VirtualMachine) error
+	// beforeSwap runs once the VM is stopped and before the swap; the swap waits
+	// until it is done.
+	beforeSwap step
+	// start stops the VM for the move and restores its run strategy after it.
+	// Without it the VM is never stopped nor started here: the move waits until
+	// it is stopped and leaves it Halted.
+	start bool
+	// missing is the error when the VM does not exist; nil means nothing to move.
+	missing error
+}
+
+// moveVM moves a VM as m says. The VM's own state says how far it got, so a
+// crash at any point resumes correctly:
+//
+//   - not moved, not halted: set runStrategy Halted (keeping the previous strategy
+//     in srv1alpha1.PreviousRunStrategyAnnotation) and wait;
+//   - not moved, halted but not Stopped: wait;
+//   - not moved, Stopped: run beforeSwap, then swap the disk volumes and restore
+//     the strategy in one patch;
+//   - moved with the previous-strategy annotation: restore the strategy;
+//   - moved, the strategy runs the VM: wait for Running and ready.
+//
+// Every write uses optimistic locking against KubeVirt's.
+func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, error) {
 	vm := &kubevirtv1.VirtualMachine{}
-	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
+	if err := m.sd.rc.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, reconcile.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey())
+			return m.missing == nil, m.missing
 		}
-		return false, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
+		return false, remoteErr(m.sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
 	}
 	if vm.Spec.Template == nil {
-		return false, reconcile.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s lost its template", s.vmKey())
+		return false, reconcile.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s lost its template", s.vmKey(), m.sd.cluster)
 	}
 	patched := vm.DeepCopy()
-	swapped := isSwapped(vm, s.req.Status.Volumes)
+	moved := m.moved(vm)
 	switch {
-	case !swapped && halt(patched):
-		if err := r.patchVM(ctx, s, vm, patched, "stopping"); err != nil {
+	case !moved && m.start && halt(patched):
+		if err := r.patchVM(ctx, s, m.sd, vm, patched, "stopping"); err != nil {
 			return false, err
 		}
-		s.wait(ReasonWaitingForVM, "stopping VirtualMachine %s to switch its disks", s.vmKey())
+		s.wait(ReasonWaitingForVM, "stopping VirtualMachine %s on %s to move it onto %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
-	case !swapped:
-		stopped, err := r.vmStopped(ctx, s, vm)
+	case !moved:
+		stopped, err := r.vmStopped(ctx, s, m.sd, vm)
 		if err != nil {
 			return false, err
 		}
 		if !stopped {
-			s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to stop (now %s)", s.vmKey(), printable(vm))
+			hint := ""
+			if !m.start {
+				hint = "; it is neither stopped nor started here: stop it to go on"
+			}
+			s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s on %s to stop before moving it onto %s (now %s)%s", s.vmKey(), m.sd.cluster, m.onto, printable(vm), hint)
 			return false, nil
 		}
-		if err := swapVolumes(patched, s.req.Status.Volumes); err != nil {
-			return false, reconcile.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s: %v", s.vmKey(), err)
+		if m.beforeSwap != nil {
+			if done, err := m.beforeSwap(ctx, s); err != nil || !done {
+				return false, err
+			}
 		}
-		restore(patched) // one patch: swap and start
-		if err := r.patchVM(ctx, s, vm, patched, "switching disks of"); err != nil {
+		if err := m.swap(patched); err != nil {
+			return false, reconcile.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s: %v", s.vmKey(), m.sd.cluster, err)
+		}
+		if m.start {
+			restore(patched) // one patch: swap and start
+		} else {
+			delete(patched.Annotations, srv1alpha1.PreviousRunStrategyAnnotation) // stays Halted
+		}
+		if err := r.patchVM(ctx, s, m.sd, vm, patched, "switching disks of"); err != nil {
 			return false, err
 		}
-		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on its DRBD frontend PVCs", s.vmKey())
+		if !m.start {
+			return true, nil
+		}
+		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
-	case restore(patched):
-		if err := r.patchVM(ctx, s, vm, patched, "starting"); err != nil {
+	case m.start && restore(patched):
+		if err := r.patchVM(ctx, s, m.sd, vm, patched, "starting"); err != nil {
 			return false, err
 		}
-		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on its DRBD frontend PVCs", s.vmKey())
+		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
 	}
-	if wantsRunning(vm) && !(vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && vm.Status.Ready) {
-		s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on its DRBD frontend PVCs (now %s)", s.vmKey(), printable(vm))
+	if m.start && wantsRunning(vm) && !(vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && vm.Status.Ready) {
+		s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
 		return false, nil
 	}
 	return true, nil
 }
 
-func (r *Reconciler) patchVM(ctx context.Context, s *scope, before, after *kubevirtv1.VirtualMachine, what string) error {
-	if err := s.primary.Direct.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return remoteErr(s.primaryCluster, what+" VirtualMachine "+s.vmKey().String(), err)
+func (r *Reconciler) patchVM(ctx context.Context, s *scope, sd side, before, after *kubevirtv1.VirtualMachine, what string) error {
+	if err := sd.rc.Direct.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return remoteErr(sd.cluster, what+" VirtualMachine "+s.vmKey().String(), err)
 	}
 	return nil
 }
 
 // vmStopped is true when KubeVirt reports the VM Stopped and its VMI is gone.
-func (r *Reconciler) vmStopped(ctx context.Context, s *scope, vm *kubevirtv1.VirtualMachine) (bool, error) {
+func (r *Reconciler) vmStopped(ctx context.Context, s *scope, sd side, vm *kubevirtv1.VirtualMachine) (bool, error) {
 	if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStopped {
 		return false, nil
 	}
-	err := s.primary.Direct.Get(ctx, s.vmKey(), &kubevirtv1.VirtualMachineInstance{})
+	err := sd.rc.Direct.Get(ctx, s.vmKey(), &kubevirtv1.VirtualMachineInstance{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
 	case err != nil:
-		return false, remoteErr(s.primaryCluster, "reading VirtualMachineInstance "+s.vmKey().String(), err)
+		return false, remoteErr(sd.cluster, "reading VirtualMachineInstance "+s.vmKey().String(), err)
 	}
 	return false, nil
 }

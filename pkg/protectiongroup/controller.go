@@ -155,7 +155,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.group, client.MergeFrom(s.before)); err != nil {
+	// Optimistic lock: a merge patch computed against a stale cached copy would
+	// leave out a field whose new value equals the stale one, and the server
+	// would keep a wrong currentState for good (status changes do not requeue
+	// the group). A conflict retries with a fresh copy instead.
+	if err := r.Client.Status().Patch(ctx, s.group, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
 	}
 	r.recordTransitions(s)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -152,16 +153,8 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, err
 
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	s.tf.Status.ObservedGeneration = s.tf.Generation
-	if equality.Semantic.DeepEqual(s.before.Status, s.tf.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, s.tf, client.MergeFrom(s.before)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	for _, e := range s.events {
-		r.Recorder.Event(s.tf, e.kind, e.reason, e.message)
-	}
-	return nil
+	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.tf, s.before,
+		!equality.Semantic.DeepEqual(s.before.Status, s.tf.Status), s.events)
 }
 
 func (r *Reconciler) addFinalizer(ctx context.Context, tf *srv1alpha1.TestFailover) error {

@@ -39,6 +39,8 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, err
 	if err := r.addFinalizer(ctx, s.tf); err != nil {
 		return nil, err
 	}
+	// The status is written against before, with its resourceVersion.
+	s.before.Finalizers, s.before.ResourceVersion = s.tf.Finalizers, s.tf.ResourceVersion
 	s.tf.Status.IsolatedNamespace = ns
 	s.enter(srv1alpha1.TestFailoverSnapshotting, "snapshotting the DR copies of group %s on %s", s.group.Name, s.tf.Spec.TargetCluster)
 	return nil, nil

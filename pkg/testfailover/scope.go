@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/reconcile"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
@@ -22,10 +23,8 @@ type scope struct {
 	zone  string
 	// events to record once the status is written, so that a failed status write
 	// does not leave an event claiming a transition that was not persisted.
-	events []auditEvent
+	events []reconcile.Event
 }
-
-type auditEvent struct{ kind, reason, message string }
 
 func (s *scope) key() remote.Key {
 	return remote.Key{Namespace: s.tf.Namespace, Zone: s.zone, Cluster: s.tf.Spec.TargetCluster}
@@ -51,7 +50,7 @@ func (s *scope) enter(phase srv1alpha1.TestFailoverPhase, format string, args ..
 	if phase == srv1alpha1.TestFailoverFailed {
 		kind = corev1.EventTypeWarning
 	}
-	s.events = append(s.events, auditEvent{kind: kind, reason: string(phase), message: msg})
+	s.events = append(s.events, reconcile.Event{Type: kind, Reason: string(phase), Message: msg})
 	switch phase {
 	case srv1alpha1.TestFailoverSucceeded:
 		st.CompletionTime = &metav1.Time{Time: s.now}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
 )
 
@@ -69,6 +70,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
+		Watches(&srv1alpha1.ProtectionGroup{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfGroup)).
 		Complete(r)
 }
 

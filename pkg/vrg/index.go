@@ -11,6 +11,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // Field indexes of the manager's cache.
@@ -20,6 +21,9 @@ const (
 	globalVGRIndex = "metadata.labels.global-vgr"
 	// claimIndex indexes pods and VMIs by "<namespace>/<claim>" of each PVC they mount.
 	claimIndex = "spec.volumes.claimName"
+	// groupNameIndex indexes ProtectionGroup copies by name and VRGs by
+	// spec.protectionGroupRef, to join the two across namespaces.
+	groupNameIndex = "protectionGroup.name"
 )
 
 func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
@@ -36,9 +40,33 @@ func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &srv1alpha1.ProtectionGroup{}, groupNameIndex, func(obj client.Object) []string {
+		return []string{obj.GetName()}
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &ramenv1alpha1.VolumeReplicationGroup{}, groupNameIndex, func(obj client.Object) []string {
+		if g := obj.(*ramenv1alpha1.VolumeReplicationGroup).Spec.ProtectionGroupRef; g != "" {
+			return []string{g}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return indexer.IndexField(ctx, &kubevirtv1.VirtualMachineInstance{}, claimIndex, func(obj client.Object) []string {
 		return vmiClaims(obj.(*kubevirtv1.VirtualMachineInstance))
 	})
+}
+
+// vrgsOfGroup maps a ProtectionGroup copy to the VRGs of its group: a Relocate
+// waits for the group to stop on this cluster.
+func (r *Reconciler) vrgsOfGroup(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{groupNameIndex: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing VolumeReplicationGroups of ProtectionGroup", "group", obj.GetName())
+		return nil
+	}
+	return requests(list.Items, nil)
 }
 
 func podClaims(pod *corev1.Pod) []string {

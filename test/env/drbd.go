@@ -70,5 +70,5 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
 		StatusInterval: 50 * time.Millisecond,
 	}
-	return e.start(t, cluster, ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
+	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
 }

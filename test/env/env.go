@@ -33,6 +33,7 @@ type Env struct {
 	Clusters map[string]*harness.Cluster
 
 	drbd *drbdNetwork
+	log  controllerLog
 }
 
 // Options tune a zone.

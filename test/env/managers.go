@@ -34,8 +34,11 @@ func (p *Process) Stop(t testing.TB) {
 	})
 }
 
-func (e *Env) start(t testing.TB, cluster string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
+// Manager runs a controller manager against a cluster of the zone until the
+// test ends; register adds its controllers. name labels its log lines.
+func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
 	t.Helper()
+	opts.Logger = e.Logger(t, name+"@"+cluster)
 	opts.Scheme = e.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	// Several managers (one per cluster and node) share this process.
@@ -54,12 +57,18 @@ func (e *Env) start(t testing.TB, cluster string, opts ctrl.Options, register fu
 type WorkloadOptions struct {
 	// VMStartDelay and VMStopDelay are the KubeVirt simulator's delays.
 	VMStartDelay, VMStopDelay time.Duration
+	// Offloaded, when set, runs the VRG reconciler and a storage array simulator
+	// too (offloaded.go).
+	Offloaded *OffloadedStorage
 }
 
 // StartWorkload runs pg-controller and the KubeVirt simulator against a workload
 // cluster.
 func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Process {
-	return e.start(t, cluster, ctrl.Options{}, func(mgr ctrl.Manager) error {
+	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if o.Offloaded != nil {
+			return e.registerOffloaded(cluster, mgr, o)
+		}
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -71,7 +80,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 // quorum cluster.
 func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
 	var quorum *setup.Quorum
-	p := e.start(t, Quorum, ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}}},
+	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}}},
 		func(mgr ctrl.Manager) error {
 			var err error
 			quorum, err = setup.SetupQuorum(mgr, q)

@@ -28,6 +28,12 @@ const (
 	// ProtectionGroup controller holds it Halted, so that a start restores it.
 	PreviousRunStrategyAnnotation = "siterecovery.trilio.io/previous-run-strategy"
 
+	// ForceUnprotectAnnotation, set to "true" on a ProtectionRequest that is being
+	// deleted while its VM runs on the DR cluster (the group failed over), removes
+	// replication and leaves the VM running on the DR cluster, on its DR backing
+	// PVCs. Without it the deletion is held until the group fails back.
+	ForceUnprotectAnnotation = "siterecovery.trilio.io/force-unprotect"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 

@@ -37,9 +37,36 @@ const (
 // +kubebuilder:validation:Enum=majority;off
 type QuorumPolicy string
 
+// Quorum policies.
+const (
+	QuorumMajority QuorumPolicy = "majority"
+	QuorumOff      QuorumPolicy = "off"
+)
+
+// QuorumForRole is the quorum a replica of a two-node pair runs with in a role.
+// Two nodes cannot form a majority once their link drops, so majority on both
+// sides would turn every replication-link outage into I/O errors for the
+// production VMs. The primary therefore runs without DRBD quorum (the quorum
+// cluster's failover Lease and the demote-before-promote rule of a planned
+// failover keep two primaries from running), and the secondary with majority:
+// it loses quorum with the link, and the drbd-node-agent's lost-quorum taint
+// keeps workloads off its node until a failover promotes it.
+func QuorumForRole(role DRBDRole) QuorumSettings {
+	if role == RolePrimary {
+		return QuorumSettings{Policy: QuorumOff, OnNoQuorum: OnNoQuorumIOError}
+	}
+	return QuorumSettings{Policy: QuorumMajority, OnNoQuorum: OnNoQuorumIOError}
+}
+
 // OnNoQuorum is what DRBD does with I/O when quorum is lost.
 // +kubebuilder:validation:Enum=io-error;suspend-io
 type OnNoQuorum string
+
+// On-no-quorum actions.
+const (
+	OnNoQuorumIOError   OnNoQuorum = "io-error"
+	OnNoQuorumSuspendIO OnNoQuorum = "suspend-io"
+)
 
 // QuorumSettings are DRBD's quorum options for the resource.
 type QuorumSettings struct {

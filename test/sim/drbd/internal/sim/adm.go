@@ -61,6 +61,8 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 	return Update(env.StateDir, func(w *World) error {
 		r := w.syncConfig(rc)
 		n := r.Nodes[env.Node]
+		// Quorum options are the local node's: each node applies its own file.
+		n.Quorum, n.OnNoQuorum = rc.Quorum, rc.OnNoQuorum
 		switch cmd {
 		case "create-md":
 			return createMD(w, r, n, force)
@@ -101,7 +103,7 @@ func (w *World) syncConfig(rc *ResConfig) *Res {
 		r = &Res{Name: rc.Name, Nodes: map[string]*Node{}}
 		w.Resources[rc.Name] = r
 	}
-	r.Protocol, r.Quorum, r.OnNoQuorum = rc.Protocol, rc.Quorum, rc.OnNoQuorum
+	r.Protocol = rc.Protocol
 	r.Volumes = maps.Clone(rc.Volumes)
 	for host, h := range rc.Hosts {
 		n := r.Nodes[host]

@@ -34,7 +34,7 @@ func (w *World) Write(res, node string, kib uint64) error {
 		return fmt.Errorf("drbdsim: %s on %s is not Primary: %w", res, node, ErrIO)
 	}
 	if !r.HasQuorum(n) {
-		return fmt.Errorf("drbdsim: %s on %s has no quorum (%s): %w", res, node, r.OnNoQuorum, ErrIO)
+		return fmt.Errorf("drbdsim: %s on %s has no quorum (%s): %w", res, node, n.OnNoQuorum, ErrIO)
 	}
 	const v = 0
 	n.Written[v] += kib

@@ -68,10 +68,10 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	var seen os.FileInfo
 	snapshot := func() ([]object, error) {
 		var objs []object
-		err := Update(env.StateDir, func(w *World) error {
+		err := update(env.StateDir, func(w *World) error {
 			objs, busy = w.objects(env.Node, only), w.timeDriven()
 			return nil
-		})
+		}, false)
 		seen, _ = os.Stat(statePath)
 		return objs, err
 	}
@@ -106,10 +106,12 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	tick := time.NewTicker(PollInterval)
 	defer tick.Stop()
 	for {
+		changed := changes.wait()
 		select {
 		case <-stop:
 			return nil
 		case <-tick.C:
+		case <-changed:
 		}
 		if unchanged() {
 			continue

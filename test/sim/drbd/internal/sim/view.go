@@ -86,7 +86,7 @@ func sortedVols(r *Res) []int {
 
 // Suspended is drbd's suspend reason list for n.
 func (r *Res) Suspended(n *Node) string {
-	if r.OnNoQuorum == "suspend-io" && !r.HasQuorum(n) {
+	if n.OnNoQuorum == "suspend-io" && !r.HasQuorum(n) {
 		return "quorum"
 	}
 	return "no"

@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -32,8 +33,6 @@ type World struct {
 type Res struct {
 	Name        string
 	Protocol    string
-	Quorum      string
-	OnNoQuorum  string
 	Partitioned bool        // set by Fabric.Disconnect
 	Volumes     map[int]Vol // by volume number
 	Nodes       map[string]*Node
@@ -55,11 +54,14 @@ type Node struct {
 	Up       bool
 	Departed bool // went down gracefully: does not count for quorum
 	Role     string
-	Disk     map[int]string // persistent local disk state per volume
-	Read     map[int]uint64
-	Written  map[int]uint64
-	Sent     map[string]uint64 // KiB to peer host
-	Recv     map[string]uint64 // KiB from peer host
+	// Quorum and OnNoQuorum are the options of this node's resource file.
+	Quorum     string
+	OnNoQuorum string
+	Disk       map[int]string // persistent local disk state per volume
+	Read       map[int]uint64
+	Written    map[int]uint64
+	Sent       map[string]uint64 // KiB to peer host
+	Recv       map[string]uint64 // KiB from peer host
 }
 
 // Pair is the replication relationship between two nodes.
@@ -77,7 +79,11 @@ func newWorld() *World {
 // Update locks the state dir, loads the world, advances time-driven
 // progress, runs fn, and saves the result. flock makes concurrent
 // simulated nodes (separate processes) safe.
-func Update(dir string, fn func(w *World) error) error {
+func Update(dir string, fn func(w *World) error) error { return update(dir, fn, true) }
+
+// update is Update; notify wakes the in-process event streams. A stream's own
+// snapshot does not notify, or streams would wake each other forever.
+func update(dir string, fn func(w *World) error, notify bool) error {
 	if dir == "" {
 		return errors.New("DRBDSIM_STATE_DIR is not set")
 	}
@@ -105,10 +111,23 @@ func Update(dir string, fn func(w *World) error) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
+	lastTick := w.LastTick
 	w.advance(time.Now())
 	ferr := fn(w)
+	// A call that changed nothing but the clock (a status query, an idle event
+	// stream) leaves the file alone: streams then see no change to re-read, and
+	// time not yet accounted for is simply accounted for by the next writer.
+	advanced := w.LastTick
+	w.LastTick = lastTick
 	out, err := json.Marshal(w)
 	if err != nil {
+		return err
+	}
+	if data != nil && bytes.Equal(out, data) {
+		return ferr
+	}
+	w.LastTick = advanced
+	if out, err = json.Marshal(w); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
@@ -117,6 +136,9 @@ func Update(dir string, fn func(w *World) error) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err
+	}
+	if notify {
+		changes.notify()
 	}
 	return ferr
 }
@@ -161,7 +183,7 @@ func (r *Res) Peers(n *Node) []*Node {
 // HasQuorum implements DRBD's majority rule; nodes that left gracefully
 // (drbdadm down) do not count, like DRBD 9's "outdated peer" handling.
 func (r *Res) HasQuorum(n *Node) bool {
-	if r.Quorum != "majority" {
+	if n.Quorum != "majority" {
 		return true
 	}
 	voters, votes := 0, 0

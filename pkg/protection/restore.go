@@ -1,0 +1,129 @@
+package protection
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// restoreVMs takes the VM off its DRBD frontend PVCs with moveVM, which stops it,
+// removes the replication under it once it is stopped, swaps its disks and starts
+// it again as it ran before:
+//
+//   - VM stays on the primary: its disks go back to the volumes recorded in
+//     OriginalVolumesAnnotation (DataVolumes become DataVolume volumes again);
+//   - VM stays on the DR cluster (forced): the primary's VM, which the failover
+//     stopped, only gets its original volumes back and stays Halted; the DR VM
+//     moves onto the DR backing PVCs, which hold the same data.
+//
+// The VMs that stay lose the group label first; the DR standby of a VM that
+// goes back to the primary keeps it, so that pg-sync deletes it.
+func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (bool, error) {
+	if !reached(s.req, srv1alpha1.ProtectionSwitchingFrontend) {
+		return true, nil // the VM was never switched
+	}
+	vols := s.req.Status.Volumes
+	prim, dr := s.sides()[0], s.sides()[1]
+	home := vmMove{sd: prim, onto: "its original PVCs", start: s.stayOn == s.primaryCluster,
+		moved: func(vm *kubevirtv1.VirtualMachine) bool { return !onFrontend(vm, vols) },
+		swap:  func(vm *kubevirtv1.VirtualMachine) error { return swapBack(vm, vols, true) },
+	}
+	moves := []vmMove{home}
+	if s.stayOn == s.target {
+		moves = append(moves, vmMove{sd: dr, onto: "its DR backing PVCs", start: true,
+			moved: func(vm *kubevirtv1.VirtualMachine) bool { return !onFrontend(vm, vols) },
+			swap:  func(vm *kubevirtv1.VirtualMachine) error { return swapBack(vm, vols, false) },
+		})
+	}
+	// Replication goes once the VM that keeps running is stopped.
+	moves[len(moves)-1].beforeSwap = r.removeReplication
+	for _, m := range moves {
+		if err := r.dropGroupLabel(ctx, s, m.sd); err != nil {
+			return false, err
+		}
+		if done, err := r.moveVM(ctx, s, m); err != nil || !done {
+			return false, err
+		}
+	}
+	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionFalse, ReasonUnprotecting, "VM %s is off its DRBD frontend PVCs", s.vmKey())
+	return true, nil
+}
+
+// dropGroupLabel removes the group label the protect flow (or pg-sync) put on
+// the VM of a side, so that no siterecovery controller takes it for a member.
+func (r *Reconciler) dropGroupLabel(ctx context.Context, s *scope, sd side) error {
+	if !reached(s.req, srv1alpha1.ProtectionAddingToGroup) {
+		return nil
+	}
+	vm := &kubevirtv1.VirtualMachine{}
+	switch err := sd.rc.Direct.Get(ctx, s.vmKey(), vm); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return remoteErr(sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
+	}
+	if _, ok := vm.Labels[srv1alpha1.ProtectionGroupLabel]; !ok {
+		return nil
+	}
+	patched := vm.DeepCopy()
+	delete(patched.Labels, srv1alpha1.ProtectionGroupLabel)
+	// A merge patch of one label cannot lose anyone else's change.
+	if err := sd.rc.Direct.Patch(ctx, patched, client.MergeFrom(vm), client.FieldOwner(FieldOwner)); err != nil {
+		return remoteErr(sd.cluster, "unlabelling VirtualMachine "+s.vmKey().String(), err)
+	}
+	return nil
+}
+
+// onFrontend is true while any protected disk names its frontend PVC.
+func onFrontend(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume) bool {
+	for _, pv := range vols {
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			if v.Name == pv.Disk && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pv.FrontendPVC {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// swapBack points every disk that names its frontend PVC at its original volume
+// (original) or at its DR backing PVC, and drops OriginalVolumesAnnotation. A
+// disk the annotation does not know goes back to the source PVC recorded in the
+// request, which is the PVC it had.
+func swapBack(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume, original bool) error {
+	orig, err := originalVolumes(vm.Annotations)
+	if err != nil {
+		orig = map[string]originalVolume{} // the request's status knows the PVCs
+	}
+	for _, pv := range vols {
+		for i := range vm.Spec.Template.Spec.Volumes {
+			v := &vm.Spec.Template.Spec.Volumes[i]
+			if v.Name != pv.Disk || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pv.FrontendPVC {
+				continue
+			}
+			o, known := orig[v.Name]
+			switch {
+			case !original:
+				v.VolumeSource = pvcVolumeSource(pv.TargetPVC)
+			case known && o.Kind == "DataVolume":
+				v.VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: o.Name}}
+			case known && o.Name != "":
+				v.VolumeSource = pvcVolumeSource(o.Name)
+			default:
+				v.VolumeSource = pvcVolumeSource(pv.SourcePVC)
+			}
+		}
+	}
+	delete(vm.Annotations, OriginalVolumesAnnotation)
+	return nil
+}
+
+func pvcVolumeSource(claim string) kubevirtv1.VolumeSource {
+	return kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1PVCSource(claim)}}
+}

@@ -1,0 +1,40 @@
+package env
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The replay must flag each unsafe ordering, or Safety could never fail.
+func TestReplay(t *testing.T) {
+	const g = "global-rg"
+	vrg := func(rv uint64, spec, status string) safetyEvent {
+		return safetyEvent{rv: rv, kind: "VRG", key: "apps/app-1", app: "app-1", group: g, spec: spec, status: status}
+	}
+	vgr := func(rv uint64, spec, status string) safetyEvent {
+		return safetyEvent{rv: rv, kind: "VGR", key: "ramen-system/" + g, spec: spec, status: status}
+	}
+	vmi := func(rv uint64, deleted bool) safetyEvent {
+		return safetyEvent{rv: rv, kind: "VMI", key: "apps/app-1-vm", deleted: deleted, claims: []string{"apps/app-1-pvc"}}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []safetyEvent
+		want   []string
+	}{
+		{"stop, then secondary", []safetyEvent{vrg(1, "primary", "Primary"), vgr(2, "primary", "Primary"), vmi(3, false),
+			vmi(4, true), vrg(5, "secondary", "Unknown"), vgr(6, "secondary", "Primary"), vgr(7, "secondary", "Secondary"), vrg(8, "secondary", "Secondary")}, nil},
+		// Events arrive per kind; resourceVersion orders them.
+		{"out of order", []safetyEvent{vrg(5, "secondary", "Unknown"), vmi(4, true), vrg(1, "primary", "Primary"), vmi(3, false)}, nil},
+		{"secondary while running", []safetyEvent{vrg(1, "primary", "Primary"), vmi(2, false), vrg(3, "secondary", "Unknown"), vrg(4, "secondary", "Secondary")},
+			[]string{"VRG apps/app-1 asked to become secondary while [apps/app-1-vm] run (rv 3)", "VRG apps/app-1 reported Secondary while [apps/app-1-vm] run (rv 4)"}},
+		{"VGR demoted under a VM", []safetyEvent{vrg(1, "primary", "Primary"), vgr(2, "primary", "Primary"), vmi(3, false), vgr(4, "secondary", "Primary")},
+			[]string{"VGR ramen-system/global-rg asked to become secondary while [apps/app-1-vm] run (rv 4)"}},
+		{"VM boots on a secondary VGR", []safetyEvent{vrg(1, "primary", "Unknown"), vgr(2, "primary", "Secondary"), vmi(3, false)},
+			[]string{`VMI apps/app-1-vm started on apps/app-1-pvc while VGR ramen-system/global-rg is spec "primary", status "Secondary" (rv 3)`}},
+		{"first deploy has no VGR yet", []safetyEvent{vmi(1, false), vrg(2, "primary", "Unknown"), vgr(3, "primary", "")}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, replay(tc.events)) })
+	}
+}
