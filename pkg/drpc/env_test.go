@@ -18,7 +18,6 @@ import (
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/drpc"
-	"github.com/siterecovery/siterecovery/pkg/setup"
 	"github.com/siterecovery/siterecovery/pkg/vrg"
 	"github.com/siterecovery/siterecovery/test/env"
 )
@@ -49,15 +48,8 @@ const (
 
 func newZone(t testing.TB) *zone {
 	z := &zone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t}
-	for i, c := range []string{env.Primary, env.DR} {
-		z.StartWorkload(t, c, env.WorkloadOptions{Offloaded: &env.OffloadedStorage{ArrayDelay: arrayDelay}})
-		z.CreateGlobalStorage(t, c, env.GlobalStorage{StorageClass: storageClass, ReplicationClass: "offloaded-vgrc",
-			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: grID})
-	}
-	z.safety = z.WatchSafety(t)
-	z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
-	z.create(env.Quorum, &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: policyName},
-		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}})
+	z.safety = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: arrayDelay, StorageClass: storageClass,
+		ReplicationClass: "offloaded-vgrc", GroupReplicationID: grID, Policy: policyName})
 	env.Eventually(t, timeout, "global peer class", func() error {
 		p := &ramenv1alpha1.DRPolicy{}
 		if err := z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: policyName}, p); err != nil {

@@ -73,6 +73,11 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Res
 		s.waitFor("the application to run on %s (%s)", tgt, appState(s.copies[tgt]))
 		return reconcile.After(waitRetry), nil
 	}
+	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		// Deployed means protected from the start: the data is primary there.
+		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
+		return reconcile.After(waitRetry), nil
+	}
 	if err := r.complete(ctx, s, tgt, ramenv1alpha1.DRStateDeployed); err != nil {
 		return ctrl.Result{}, err
 	}

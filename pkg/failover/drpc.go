@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -96,6 +97,7 @@ func (r *Reconciler) findDRPC(ctx context.Context, s *scope) (*ramenv1alpha1.DRP
 	case 1:
 		return found[0], nil
 	}
+	sort.Strings(names)
 	s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonManyDRPlacementControls, "DRPlacementControls "+strings.Join(names, ", "))
 	s.fail(ReasonManyDRPlacementControls, "group %s is named by more than one DRPlacementControl (%s); keep exactly one and retry",
 		s.group.Name, strings.Join(names, ", "))

@@ -16,7 +16,6 @@ import (
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/failover"
-	"github.com/siterecovery/siterecovery/pkg/setup"
 	"github.com/siterecovery/siterecovery/pkg/vrg"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
@@ -119,15 +118,8 @@ type offloadedZone struct {
 
 func newOffloadedZone(t *testing.T) *offloadedZone {
 	z := &offloadedZone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t, ctx: context.Background()}
-	for i, c := range []string{env.Primary, env.DR} {
-		z.StartWorkload(t, c, env.WorkloadOptions{Offloaded: &env.OffloadedStorage{ArrayDelay: 100 * time.Millisecond}})
-		z.CreateGlobalStorage(t, c, env.GlobalStorage{StorageClass: offloadedClass, ReplicationClass: "offloaded-vgrc",
-			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: offloadedGroupID})
-	}
-	z.safety = z.WatchSafety(t)
-	z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
-	z.create(env.Quorum, &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: offloadedPolicy},
-		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}})
+	z.safety = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: 100 * time.Millisecond, StorageClass: offloadedClass,
+		ReplicationClass: "offloaded-vgrc", GroupReplicationID: offloadedGroupID, Policy: offloadedPolicy})
 	return z
 }
 

@@ -14,11 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
@@ -48,7 +46,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		// The sandbox and the tests run one manager per cluster in one process.
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Every change, its own status writes included: a reconcile that decided
+		// on a stale cached copy runs again once the cache has caught up.
+		For(&srv1alpha1.ProtectionGroup{}).
 		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Complete(r)

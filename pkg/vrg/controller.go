@@ -63,7 +63,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		// The sandbox and the tests run one manager per cluster in one process.
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		For(&ramenv1alpha1.VolumeReplicationGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// Every change, the controller's own status writes included: a reconcile
+		// that decided on a stale cached copy runs again once the cache has
+		// caught up, and ends without a write when nothing is left to change.
+		For(&ramenv1alpha1.VolumeReplicationGroup{}).
 		// Peers: state, GlobalSecondary and deletions of the group's other VRGs.
 		Watches(&ramenv1alpha1.VolumeReplicationGroup{}, handler.EnqueueRequestsFromMapFunc(r.peersOf)).
 		Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfVGR), builder.WithPredicates(inOperatorNamespace)).
@@ -112,7 +115,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.vrg.Status.LastUpdateTime = &metav1.Time{Time: s.now}
-	if err := r.Client.Status().Patch(ctx, s.vrg, client.MergeFrom(s.before)); err != nil {
+	// Optimistic lock: a merge patch against a stale before would leave out a
+	// field whose new value equals the stale one.
+	if err := r.Client.Status().Patch(ctx, s.vrg, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
 	}
 	r.recordTransitions(s)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/scheme"
 )
 
@@ -107,15 +108,26 @@ func TestReadyForSecondaryByAction(t *testing.T) {
 		&kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm", Namespace: "ns"}, Spec: kubevirtv1.VirtualMachineInstanceSpec{
 			Volumes: []kubevirtv1.Volume{{Name: "d", VolumeSource: kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "used-by-vmi"}}}},
 		}},
+		// Workload copies of two groups, in the DR namespace: one stopped, one
+		// still stopping.
+		&srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Name: "stopped", Namespace: "dr", Generation: 2},
+			Spec:   srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateStopped},
+			Status: srv1alpha1.ProtectionGroupStatus{ObservedGeneration: 2, CurrentState: srv1alpha1.StateStopped}},
+		&srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Name: "stopping", Namespace: "dr", Generation: 2},
+			Spec:   srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateStopped},
+			Status: srv1alpha1.ProtectionGroupStatus{ObservedGeneration: 2, CurrentState: "stopping"}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithIndex(&corev1.Pod{}, claimIndex, func(o client.Object) []string { return podClaims(o.(*corev1.Pod)) }).
 		WithIndex(&kubevirtv1.VirtualMachineInstance{}, claimIndex, func(o client.Object) []string {
 			return vmiClaims(o.(*kubevirtv1.VirtualMachineInstance))
-		}).Build()
+		}).
+		WithIndex(&srv1alpha1.ProtectionGroup{}, groupNameIndex, func(o client.Object) []string { return []string{o.GetName()} }).
+		Build()
 	r := &Reconciler{Client: c}
+	group := ""
 	check := func(action ramenv1alpha1.DRAction, pvcs ...*corev1.PersistentVolumeClaim) []string {
-		s := &scope{vrg: &ramenv1alpha1.VolumeReplicationGroup{Spec: ramenv1alpha1.VolumeReplicationGroupSpec{Action: action}}}
+		s := &scope{vrg: &ramenv1alpha1.VolumeReplicationGroup{Spec: ramenv1alpha1.VolumeReplicationGroupSpec{Action: action, ProtectionGroupRef: group}}}
 		for _, p := range pvcs {
 			s.pvcs = append(s.pvcs, pvcInfo{pvc: p})
 		}
@@ -127,7 +139,19 @@ func TestReadyForSecondaryByAction(t *testing.T) {
 	require.Empty(t, check(ramenv1alpha1.ActionFailover))
 	require.Equal(t, []string{"ns/used-by-pod (used by pod running)", "ns/used-by-vmi (used by VirtualMachineInstance vm)"},
 		check(ramenv1alpha1.ActionFailover, pvc("used-by-pod", false), pvc("used-by-vmi", false)))
-	require.Equal(t, []string{"ns/free (not deleted)"}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
+	notDeleted := "ns/free (not deleted, and its application has not stopped here)"
+	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
 	require.Empty(t, check(ramenv1alpha1.ActionRelocate, pvc("free", true)))
 	require.Equal(t, []string{"ns/used-by-pod (used by pod running)"}, check(ramenv1alpha1.ActionRelocate, pvc("used-by-pod", true)))
+
+	// A VRG of a ProtectionGroup: a group stopped on this cluster stands for the
+	// application deleted with its PVCs; a group still stopping does not, and
+	// a stopped group's PVC still in use is not ready either.
+	group = "stopping"
+	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
+	group = "stopped"
+	require.Empty(t, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
+	require.Equal(t, []string{"ns/used-by-vmi (used by VirtualMachineInstance vm)"}, check(ramenv1alpha1.ActionRelocate, pvc("used-by-vmi", false)))
+	group = "absent"
+	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
 }

@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -119,4 +120,33 @@ func AppVM(app string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.Virtu
 		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{disk}}}},
 	}
+}
+
+// OffloadedZone is what StartOffloaded sets up.
+type OffloadedZone struct {
+	// ArrayDelay is the storage array simulator's delay.
+	ArrayDelay time.Duration
+	// StorageClass and ReplicationClass name the global classes created on both
+	// clusters, with storage IDs sid-1 and sid-2, for GroupReplicationID.
+	StorageClass, ReplicationClass, GroupReplicationID string
+	// Policy names the DRPolicy (schedulingInterval 0m) over both clusters.
+	Policy string
+}
+
+// StartOffloaded runs, on a zone created with the Offloaded backend, the
+// workload tier with the VRG controller and array simulator on both clusters
+// and their global storage classes, the safety recorder, quorum-manager and
+// the DRPolicy.
+func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) *Safety {
+	t.Helper()
+	for i, c := range []string{Primary, DR} {
+		e.StartWorkload(t, c, WorkloadOptions{Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay}})
+		e.CreateGlobalStorage(t, c, GlobalStorage{StorageClass: o.StorageClass, ReplicationClass: o.ReplicationClass,
+			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID})
+	}
+	safety := e.WatchSafety(t)
+	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	create(t, e.Client(Quorum), &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: o.Policy},
+		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: "0m"}})
+	return safety
 }

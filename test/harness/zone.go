@@ -166,6 +166,9 @@ func (z *Zone) Stop() error {
 			all = append(all, os.Remove(filepath.Join(z.Dir, ownerFile)))
 			entries, _ := os.ReadDir(z.Dir) // also clusters that failed to start
 			for _, e := range entries {
+				if !e.IsDir() {
+					continue // a log the test put beside the clusters
+				}
 				all = append(all, os.RemoveAll(filepath.Join(z.Dir, e.Name(), etcdDataDir)),
 					os.RemoveAll(filepath.Join(z.Dir, e.Name(), certDir)))
 			}
