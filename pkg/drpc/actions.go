@@ -2,10 +2,14 @@ package drpc
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -61,6 +65,10 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 			s.waitFor("secondary VRGs on both clusters (%s: %s; %s: %s)", src, vrgState(s.vrgs[src]), tgt, vrgState(s.vrgs[tgt]))
 			return reconcile.After(waitRetry), err
 		}
+		if pending, err := r.peersNotSecondary(ctx, s, src, tgt); err != nil || len(pending) > 0 {
+			s.waitFor("the other VRGs of global group %s to be secondary on both clusters first: %s", s.globalVGR(), strings.Join(pending, ", "))
+			return reconcile.After(waitRetry), err
+		}
 	}
 	s.setProgression(ramenv1alpha1.ProgressionWaitForReadiness)
 	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
@@ -89,4 +97,35 @@ func nowTime(s *scope) *metav1.Time { return &metav1.Time{Time: s.now} }
 
 func durationSince(s *scope, t *metav1.Time) *metav1.Duration {
 	return &metav1.Duration{Duration: s.now.Sub(t.Time).Round(time.Millisecond)}
+}
+
+// peersNotSecondary is the barrier of a global group's Relocate (spec 000 §6.3:
+// "Ramen first ensures all VRGs on both clusters are secondary", then promotes
+// the target). The VRGs of a group on one cluster reach a state only together
+// (GlobalState consensus), so a peer that promoted its target VRG while another
+// peer's was still turning secondary would leave both waiting for each other.
+// It lists the group's other VRGs that are not secondary yet; a peer's VRG on
+// the target that is already asked to be primary has passed this barrier.
+func (r *Reconciler) peersNotSecondary(ctx context.Context, s *scope, src, tgt string) ([]string, error) {
+	label := s.globalVGR()
+	if label == "" {
+		return nil, nil
+	}
+	var pending []string
+	for _, c := range []string{src, tgt} {
+		list := &ramenv1alpha1.VolumeReplicationGroupList{}
+		if err := s.remotes[c].Cached.List(ctx, list, client.MatchingLabels{ramenv1alpha1.GlobalVGRLabel: label}); err != nil {
+			return nil, reconcile.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", c, label, err))
+		}
+		for i := range list.Items {
+			v := &list.Items[i]
+			own := v.Namespace == s.vrgNamespace && v.Name == s.drpc.Name
+			passed := c == tgt && v.Spec.ReplicationState == ramenv1alpha1.Primary
+			if !own && !passed && !vrgReached(v, ramenv1alpha1.SecondaryState) {
+				pending = append(pending, fmt.Sprintf("%s/%s on %s", v.Namespace, v.Name, c))
+			}
+		}
+	}
+	slices.Sort(pending)
+	return pending, nil
 }

@@ -23,6 +23,7 @@ const (
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonClusterUnreachable = "ClusterUnreachable"
 	ReasonWriteFailed        = "WriteFailed"
+	ReasonReadFailed         = "ReadFailed"
 	// ReasonProgressing is the apis reason for a step that waits on a cluster.
 	ReasonProgressing = ramenv1alpha1.ReasonProgressing
 )

@@ -120,13 +120,19 @@ func (r *Reconciler) watchRemote() {
 }
 
 // drpcOfVRG maps a VRG this controller wrote (managed by siterecovery, labelled
-// with the cluster's zone) to the DRPC of the same name in the DR namespace.
-func (r *Reconciler) drpcOfVRG(_ context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+// with the cluster's zone) to the DRPC of the same name in the DR namespace and,
+// for a VRG of a global group, to the group's other DRPCs: a Relocate waits for
+// all of the group's VRGs to be secondary.
+func (r *Reconciler) drpcOfVRG(ctx context.Context, key remote.Key, obj client.Object) []reconcile.Request {
 	l := obj.GetLabels()
 	if l[srv1alpha1.ManagedByLabel] != srv1alpha1.ManagedByValue || l[srv1alpha1.ZoneLabel] != key.Zone {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: obj.GetName()}}}
+	reqs := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: obj.GetName()}}}
+	if label := l[ramenv1alpha1.GlobalVGRLabel]; label != "" {
+		reqs = append(reqs, r.drpcsBy(ctx, key.Namespace, globalVGRIndex, label, obj.GetName())...)
+	}
+	return reqs
 }
 
 // drpcsOfCopy maps a workload ProtectionGroup copy to the DRPCs of its group.
