@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,6 +75,13 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 		s.waiting("waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
 		return nil, nil
 	}
+	// Promoted everywhere: the new primaries drop DRBD quorum (QuorumForRole).
+	if err := reconcile.ForEach(parallelWrites, len(targetRes), func(i int) error {
+		return setQuorumForRole(ctx, tgt, &targetRes[i], srv1alpha1.RolePrimary)
+	}); err != nil {
+		s.waiting("%s", err.Error())
+		return retry, nil
+	}
 	s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
 	s.enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
 	return nil, nil
@@ -100,8 +108,13 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 			primaries = append(primaries, res[i].Name)
 		}
 	}
-	if err := reconcile.ForEach(parallelWrites, len(demote), func(i int) error {
-		return setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false)
+	if err := reconcile.ForEach(parallelWrites, len(res), func(i int) error {
+		if slices.Contains(demote, i) {
+			if err := setRole(ctx, src, &res[i], srv1alpha1.RoleSecondary, false); err != nil {
+				return err
+			}
+		}
+		return setQuorumForRole(ctx, src, &res[i], srv1alpha1.RoleSecondary)
 	}); err != nil {
 		return s.unplanned(), err.Error()
 	}

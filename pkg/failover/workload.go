@@ -56,8 +56,7 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// setRole applies spec.role, forcePromotion and the role's quorum of a
-// DRBDResource.
+// setRole applies spec.role and forcePromotion of a DRBDResource.
 func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
@@ -69,15 +68,36 @@ func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResourc
 	if err := unstructured.SetNestedField(u.Object, force, "spec", "forcePromotion"); err != nil {
 		return err
 	}
-	// Quorum follows the role (see QuorumForRole): the new primary must not lose
-	// I/O to a replication-link outage, the new secondary is fenced by quorum.
+	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting role %s on DRBDResource %s/%s on %s: %w", role, res.Namespace, res.Name, rc.Key.Cluster, err)
+	}
+	return nil
+}
+
+// quorumFieldOwner applies spec.quorum apart from spec.role: an apply of one
+// field manager must always carry all of its fields, and the quorum changes at
+// other moments than the role.
+const quorumFieldOwner = FieldOwner + "-quorum"
+
+// setQuorumForRole applies the quorum of a role (see QuorumForRole) to a
+// DRBDResource, when it differs: a demoted replica is fenced by quorum; a
+// promoted one gets quorum off only once it is Primary, so that the promotion
+// itself (forced or not) is decided on the state DRBD had.
+func setQuorumForRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole) error {
 	q := srv1alpha1.QuorumForRole(role)
+	if res.Spec.Quorum == q {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
+	u.SetNamespace(res.Namespace)
+	u.SetName(res.Name)
 	if err := unstructured.SetNestedStringMap(u.Object, map[string]string{
 		"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)}, "spec", "quorum"); err != nil {
 		return err
 	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("setting role %s on DRBDResource %s/%s on %s: %w", role, res.Namespace, res.Name, rc.Key.Cluster, err)
+	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(quorumFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting quorum %s on DRBDResource %s/%s on %s: %w", q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
 	}
 	return nil
 }
