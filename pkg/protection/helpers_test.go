@@ -171,6 +171,11 @@ func makeVM(t *testing.T, c client.Client, name string, volumes ...kubevirtv1.Vo
 		vm.Spec.Template.Spec.Domain.Devices.Disks = append(vm.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: v.Name})
 	}
 	require.NoError(t, c.Create(t.Context(), vm))
+	// A user protects a running VM: its replica goes to the node the VMI runs
+	// on, which is where the test's agent runs.
+	env.Eventually(t, wait, name+" running", func() error {
+		return c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, &kubevirtv1.VirtualMachineInstance{})
+	})
 }
 
 func pvcVolume(name, claim string) kubevirtv1.Volume {
