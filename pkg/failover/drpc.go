@@ -112,22 +112,31 @@ func (r *Reconciler) startDRPC(ctx context.Context, s *scope) (*time.Duration, e
 		return nil, ignoreStop(err)
 	}
 	action, tgt := s.drpcAction(), s.target()
-	if d.Spec.Action != action || actionTargetOf(d) != tgt {
-		before := d.DeepCopy()
-		d.Spec.Action = action
-		if action == ramenv1alpha1.ActionFailover {
-			d.Spec.FailoverCluster = tgt
-		} else {
-			d.Spec.PreferredCluster = tgt
-		}
-		if err := r.Client.Patch(ctx, d, client.MergeFrom(before)); err != nil {
-			return nil, fmt.Errorf("setting action %s to %s on DRPlacementControl %s: %w", action, tgt, d.Name, err)
-		}
+	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
+		return nil, err
 	}
 	s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action),
 		fmt.Sprintf("DRPlacementControl %s asked to %s to %s", d.Name, action, tgt))
 	s.enter(srv1alpha1.FailoverStoppingOnSource, "asked DRPlacementControl %s to %s group %s from %s to %s", d.Name, action, s.group.Name, s.source(), tgt)
 	return nil, nil
+}
+
+// askDRPC sets the DRPC's action and its target cluster, when they differ.
+func (r *Reconciler) askDRPC(ctx context.Context, d *ramenv1alpha1.DRPlacementControl, action ramenv1alpha1.DRAction, tgt string) error {
+	if d.Spec.Action == action && actionTargetOf(d) == tgt {
+		return nil
+	}
+	before := d.DeepCopy()
+	d.Spec.Action = action
+	if action == ramenv1alpha1.ActionFailover {
+		d.Spec.FailoverCluster = tgt
+	} else {
+		d.Spec.PreferredCluster = tgt
+	}
+	if err := r.Client.Patch(ctx, d, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("setting action %s to %s on DRPlacementControl %s: %w", action, tgt, d.Name, err)
+	}
+	return nil
 }
 
 // mirrorDRPC runs every reconcile of a request on the DRPC path after Pending.
@@ -167,19 +176,10 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, 
 		return nil, nil
 	}
 
-	if d.Spec.Action != action || actionTargetOf(d) != tgt {
-		// Someone changed the DRPC under the request; ask again rather than mirror
-		// an action that is not ours.
-		before := d.DeepCopy()
-		d.Spec.Action = action
-		if action == ramenv1alpha1.ActionFailover {
-			d.Spec.FailoverCluster = tgt
-		} else {
-			d.Spec.PreferredCluster = tgt
-		}
-		if err := r.Client.Patch(ctx, d, client.MergeFrom(before)); err != nil {
-			return nil, err
-		}
+	// Someone may have changed the DRPC under the request; ask again rather
+	// than mirror an action that is not ours.
+	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
+		return nil, err
 	}
 
 	if st.ObservedGeneration == d.Generation {
