@@ -61,11 +61,23 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 			return ctrl.Result{}, err
 		}
 		tgtDone, err := r.ensureSecondary(ctx, s, tgt)
-		if err != nil || !srcDone || !tgtDone {
-			s.waitFor("secondary VRGs on both clusters (%s: %s; %s: %s)", src, vrgState(s.vrgs[src]), tgt, vrgState(s.vrgs[tgt]))
-			return reconcile.After(waitRetry), err
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		if pending, err := r.peersNotSecondary(ctx, s, src, tgt); err != nil || len(pending) > 0 {
+		promoting, err := r.groupPromoting(ctx, s, tgt)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if promoting {
+			// A peer passed the barrier below: the VRGs on the target then report
+			// no state until every peer asks for primary, this one included.
+			tgtDone = true
+		}
+		if !srcDone || !tgtDone {
+			s.waitFor("secondary VRGs on both clusters (%s: %s; %s: %s)", src, vrgState(s.vrgs[src]), tgt, vrgState(s.vrgs[tgt]))
+			return reconcile.After(waitRetry), nil
+		}
+		if pending, err := r.peersNotSecondary(ctx, s, src, tgt, promoting); err != nil || len(pending) > 0 {
 			s.waitFor("the other VRGs of global group %s to be secondary on both clusters first: %s", s.globalVGR(), strings.Join(pending, ", "))
 			return reconcile.After(waitRetry), err
 		}
@@ -104,28 +116,59 @@ func durationSince(s *scope, t *metav1.Time) *metav1.Duration {
 // the target). The VRGs of a group on one cluster reach a state only together
 // (GlobalState consensus), so a peer that promoted its target VRG while another
 // peer's was still turning secondary would leave both waiting for each other.
-// It lists the group's other VRGs that are not secondary yet; a peer's VRG on
-// the target that is already asked to be primary has passed this barrier.
-func (r *Reconciler) peersNotSecondary(ctx context.Context, s *scope, src, tgt string) ([]string, error) {
+// It lists the group's other VRGs that are not secondary yet. Once a peer has
+// asked for its VRG on the target to be primary (promoting), the group has
+// passed the barrier on the target: that peer saw every VRG secondary, and the
+// other VRGs there now report no state until they are asked for primary too
+// (the GlobalState consensus), so waiting for them would deadlock the group.
+func (r *Reconciler) peersNotSecondary(ctx context.Context, s *scope, src, tgt string, promoting bool) ([]string, error) {
 	label := s.globalVGR()
 	if label == "" {
 		return nil, nil
 	}
+	clusters := []string{src, tgt}
+	if promoting {
+		clusters = clusters[:1]
+	}
 	var pending []string
-	for _, c := range []string{src, tgt} {
-		list := &ramenv1alpha1.VolumeReplicationGroupList{}
-		if err := s.remotes[c].Cached.List(ctx, list, client.MatchingLabels{ramenv1alpha1.GlobalVGRLabel: label}); err != nil {
-			return nil, reconcile.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", c, label, err))
+	for _, c := range clusters {
+		list, err := r.groupVRGs(ctx, s, c)
+		if err != nil {
+			return nil, err
 		}
 		for i := range list.Items {
 			v := &list.Items[i]
 			own := v.Namespace == s.vrgNamespace && v.Name == s.drpc.Name
-			passed := c == tgt && v.Spec.ReplicationState == ramenv1alpha1.Primary
-			if !own && !passed && !vrgReached(v, ramenv1alpha1.SecondaryState) {
+			if !own && !vrgReached(v, ramenv1alpha1.SecondaryState) {
 				pending = append(pending, fmt.Sprintf("%s/%s on %s", v.Namespace, v.Name, c))
 			}
 		}
 	}
 	slices.Sort(pending)
 	return pending, nil
+}
+
+// groupPromoting reports whether a VRG of the DRPC's global group on tgt is
+// already asked to be primary: a peer has passed the relocate barrier.
+func (r *Reconciler) groupPromoting(ctx context.Context, s *scope, tgt string) (bool, error) {
+	if s.globalVGR() == "" {
+		return false, nil
+	}
+	list, err := r.groupVRGs(ctx, s, tgt)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list.Items, func(v ramenv1alpha1.VolumeReplicationGroup) bool {
+		return v.Spec.ReplicationState == ramenv1alpha1.Primary
+	}), nil
+}
+
+// groupVRGs lists the VRGs of the DRPC's global group on a cluster.
+func (r *Reconciler) groupVRGs(ctx context.Context, s *scope, cluster string) (*ramenv1alpha1.VolumeReplicationGroupList, error) {
+	label := s.globalVGR()
+	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+	if err := s.remotes[cluster].Cached.List(ctx, list, client.MatchingLabels{ramenv1alpha1.GlobalVGRLabel: label}); err != nil {
+		return nil, reconcile.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", cluster, label, err))
+	}
+	return list, nil
 }

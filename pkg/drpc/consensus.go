@@ -51,8 +51,8 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (bool, error) {
 	if label == "" {
 		return true, nil
 	}
-	peers := &ramenv1alpha1.DRPlacementControlList{}
-	if err := r.Client.List(ctx, peers, client.InNamespace(s.drpc.Namespace), client.MatchingFields{globalVGRIndex: label}); err != nil {
+	peers := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
+	if err := r.Client.List(ctx, peers, client.InNamespace(s.drpc.Namespace), client.MatchingFields{globalVGRIndex: label}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	action := string(s.drpc.Spec.Action)

@@ -47,6 +47,9 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, nil
 	}
+	if wait, err := r.awaitGroupStart(ctx, s); err != nil || wait > 0 {
+		return reconcile.After(wait), err
+	}
 	if s.drpc.Spec.Action == ramenv1alpha1.ActionFailover {
 		return r.failover(ctx, s, cur, tgt)
 	}

@@ -89,8 +89,8 @@ func (r *Reconciler) drpcsOfPolicy(ctx context.Context, obj client.Object) []rec
 }
 
 func (r *Reconciler) drpcsBy(ctx context.Context, namespace, index, value, except string) []reconcile.Request {
-	list := &ramenv1alpha1.DRPlacementControlList{}
-	opts := []client.ListOption{client.InNamespace(namespace)}
+	list := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
+	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	if index != "" {
 		opts = append(opts, client.MatchingFields{index: value})
 	}

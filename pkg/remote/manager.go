@@ -192,7 +192,9 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 		o.Scheme = m.scheme
 		// A read of a kind nobody watches must fail, not block on a new informer
 		// against an API server that may be down.
-		o.Cache = cache.Options{ReaderFailOnMissingInformer: true}
+		// No reader here uses managedFields; without them every cached object,
+		// and every copy a List makes, is about half the size.
+		o.Cache = cache.Options{ReaderFailOnMissingInformer: true, DefaultTransform: cache.TransformStripManagedFields()}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster client for %s: %w", key.Cluster, err)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -41,6 +40,9 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	opts.Logger = e.Logger(t, name+"@"+cluster)
 	opts.Scheme = e.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	if opts.Cache.DefaultTransform == nil {
+		opts.Cache.DefaultTransform = setup.CacheOptions("").DefaultTransform // as the binaries run
+	}
 	// Several managers (one per cluster and node) share this process.
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, opts)
@@ -80,7 +82,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 // quorum cluster.
 func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
 	var quorum *setup.Quorum
-	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}}},
+	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: setup.CacheOptions(Namespace)},
 		func(mgr ctrl.Manager) error {
 			var err error
 			quorum, err = setup.SetupQuorum(mgr, q)

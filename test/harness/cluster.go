@@ -100,6 +100,8 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		Out:     etcdLog,
 		Err:     etcdLog,
 	}
+	configureEtcd(etcd.Configure())
+	serverGC()
 	c.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{APIServer: api, Etcd: etcd},
 		Scheme:                   scheme,
@@ -169,6 +171,29 @@ func configureAPIServer(args *envtest.Arguments) {
 	// API priority and fairness creates its bootstrap configuration at start and adds
 	// per-request bookkeeping; plain max-in-flight limits are enough for tests.
 	args.Set("enable-priority-and-fairness", "false")
+}
+
+// configureEtcd drops etcd's fsync: a zone's data lives for one test, and on a
+// shared CI disk every fsync of three etcds would be measured as controller latency.
+func configureEtcd(args *envtest.Arguments) {
+	args.Set("unsafe-no-fsync", "true")
+}
+
+// serverGCPercent is the GOGC of the API servers and etcds a zone starts (the
+// processes inherit it). Go's default of 100 makes kube-apiserver spend a fifth
+// of its CPU in garbage collection under a burst of writes; the test machines
+// have memory to spare and two cores shared by three control planes and every
+// controller.
+const serverGCPercent = "400"
+
+var serverGCOnce sync.Once
+
+func serverGC() {
+	serverGCOnce.Do(func() {
+		if _, set := os.LookupEnv("GOGC"); !set {
+			_ = os.Setenv("GOGC", serverGCPercent)
+		}
+	})
 }
 
 // StopAPIServer stops the cluster's kube-apiserver process (a site outage as seen by

@@ -1,0 +1,92 @@
+package drpc
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+)
+
+// groupStartGrace bounds how long a global group's action waits for every peer
+// to record consensus: a peer that cannot write its status does not hold the
+// others for longer.
+const groupStartGrace = 5 * time.Second
+
+// awaitGroupStart holds the first step of a global group's action until every
+// peer has recorded consensus (its GlobalAction condition True for its current
+// generation), or until groupStartGrace after this DRPC's action started.
+//
+// Nothing is lost by waiting: the VRGs of a global group change state on a
+// cluster only together (the GlobalState consensus of §4.1), so a peer that
+// starts first only waits there. And much is won when a whole group agrees at
+// once: the consensus writes of the last peers do not compete with the VRG
+// writes of the first ones. The wait writes nothing; the last peer to record
+// consensus wakes the group (groupStarted).
+func (r *Reconciler) awaitGroupStart(ctx context.Context, s *scope) (time.Duration, error) {
+	label, started := s.globalVGR(), s.drpc.Status.ActionStartTime
+	if label == "" || started == nil {
+		return 0, nil
+	}
+	left := groupStartGrace - s.now.Sub(started.Time)
+	if left <= 0 {
+		return 0, nil
+	}
+	all, err := r.groupRecordedConsensus(ctx, s.drpc.Namespace, label)
+	if err != nil || all {
+		return 0, err
+	}
+	return left, nil
+}
+
+// groupRecordedConsensus reports whether every DRPC with the label, but those
+// being deleted, has recorded consensus.
+func (r *Reconciler) groupRecordedConsensus(ctx context.Context, namespace, label string) (bool, error) {
+	peers := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
+	if err := r.Client.List(ctx, peers, client.InNamespace(namespace), client.MatchingFields{globalVGRIndex: label}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	for i := range peers.Items {
+		if p := &peers.Items[i]; p.DeletionTimestamp.IsZero() && !recordedConsensus(p) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// recordedConsensus: the DRPC's GlobalAction is True for its current spec.
+func recordedConsensus(d *ramenv1alpha1.DRPlacementControl) bool {
+	c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
+	return c != nil && c.Status == "True" && c.ObservedGeneration == d.Generation
+}
+
+// consensusRecorded selects the updates in which a labelled DRPC records
+// consensus.
+func consensusRecorded() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
+			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
+			return ok1 && ok2 && n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
+		},
+	}
+}
+
+// groupStarted wakes a whole group when its last member records consensus. The
+// informer hands events over in order, after updating its cache, so the event
+// of the last member sees every other member's record.
+func (r *Reconciler) groupStarted(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+	label := obj.GetLabels()[ramenv1alpha1.GlobalVGRLabel]
+	if all, err := r.groupRecordedConsensus(ctx, obj.GetNamespace(), label); err != nil || !all {
+		return nil
+	}
+	return r.drpcsBy(ctx, obj.GetNamespace(), globalVGRIndex, label, "")
+}
