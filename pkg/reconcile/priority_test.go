@@ -46,7 +46,6 @@ func TestWithPriority(t *testing.T) {
 		t.Errorf("an add with its own priority: %v, want -100 kept", p)
 	}
 
-
 	// Without a priority queue the handler gets the controller's queue as it is.
 	var fifo workqueue.TypedRateLimitingInterface[ctrlreconcile.Request] = workqueue.NewTypedRateLimitingQueue(
 		workqueue.DefaultTypedControllerRateLimiter[ctrlreconcile.Request]())
