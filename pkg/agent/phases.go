@@ -203,11 +203,14 @@ func (r *Reconciler) applyRole(ctx context.Context, s *scope) (ctrl.Result, erro
 	return r.roleProgressing(s, "promoted; waiting for DRBD to report Primary")
 }
 
-// roleProgressing: the command succeeded; events2 will show the new role and wake
-// the reconciler, which then sets RoleApplied=True.
+// roleProgressing: the command succeeded and events2 will show the new role and
+// wake the reconciler, which then reports it with RoleApplied=True. Until then
+// the status stays as DRBD reports it (RoleApplied keeps the generation it was
+// set for): writing an intermediate "in progress" status would cost every role
+// change of a failover one more write and one more event, for a state that
+// lasts as long as events2 takes to report it.
 func (r *Reconciler) roleProgressing(s *scope, msg string) (ctrl.Result, error) {
-	setCondition(s, metav1.Condition{Type: srv1.ConditionRoleApplied, Status: metav1.ConditionFalse,
-		Reason: srv1.ReasonProgressing, Message: msg})
+	s.log.V(1).Info(msg)
 	return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 }
 

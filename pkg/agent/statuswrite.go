@@ -38,6 +38,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, err
 	}
 	r.Coalescer.Written(key, &s.obj.Status)
+	if prev.Role != "" && prev.Role != s.obj.Status.Role {
+		r.event(s.obj, "Normal", "RoleChanged", "DRBD role is %s (was %s)", s.obj.Status.Role, prev.Role)
+	}
 	r.recordTransitions(s.obj, prev.Conditions)
 	return ctrl.Result{}, nil
 }

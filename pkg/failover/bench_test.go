@@ -3,6 +3,7 @@ package failover_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"testing"
 	"time"
@@ -19,7 +20,10 @@ import (
 // request's creation to Completed, with the time spent in each phase. Each
 // iteration moves the group to the other cluster.
 //
-//	go test ./pkg/failover -run '^$' -bench Failover20VMs -benchtime 6x
+//	go test ./pkg/failover -run '^$' -bench Failover20VMs -benchtime 6x -v
+//
+// -v shows every line of the breakdown; FAILOVER_BENCH_TRACE=1 adds a timeline
+// of the last failover and the API requests it made on each cluster.
 func BenchmarkFailover20VMs(b *testing.B) {
 	z := newZone(b, zoneOptions{vms: 20})
 	wc, err := client.NewWithWatch(z.Clusters[env.Quorum].Config, client.Options{Scheme: z.Scheme})
@@ -30,6 +34,12 @@ func BenchmarkFailover20VMs(b *testing.B) {
 	perPhase := map[string]time.Duration{}
 	reconcilesBefore := reconcileTimes(b)
 	var total []time.Duration
+	var tr *tracer
+	if os.Getenv("FAILOVER_BENCH_TRACE") != "" {
+		traceCtx, stopTrace := context.WithCancel(context.Background())
+		defer stopTrace()
+		tr = z.trace(traceCtx, b)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("bench-%d", i)
@@ -37,6 +47,9 @@ func BenchmarkFailover20VMs(b *testing.B) {
 		w, err := wc.Watch(ctx, &srv1alpha1.FailoverRequestList{}, client.InNamespace(env.Namespace))
 		if err != nil {
 			b.Fatal(err)
+		}
+		if tr != nil {
+			tr.begin(b, z)
 		}
 		start := time.Now()
 		z.failover(name, targets[i%2], srv1alpha1.FailoverPlanned)
@@ -55,6 +68,10 @@ func BenchmarkFailover20VMs(b *testing.B) {
 			b.Fatalf("%s did not complete: %+v", name, done)
 		}
 		total = append(total, elapsed)
+		if tr != nil && i == b.N-1 {
+			time.Sleep(200 * time.Millisecond) // let the trace's watches catch up
+			tr.print(b, z)
+		}
 		h := done.Status.PhaseHistory
 		perPhase["Created→Pending"] += h[0].Time.Sub(start)
 		for j := 0; j+1 < len(h); j++ {

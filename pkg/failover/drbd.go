@@ -3,7 +3,6 @@ package failover
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
+	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
 // waitingForDRBD moves the DRBD primary role from source to target (spec 004 §5):
@@ -43,10 +43,6 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 		s.waiting("%s", msg)
 		return retry, nil
 	}
-	if blocked, err := r.clearTaints(ctx, s, targetRes); err != nil || blocked {
-		return nil, err
-	}
-
 	var pending []string
 	var promote []int
 	for i := range targetRes {
@@ -63,9 +59,17 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 		}
 		promote = append(promote, i)
 	}
+	// The taint check reads the target's nodes: only when it is about to matter,
+	// before the first promotion and before the group may start there.
+	if len(promote) > 0 || len(pending) == 0 {
+		if blocked, err := r.clearTaints(ctx, s, targetRes); err != nil || blocked {
+			return nil, err
+		}
+	}
 	if err := reconcile.ForEach(parallelWrites, len(promote), func(i int) error {
 		res := &targetRes[promote[i]]
-		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res))
+		// The quorum stays as it is until the replica is Primary (dropTargetQuorum).
+		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), keptQuorum(res))
 	}); err != nil {
 		s.waiting("%s", err.Error())
 		return retry, nil
@@ -75,16 +79,29 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 		s.waiting("waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
 		return nil, nil
 	}
-	// Promoted everywhere: the new primaries drop DRBD quorum (QuorumForRole).
-	if err := reconcile.ForEach(parallelWrites, len(targetRes), func(i int) error {
-		return setQuorumForRole(ctx, tgt, &targetRes[i], srv1alpha1.RolePrimary)
-	}); err != nil {
-		s.waiting("%s", err.Error())
-		return retry, nil
-	}
 	s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
 	s.enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
 	return nil, nil
+}
+
+// dropTargetQuorum gives the new primaries the quorum of their role (off, see
+// QuorumForRole). It runs once they are all Primary, while the VMs start.
+func dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) error {
+	res, err := drbdResources(ctx, tgt, group)
+	if err != nil {
+		return err
+	}
+	q := srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+	var drop []int
+	for i := range res {
+		if res[i].Spec.Quorum != q {
+			drop = append(drop, i)
+		}
+	}
+	return reconcile.ForEach(parallelWrites, len(drop), func(i int) error {
+		r := &res[drop[i]]
+		return setRole(ctx, tgt, r, srv1alpha1.RolePrimary, r.Spec.ForcePromotion, q)
+	})
 }
 
 // demoteSource makes every source replica Secondary. A planned failover waits for
@@ -98,23 +115,20 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 	if err != nil {
 		return s.unplanned(), err.Error()
 	}
+	// A demoted replica is fenced by quorum (QuorumForRole), in the same request.
+	q := srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
 	var primaries []string
 	var demote []int
 	for i := range res {
-		if res[i].Spec.Role != srv1alpha1.RoleSecondary || res[i].Spec.ForcePromotion {
+		if res[i].Spec.Role != srv1alpha1.RoleSecondary || res[i].Spec.ForcePromotion || res[i].Spec.Quorum != q {
 			demote = append(demote, i)
 		}
 		if res[i].Status.Role == string(srv1alpha1.RolePrimary) {
 			primaries = append(primaries, res[i].Name)
 		}
 	}
-	if err := reconcile.ForEach(parallelWrites, len(res), func(i int) error {
-		if slices.Contains(demote, i) {
-			if err := setRole(ctx, src, &res[i], srv1alpha1.RoleSecondary, false); err != nil {
-				return err
-			}
-		}
-		return setQuorumForRole(ctx, src, &res[i], srv1alpha1.RoleSecondary)
+	if err := reconcile.ForEach(parallelWrites, len(demote), func(i int) error {
+		return setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false, q)
 	}); err != nil {
 		return s.unplanned(), err.Error()
 	}

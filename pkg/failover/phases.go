@@ -143,6 +143,9 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (*time.Dura
 	if err == nil {
 		err = setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
 	}
+	if err == nil {
+		err = dropTargetQuorum(ctx, tgt, s.group.Name)
+	}
 	var pg *srv1alpha1.ProtectionGroup
 	if err == nil {
 		pg, err = workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)

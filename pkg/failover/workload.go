@@ -56,8 +56,11 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// setRole applies spec.role and forcePromotion of a DRBDResource.
-func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool) error {
+// setRole applies, in one request, spec.role, spec.forcePromotion and
+// spec.quorum of a DRBDResource. The three always go together: an apply of a
+// field manager carries all of its fields, and one request per replica is what
+// a failover of a large group can afford at each step.
+func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool, q srv1alpha1.QuorumSettings) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
 	u.SetNamespace(res.Namespace)
@@ -68,38 +71,23 @@ func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResourc
 	if err := unstructured.SetNestedField(u.Object, force, "spec", "forcePromotion"); err != nil {
 		return err
 	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("setting role %s on DRBDResource %s/%s on %s: %w", role, res.Namespace, res.Name, rc.Key.Cluster, err)
-	}
-	return nil
-}
-
-// quorumFieldOwner applies spec.quorum apart from spec.role: an apply of one
-// field manager must always carry all of its fields, and the quorum changes at
-// other moments than the role.
-const quorumFieldOwner = FieldOwner + "-quorum"
-
-// setQuorumForRole applies the quorum of a role (see QuorumForRole) to a
-// DRBDResource, when it differs: a demoted replica is fenced by quorum; a
-// promoted one gets quorum off only once it is Primary, so that the promotion
-// itself (forced or not) is decided on the state DRBD had.
-func setQuorumForRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole) error {
-	q := srv1alpha1.QuorumForRole(role)
-	if res.Spec.Quorum == q {
-		return nil
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
-	u.SetNamespace(res.Namespace)
-	u.SetName(res.Name)
 	if err := unstructured.SetNestedStringMap(u.Object, map[string]string{
 		"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)}, "spec", "quorum"); err != nil {
 		return err
 	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(quorumFieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("setting quorum %s on DRBDResource %s/%s on %s: %w", q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
+	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting role %s (quorum %s) on DRBDResource %s/%s on %s: %w", role, q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
 	}
 	return nil
+}
+
+// keptQuorum is the quorum a replica keeps while only its role changes: its
+// own, or that of a secondary if it has none yet.
+func keptQuorum(res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSettings {
+	if res.Spec.Quorum.Policy == "" {
+		return srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
+	}
+	return res.Spec.Quorum
 }
 
 // untaint removes the lost-quorum taint from a node, leaving every other taint.

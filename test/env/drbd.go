@@ -39,6 +39,8 @@ func (e *Env) drbdNet(t testing.TB) *drbdNetwork {
 		dir := t.TempDir()
 		state := filepath.Join(dir, "state")
 		require.NoError(t, os.MkdirAll(state, 0o755))
+		// Every node of a zone runs the simulator in this process (StartAgent).
+		drbdsim.UseMemory(t, state)
 		e.drbd = &drbdNetwork{stateDir: state, drbdadm: "drbdadm", setup: "drbdsetup", fabric: &drbdsim.Fabric{StateDir: state}}
 	}
 	return e.drbd

@@ -57,6 +57,15 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
+// UseMemory keeps the simulated world of stateDir in this process's memory, for
+// tests whose every node runs through the in-process Executor: no state file,
+// file lock or JSON per command. Built drbdsim binaries would not see it. The
+// world is dropped when the test ends.
+func UseMemory(t testing.TB, stateDir string) {
+	sim.UseMemory(stateDir)
+	t.Cleanup(func() { sim.Forget(stateDir) })
+}
+
 // ErrIO is wrapped by Fabric.Write when drbd would fail the I/O.
 var ErrIO = sim.ErrIO
 

@@ -30,6 +30,9 @@ func newCluster(t *testing.T, protocol string) *cluster {
 	adm, setup := drbdsim.Build(t, dir)
 	c := &cluster{t: t, adm: adm, setup: setup, stateDir: filepath.Join(dir, "state")}
 	c.fabric = &drbdsim.Fabric{StateDir: c.stateDir}
+	if inMemory {
+		drbdsim.UseMemory(t, c.stateDir)
+	}
 	rc := drbd.ResourceConfig{Name: res, Protocol: protocol,
 		Quorum: drbd.QuorumOptions{Quorum: "majority", OnNoQuorum: "io-error"},
 		Nodes: []drbd.NodeConfig{{Hostname: "site-a", NodeID: 0, Address: "10.0.0.1", Port: 7000},
@@ -48,7 +51,37 @@ func newCluster(t *testing.T, protocol string) *cluster {
 }
 
 func (c *cluster) adm4(node string) *drbd.Adm {
-	return &drbd.Adm{Exec: nodeExec{node: node, stateDir: c.stateDir}, DrbdadmPath: c.adm, DrbdsetupPath: c.setup, ConfigFile: c.cfg}
+	var ex drbd.Executor = nodeExec{node: node, stateDir: c.stateDir}
+	if inMemory {
+		ex = drbdsim.Executor{StateDir: c.stateDir, Node: node}
+	}
+	return &drbd.Adm{Exec: ex, DrbdadmPath: c.adm, DrbdsetupPath: c.setup, ConfigFile: c.cfg}
+}
+
+// inMemory makes newCluster keep the world in memory and run the simulator in
+// this process (TestScenariosInMemory).
+var inMemory bool
+
+// TestScenariosInMemory runs the scenarios again with the world in memory, as
+// the test zones run it: both modes must simulate the same DRBD.
+func TestScenariosInMemory(t *testing.T) {
+	for name, scenario := range map[string]func(*testing.T){
+		"UpNeedsCreateMD":                 TestUpNeedsCreateMD,
+		"InitialSyncAndPromotionRules":    TestInitialSyncAndPromotionRules,
+		"DisconnectLosesQuorumAndResyncs": TestDisconnectLosesQuorumAndResyncs,
+		"ProtocolALagThenDrain":           TestProtocolALagThenDrain,
+		"StatusJSONParsesInEveryState":    TestStatusJSONParsesInEveryState,
+	} {
+		t.Run(name, func(t *testing.T) {
+			inMemory = true
+			defer func() { inMemory = false }()
+			scenario(t)
+			// newCluster's state dir is a sibling of any later TempDir of the test.
+			files, err := filepath.Glob(filepath.Join(filepath.Dir(t.TempDir()), "*", "state", "*"))
+			require.NoError(t, err)
+			require.Empty(t, files, "an in-memory world wrote to its state dir")
+		})
+	}
 }
 
 // nodeExec runs the simulator as a given node.

@@ -34,16 +34,15 @@ func Drbdsetup(args []string, env Env, stdout io.Writer) error {
 		if !flags["--json"] {
 			return fail(20, "drbdsim: only 'status --json' is simulated")
 		}
-		var w *World
-		if err := Update(env.StateDir, func(cur *World) error { w = cur; return nil }); err != nil {
-			return err
-		}
-		if only != "" && only != "all" {
-			if r := w.Resources[only]; r == nil || r.Nodes[env.Node] == nil || !r.Nodes[env.Node].Up {
-				return fail(10, "%s: No such resource", only)
+		// Rendered under the lock: an in-memory world changes as soon as it is released.
+		return update(env.StateDir, func(w *World) error {
+			if only != "" && only != "all" {
+				if r := w.Resources[only]; r == nil || r.Nodes[env.Node] == nil || !r.Nodes[env.Node].Up {
+					return fail(10, "%s: No such resource", only)
+				}
 			}
-		}
-		return w.writeStatusJSON(stdout, env.Node, only)
+			return w.writeStatusJSON(stdout, env.Node, only)
+		}, false)
 	case "events2":
 		return events2(env, stdout, only, flags["--now"], flags["--timestamps"])
 	}
@@ -65,17 +64,27 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	// whose size and modification time did not change is not read again, which
 	// keeps idle streams from competing for the lock with drbdadm.
 	busy, statePath := true, filepath.Join(env.StateDir, "state.json")
+	mem, inMemory := memoryWorld(env.StateDir)
 	var seen os.FileInfo
+	var seenVersion uint64
 	snapshot := func() ([]object, error) {
 		var objs []object
+		if inMemory {
+			seenVersion = mem.currentVersion()
+		}
 		err := update(env.StateDir, func(w *World) error {
 			objs, busy = w.objects(env.Node, only), w.timeDriven()
 			return nil
 		}, false)
-		seen, _ = os.Stat(statePath)
+		if !inMemory {
+			seen, _ = os.Stat(statePath)
+		}
 		return objs, err
 	}
 	unchanged := func() bool {
+		if inMemory {
+			return !busy && mem.currentVersion() == seenVersion
+		}
 		if busy || seen == nil {
 			return false
 		}

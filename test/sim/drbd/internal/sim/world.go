@@ -87,6 +87,9 @@ func update(dir string, fn func(w *World) error, notify bool) error {
 	if dir == "" {
 		return errors.New("DRBDSIM_STATE_DIR is not set")
 	}
+	if m, ok := memoryWorld(dir); ok {
+		return m.update(fn, notify)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
