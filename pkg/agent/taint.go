@@ -57,11 +57,20 @@ func (t *Taints) Start(ctx context.Context) error {
 	ticker := t.Clock.NewTicker(t.Resync)
 	defer ticker.Stop()
 	var retry <-chan time.Time
+	// ensured is the taint state this loop last made true on the node. A kick
+	// (any events2 change: with --statistics, every few seconds per resource
+	// under I/O) that does not change what is wanted reads nothing. A taint
+	// someone else removed (a failover clearing the target's nodes just before
+	// it promotes) therefore stays removed until the wanted state changes or the
+	// resync, instead of coming back at the next unrelated DRBD event.
+	var ensured *bool
 	for {
+		kicked := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.kick:
+			kicked = true
 		case <-ticker.C():
 		case <-retry:
 		}
@@ -70,10 +79,16 @@ func (t *Taints) Start(ctx context.Context) error {
 			continue // the first dump kicks again
 		}
 		want := lacksQuorum(t.Watcher)
+		tainted := len(want) > 0
+		if kicked && ensured != nil && *ensured == tainted {
+			continue
+		}
 		if err := t.ensure(ctx, want); err != nil {
 			t.Log.Error(err, "updating node taint", "taint", srv1.LostQuorumTaintKey, "present", want)
-			retry = t.Clock.After(t.RetryAfter)
+			retry, ensured = t.Clock.After(t.RetryAfter), nil
+			continue
 		}
+		ensured = &tainted
 	}
 }
 
