@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -62,7 +63,7 @@ func (r *Reconciler) groupRecordedConsensus(ctx context.Context, namespace, labe
 // recordedConsensus: the DRPC's GlobalAction is True for its current spec.
 func recordedConsensus(d *ramenv1alpha1.DRPlacementControl) bool {
 	c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
-	return c != nil && c.Status == "True" && c.ObservedGeneration == d.Generation
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation
 }
 
 // consensusRecorded selects the updates in which a labelled DRPC records
