@@ -167,18 +167,14 @@ func (r *Reconciler) admError(s *scope, wait time.Duration) error {
 // applyRole promotes or demotes. Promotion uses --force only with spec.forcePromotion.
 func (r *Reconciler) applyRole(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.roleRan = true
-	want := s.obj.Spec.Role
-	if want == "" {
-		want = srv1.RoleSecondary
-	}
+	want := wantedRole(s.obj)
 	current := s.tracked.Role
 	if current == "" {
 		current = string(srv1.RoleSecondary) // just brought up: DRBD starts Secondary
 	}
 	if current == string(want) {
 		s.memo.promotion.reset()
-		setCondition(s, metav1.Condition{Type: srv1.ConditionRoleApplied, Status: metav1.ConditionTrue,
-			Reason: srv1.ReasonApplied, Message: "DRBD role is " + current})
+		setRoleApplied(s, current)
 		return ctrl.Result{}, nil
 	}
 	if want == srv1.RoleSecondary {
@@ -205,13 +201,29 @@ func (r *Reconciler) applyRole(ctx context.Context, s *scope) (ctrl.Result, erro
 
 // roleProgressing: the command succeeded and events2 will show the new role and
 // wake the reconciler, which then reports it with RoleApplied=True. Until then
-// the status stays as DRBD reports it (RoleApplied keeps the generation it was
-// set for): writing an intermediate "in progress" status would cost every role
-// change of a failover one more write and one more event, for a state that
-// lasts as long as events2 takes to report it.
+// this reconcile writes no status (see Reconcile): an intermediate "in
+// progress" status, or one with the new observedGeneration but the old role,
+// would cost every role change of a failover one more write and one more
+// watch event on every watcher, for a state that lasts as long as events2
+// takes to report it.
 func (r *Reconciler) roleProgressing(s *scope, msg string) (ctrl.Result, error) {
 	s.log.V(1).Info(msg)
+	s.roleCommanded = true
 	return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+}
+
+// setRoleApplied records that DRBD runs the wanted role.
+func setRoleApplied(s *scope, role string) {
+	setCondition(s, metav1.Condition{Type: srv1.ConditionRoleApplied, Status: metav1.ConditionTrue,
+		Reason: srv1.ReasonApplied, Message: "DRBD role is " + role})
+}
+
+// wantedRole is the role the spec asks for; none means Secondary.
+func wantedRole(obj *srv1.DRBDResource) srv1.DRBDRole {
+	if obj.Spec.Role == "" {
+		return srv1.RoleSecondary
+	}
+	return obj.Spec.Role
 }
 
 // unwrapAll flattens a joined error (as drbd.ResourceConfig.Validate returns) into "a; b; c".

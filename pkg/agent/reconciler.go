@@ -81,7 +81,10 @@ type scope struct {
 	rendered string
 	// roleRan: the role phase ran; otherwise RoleApplied is left as it was.
 	roleRan bool
-	devices map[int32]string
+	// roleCommanded: this reconcile ran drbdadm primary or secondary, and it
+	// succeeded.
+	roleCommanded bool
+	devices       map[int32]string
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -113,6 +116,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return res, err
 	}
 	r.observe(s) // commands may have changed what DRBD reports
+	if s.roleCommanded {
+		if s.tracked.Role != string(wantedRole(s.obj)) {
+			// events2 has not shown the new role yet. When it does, it wakes this
+			// resource, and that reconcile writes the role with RoleApplied in
+			// one status write: writing now would cost a role change of every
+			// replica in a failover one more write for a state that lasts as
+			// long as events2 takes to report it.
+			return res, nil
+		}
+		setRoleApplied(s, s.tracked.Role)
+	}
 	for _, set := range statusSetters {
 		set(r, s)
 	}

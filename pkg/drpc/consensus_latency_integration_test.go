@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // BenchmarkConsensusLatency measures, for 50 DRPCs of one global replication
@@ -129,6 +131,9 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	last := z.drpc(names[n-1])
 	before := last.DeepCopy()
 	move(last)
+	reqs, err := z.Clusters[env.Quorum].RequestCounts(ctx)
+	require.NoError(t, err)
+	cpu := harness.SampleCPU()
 	start := time.Now() // the update itself; reading the DRPC is not part of it
 	require.NoError(t, z.Client(env.Quorum).Patch(ctx, last, client.MergeFrom(before)))
 	select {
@@ -138,6 +143,11 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 		defer mu.Unlock()
 		t.Fatalf("only %d of %d DRPCs reached consensus", len(reached), n)
 	}
+	window, used := time.Since(start), harness.SampleCPU().Since(cpu)
+	after, err := z.Clusters[env.Quorum].RequestCounts(ctx)
+	require.NoError(t, err)
+	total, kinds := after.Since(reqs, 2)
+	t.Logf("window %s, %s; %.0f quorum requests (%s)", window.Round(time.Millisecond), used, total, strings.Join(kinds, "; "))
 	lat := make([]time.Duration, 0, n)
 	for _, at := range reached {
 		lat = append(lat, at.Sub(start))

@@ -125,5 +125,5 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if changed {
 		st.LastUpdateTime = &metav1.Time{Time: s.now}
 	}
-	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.drpc, s.before, changed, s.events)
+	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.drpc, changed, s.events)
 }

@@ -13,6 +13,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // BenchmarkFailover20VMs measures the failover control plane's overhead: a
@@ -40,6 +41,7 @@ func BenchmarkFailover20VMs(b *testing.B) {
 		defer stopTrace()
 		tr = z.trace(traceCtx, b)
 	}
+	cpu := harness.SampleCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("bench-%d", i)
@@ -79,6 +81,7 @@ func BenchmarkFailover20VMs(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	b.Logf("%d failovers: %s", b.N, harness.SampleCPU().Since(cpu))
 	sort.Slice(total, func(i, j int) bool { return total[i] < total[j] })
 	b.ReportMetric(float64(total[len(total)/2].Milliseconds()), "median-ms")
 	b.ReportMetric(float64(total[len(total)-1].Milliseconds()), "max-ms")

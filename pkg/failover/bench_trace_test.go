@@ -4,19 +4,17 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // tracer records, from watches on the three clusters, when each object first
@@ -29,7 +27,7 @@ type tracer struct {
 	last   map[string]string // cluster/kind/name → summary
 	marks  map[string]*mark  // cluster/kind/summary → times
 	events int
-	reqs   map[string]map[string]float64
+	reqs   map[string]harness.RequestCounts
 }
 
 type mark struct {
@@ -106,7 +104,7 @@ func (z *zone) trace(ctx context.Context, b testing.TB) *tracer {
 func (tr *tracer) begin(b testing.TB, z *zone) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.reqs = map[string]map[string]float64{}
+	tr.reqs = map[string]harness.RequestCounts{}
 	for _, c := range []string{env.Quorum, env.Primary, env.DR} {
 		tr.reqs[c] = requestCounts(b, z, c)
 	}
@@ -137,14 +135,9 @@ func (tr *tracer) print(b testing.TB, z *zone) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, c := range []string{env.Quorum, env.Primary, env.DR} {
-		total := 0.0
-		for k, v := range requestCounts(b, z, c) {
-			if d := v - tr.reqs[c][k]; d > 0 {
-				total += d
-				if d >= 5 {
-					b.Logf("trace: %s %-40s %4.0f", c, k, d)
-				}
-			}
+		total, kinds := requestCounts(b, z, c).Since(tr.reqs[c], 5)
+		for _, k := range kinds {
+			b.Logf("trace: %s %s", c, k)
 		}
 		b.Logf("trace: %s requests %4.0f", c, total)
 		evs := &corev1.EventList{}
@@ -171,29 +164,10 @@ func (tr *tracer) print(b testing.TB, z *zone) {
 }
 
 // requestCounts reads kube-apiserver's apiserver_request_total per verb and resource.
-func requestCounts(b testing.TB, z *zone, cluster string) map[string]float64 {
-	cs, err := kubernetes.NewForConfig(z.Clusters[cluster].Config)
+func requestCounts(b testing.TB, z *zone, cluster string) harness.RequestCounts {
+	counts, err := z.Clusters[cluster].RequestCounts(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels := map[string]string{}
-		end := strings.LastIndexByte(line, '}')
-		for _, kv := range strings.Split(line[len("apiserver_request_total{"):end], ",") {
-			if i := strings.IndexByte(kv, '='); i > 0 {
-				labels[kv[:i]] = strings.Trim(kv[i+1:], `"`)
-			}
-		}
-		v, _ := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		out[labels["verb"]+" "+labels["resource"]+"/"+labels["subresource"]] += v
-	}
-	return out
+	return counts
 }

@@ -37,14 +37,22 @@ type Reconciler struct {
 	Metrics  *Metrics
 
 	remoteEvents *remote.Requests
+	// progress spaces out the writes of waiting messages alone.
+	progress *reconcile.Throttle
 }
+
+// progressInterval is the least time between two status writes of a request
+// that change only its waiting message: in a large group the message changes
+// with every replica or VM that moves.
+const progressInterval = time.Second
 
 // SetupWithManager registers the controller and its remote watches: changes of
 // ProtectionGroups and DRBDResources on the workload clusters, and of failover
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(1024)}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(1024),
+		progress: reconcile.NewThrottle(progressInterval)}
 	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
 	rm.Watch(&srv1alpha1.DRBDResource{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -75,12 +83,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	res, err := r.advance(ctx, s)
-	if werr := r.writeStatus(ctx, s); werr != nil {
+	held, werr := r.writeStatus(ctx, s)
+	if werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	if held > 0 {
+		res = ptr.To(min(ptr.Deref(res, held), held))
 	}
 	r.Metrics.progress(s.req)
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
+		r.progress.Forget(req.String())
 		if rerr := r.release(ctx, s.req, s.req.Spec.ProtectionGroupRef.Name); rerr != nil {
 			return ctrl.Result{}, rerr
 		}
@@ -142,10 +155,32 @@ func (r *Reconciler) lockLost(ctx context.Context, s *scope) bool {
 	return true
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+// writeStatus writes the status when it changed. A change of the waiting
+// message alone is held back to one write per progressInterval; it returns how
+// long, and the reconcile after that writes the message then current.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	s.req.Status.ObservedGeneration = s.req.Generation
-	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.req, s.before,
-		!equality.Semantic.DeepEqual(s.before.Status, s.req.Status), s.events)
+	changed := !equality.Semantic.DeepEqual(s.before.Status, s.req.Status)
+	key := client.ObjectKeyFromObject(s.req).String()
+	if changed && r.progress != nil && len(s.events) == 0 && messageOnly(&s.before.Status, &s.req.Status) {
+		if held := r.progress.Hold(key, s.now); held > 0 {
+			return held, nil
+		}
+	}
+	if err := reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.req, changed, s.events); err != nil {
+		return 0, err
+	}
+	if changed && r.progress != nil {
+		r.progress.Written(key, s.now)
+	}
+	return 0, nil
+}
+
+// messageOnly reports whether two statuses differ in their message alone.
+func messageOnly(before, after *srv1alpha1.FailoverRequestStatus) bool {
+	b := before.DeepCopy()
+	b.Message = after.Message
+	return equality.Semantic.DeepEqual(*b, *after)
 }
 
 // loadGroupAndZone reads the quorum copy of the group and its zone.

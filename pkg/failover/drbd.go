@@ -68,8 +68,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	}
 	if err := reconcile.ForEach(parallelWrites, len(promote), func(i int) error {
 		res := &targetRes[promote[i]]
-		// The quorum stays as it is until the replica is Primary (dropTargetQuorum).
-		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), keptQuorum(res))
+		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), promotionQuorum(s, res))
 	}); err != nil {
 		s.waiting("%s", err.Error())
 		return retry, nil
@@ -82,6 +81,19 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
 	s.enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
 	return nil, nil
+}
+
+// promotionQuorum is the quorum sent with a promotion. A planned failover
+// promotes only a promotable replica whose peer is Secondary, so the primary's
+// quorum (off, see QuorumForRole) goes in the same request and the agents apply
+// it with the role. An unplanned one keeps the quorum until the replica is
+// Primary (dropTargetQuorum): a forced promotion must be decided on the state
+// DRBD had, not race with a quorum change.
+func promotionQuorum(s *scope, res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSettings {
+	if s.unplanned() {
+		return keptQuorum(res)
+	}
+	return srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
 }
 
 // dropTargetQuorum gives the new primaries the quorum of their role (off, see

@@ -2,19 +2,23 @@ package failover
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
 )
 
-// FieldOwner is the server-side apply field manager of the failover-controller:
-// it owns ProtectionGroup.spec.desiredState and DRBDResource.spec.role on the
-// workload clusters, and nothing else.
+// FieldOwner is the field manager of the failover-controller: it owns
+// ProtectionGroup.spec.desiredState (server-side apply) and the role,
+// forcePromotion and quorum of DRBDResource.spec (merge patch) on the workload
+// clusters, and nothing else.
 const FieldOwner = "siterecovery-failover"
 
 // setDesiredState applies spec.desiredState of the group's copy on a cluster.
@@ -56,26 +60,22 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// setRole applies, in one request, spec.role, spec.forcePromotion and
-// spec.quorum of a DRBDResource. The three always go together: an apply of a
-// field manager carries all of its fields, and one request per replica is what
-// a failover of a large group can afford at each step.
+// setRole sets, in one request, spec.role, spec.forcePromotion and spec.quorum
+// of a DRBDResource: one request per replica is what a failover of a large
+// group can afford at each step. It is a merge patch under FieldOwner, not a
+// server-side apply: the three values are set whatever they were, so an apply
+// would only add the API server's cost of merging field sets, paid 20 times at
+// each step of a 20-VM failover.
 func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool, q srv1alpha1.QuorumSettings) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("DRBDResource"))
-	u.SetNamespace(res.Namespace)
-	u.SetName(res.Name)
-	if err := unstructured.SetNestedField(u.Object, string(role), "spec", "role"); err != nil {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"role": role, "forcePromotion": force,
+		"quorum": map[string]string{"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)},
+	}})
+	if err != nil {
 		return err
 	}
-	if err := unstructured.SetNestedField(u.Object, force, "spec", "forcePromotion"); err != nil {
-		return err
-	}
-	if err := unstructured.SetNestedStringMap(u.Object, map[string]string{
-		"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)}, "spec", "quorum"); err != nil {
-		return err
-	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	obj := &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: res.Namespace, Name: res.Name}}
+	if err := rc.Direct.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("setting role %s (quorum %s) on DRBDResource %s/%s on %s: %w", role, q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
 	}
 	return nil

@@ -11,18 +11,22 @@ import (
 // written.
 type Event struct{ Type, Reason, Message string }
 
-// WriteStatus patches obj's status against before when changed, then records
-// events. An event is never recorded for a status that was not written, so the
-// events of an object always match its status history. An object deleted
-// meanwhile is not an error.
-func WriteStatus(ctx context.Context, c client.Client, rec record.EventRecorder, obj, before client.Object, changed bool, events []Event) error {
+// WriteStatus writes obj's status when changed, then records events. An event
+// is never recorded for a status that was not written, so the events of an
+// object always match its status history. An object deleted meanwhile is not
+// an error.
+//
+// The write is an update of the status subresource: obj carries the
+// resourceVersion it was read with, so a stale read fails with a conflict and
+// is retried with a fresh copy, as an optimistically locked patch would be. The
+// controller computes the whole status, so an update says all a patch would,
+// and it costs the API server less: no merge of a patch into the stored object,
+// which for a custom resource means encoding it to JSON and decoding it again.
+func WriteStatus(ctx context.Context, c client.Client, rec record.EventRecorder, obj client.Object, changed bool, events []Event) error {
 	if !changed {
 		return nil
 	}
-	// Optimistic lock: before may be a stale cached copy, and a merge patch
-	// against it would leave out a field whose new value equals the stale one
-	// while the server holds another. A conflict retries with a fresh copy.
-	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := c.Status().Update(ctx, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	for _, e := range events {

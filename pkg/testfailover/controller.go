@@ -153,7 +153,7 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, err
 
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	s.tf.Status.ObservedGeneration = s.tf.Generation
-	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.tf, s.before,
+	return reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.tf,
 		!equality.Semantic.DeepEqual(s.before.Status, s.tf.Status), s.events)
 }
 

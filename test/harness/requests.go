@@ -1,0 +1,73 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// RequestCounts is kube-apiserver's apiserver_request_total summed per "verb
+// resource/subresource". Benchmarks take one before and one after a measured
+// window to show which requests the window's API server time went to.
+type RequestCounts map[string]float64
+
+// RequestCounts reads the cluster's request counters from its /metrics.
+func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: read metrics: %w", c.Name, err)
+	}
+	const metric = "apiserver_request_total{"
+	out := RequestCounts{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, metric) {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(line[len(metric):end], ",") {
+			if i := strings.IndexByte(kv, '='); i > 0 {
+				labels[kv[:i]] = strings.Trim(kv[i+1:], `"`)
+			}
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		out[labels["verb"]+" "+labels["resource"]+"/"+labels["subresource"]] += v
+	}
+	return out, nil
+}
+
+// Since returns the total of requests made since before and, busiest first,
+// every kind of request made at least min times.
+func (r RequestCounts) Since(before RequestCounts, min float64) (float64, []string) {
+	total := 0.0
+	type count struct {
+		key string
+		n   float64
+	}
+	var counts []count
+	for k, v := range r {
+		if d := v - before[k]; d > 0 {
+			total += d
+			if d >= min {
+				counts = append(counts, count{k, d})
+			}
+		}
+	}
+	sort.Slice(counts, func(i, j int) bool { return counts[i].n > counts[j].n })
+	lines := make([]string, len(counts))
+	for i, c := range counts {
+		lines[i] = fmt.Sprintf("%-45s %4.0f", c.key, c.n)
+	}
+	return total, lines
+}
