@@ -98,10 +98,19 @@ func TestAgent(t *testing.T) {
 		assert.Equal(t, "Secondary", rb.Status.Role)
 		assert.Zero(t, b.exec.Calls("primary --force vm1"), "no --force without forcePromotion")
 
+		history := e.recordStatuses(a1)
 		e.update(a1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RoleSecondary })
-		e.waitFor(a1, "demoted", func(r *srv1.DRBDResource) bool {
+		ra = e.waitFor(a1, "demoted", func(r *srv1.DRBDResource) bool {
 			return r.Status.Role == "Secondary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, "")
 		})
+		// A role change costs one status write: none reports the new generation
+		// before DRBD reports the new role.
+		for _, v := range history() {
+			if v.Status.ObservedGeneration == ra.Generation {
+				assert.Equal(t, "Secondary", v.Status.Role, "status of generation %d written before the demotion was reported", ra.Generation)
+				assert.True(t, condIs(&v, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied), "%+v", v.Status.Conditions)
+			}
+		}
 		e.waitFor(b1, "promoted once the peer demoted", func(r *srv1.DRBDResource) bool {
 			return r.Status.Role == "Primary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied)
 		})

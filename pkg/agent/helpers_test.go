@@ -232,3 +232,33 @@ func (e *env) tainted(nodeName string) bool {
 		return t.Key == srv1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
 	})
 }
+
+// recordStatuses records every version of a DRBDResource that a watch sees from
+// now on; the returned function stops the watch and returns them in order.
+func (e *env) recordStatuses(key types.NamespacedName) func() []srv1.DRBDResource {
+	e.t.Helper()
+	wc, err := client.NewWithWatch(e.cluster.Config, client.Options{Scheme: scheme.New()})
+	require.NoError(e.t, err)
+	w, err := wc.Watch(context.Background(), &srv1.DRBDResourceList{}, client.InNamespace(key.Namespace))
+	require.NoError(e.t, err)
+	var mu sync.Mutex
+	var seen []srv1.DRBDResource
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if r, ok := ev.Object.(*srv1.DRBDResource); ok && r.Name == key.Name {
+				mu.Lock()
+				seen = append(seen, *r)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []srv1.DRBDResource {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}

@@ -70,6 +70,9 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fr := &srv1alpha1.FailoverRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.progress.Forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{req: fr, before: fr.DeepCopy(), now: r.Clock.Now()}
@@ -162,7 +165,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 	s.req.Status.ObservedGeneration = s.req.Generation
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.req.Status)
 	key := client.ObjectKeyFromObject(s.req).String()
-	if changed && r.progress != nil && len(s.events) == 0 && messageOnly(&s.before.Status, &s.req.Status) {
+	if changed && len(s.events) == 0 && messageOnly(&s.before.Status, &s.req.Status) {
 		if held := r.progress.Hold(key, s.now); held > 0 {
 			return held, nil
 		}
@@ -170,7 +173,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 	if err := reconcile.WriteStatus(ctx, r.Client, r.Recorder, s.req, changed, s.events); err != nil {
 		return 0, err
 	}
-	if changed && r.progress != nil {
+	if changed {
 		r.progress.Written(key, s.now)
 	}
 	return 0, nil

@@ -97,7 +97,9 @@ func promotionQuorum(s *scope, res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSe
 }
 
 // dropTargetQuorum gives the new primaries the quorum of their role (off, see
-// QuorumForRole). It runs once they are all Primary, while the VMs start.
+// QuorumForRole) where their promotion did not carry it: after an unplanned
+// failover (promotionQuorum). It runs once they are all Primary, while the VMs
+// start, and writes nothing after a planned one.
 func dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) error {
 	res, err := drbdResources(ctx, tgt, group)
 	if err != nil {
