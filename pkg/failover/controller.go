@@ -39,6 +39,8 @@ type Reconciler struct {
 	remoteEvents *remote.Requests
 	// progress spaces out the writes of waiting messages alone.
 	progress *reconcile.Throttle
+	// asked holds the DRBD roles set in the last seconds.
+	asked askedRoles
 }
 
 // progressInterval is the least time between two status writes of a request

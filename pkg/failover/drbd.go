@@ -68,7 +68,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	}
 	if err := reconcile.ForEach(parallelWrites, len(promote), func(i int) error {
 		res := &targetRes[promote[i]]
-		return setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), promotionQuorum(s, res))
+		return r.setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), promotionQuorum(s, res))
 	}); err != nil {
 		s.waiting("%s", err.Error())
 		return retry, nil
@@ -100,7 +100,7 @@ func promotionQuorum(s *scope, res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSe
 // QuorumForRole) where their promotion did not carry it: after an unplanned
 // failover (promotionQuorum). It runs once they are all Primary, while the VMs
 // start, and writes nothing after a planned one.
-func dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) error {
+func (r *Reconciler) dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) error {
 	res, err := drbdResources(ctx, tgt, group)
 	if err != nil {
 		return err
@@ -113,8 +113,8 @@ func dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) err
 		}
 	}
 	return reconcile.ForEach(parallelWrites, len(drop), func(i int) error {
-		r := &res[drop[i]]
-		return setRole(ctx, tgt, r, srv1alpha1.RolePrimary, r.Spec.ForcePromotion, q)
+		d := &res[drop[i]]
+		return r.setRole(ctx, tgt, d, srv1alpha1.RolePrimary, d.Spec.ForcePromotion, q)
 	})
 }
 
@@ -142,7 +142,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		}
 	}
 	if err := reconcile.ForEach(parallelWrites, len(demote), func(i int) error {
-		return setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false, q)
+		return r.setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false, q)
 	}); err != nil {
 		return s.unplanned(), err.Error()
 	}

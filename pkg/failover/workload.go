@@ -66,7 +66,15 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 // server-side apply: the three values are set whatever they were, so an apply
 // would only add the API server's cost of merging field sets, paid 20 times at
 // each step of a 20-VM failover.
-func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool, q srv1alpha1.QuorumSettings) error {
+//
+// The same values sent to the same replica less than askedFor ago are not sent
+// again (askedRoles).
+func (r *Reconciler) setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool, q srv1alpha1.QuorumSettings) error {
+	key := rc.Key.Cluster + "/" + res.Namespace + "/" + res.Name
+	want := askedRole{role: role, force: force, quorum: q, at: r.Clock.Now()}
+	if r.asked.recent(key, want, want.at) {
+		return nil
+	}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{
 		"role": role, "forcePromotion": force,
 		"quorum": map[string]string{"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)},
@@ -78,6 +86,7 @@ func setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResourc
 	if err := rc.Direct.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("setting role %s (quorum %s) on DRBDResource %s/%s on %s: %w", role, q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
 	}
+	r.asked.record(key, want)
 	return nil
 }
 
