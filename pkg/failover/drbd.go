@@ -62,7 +62,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	// The taint check reads the target's nodes: only when it is about to matter,
 	// before the first promotion and before the group may start there.
 	if len(promote) > 0 || len(pending) == 0 {
-		if blocked, err := r.clearTaints(ctx, s, targetRes); err != nil || blocked {
+		if blocked, err := r.clearTaints(ctx, s, tgt, targetRes); err != nil || blocked {
 			return nil, err
 		}
 	}
@@ -158,11 +158,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 // clearTaints removes the lost-quorum taint from the nodes that hold the target
 // replicas, unless another group of this namespace runs on the target cluster and
 // the request does not force it (design decision 4). It reports whether it holds.
-func (r *Reconciler) clearTaints(ctx context.Context, s *scope, targetRes []srv1alpha1.DRBDResource) (bool, error) {
-	tgt, err := r.Remote.Get(s.key(s.target()))
-	if err != nil {
-		return true, nil
-	}
+func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) (bool, error) {
 	var taintedNodes []string
 	seen := map[string]bool{}
 	for _, res := range targetRes {

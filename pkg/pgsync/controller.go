@@ -232,14 +232,15 @@ func (r *Reconciler) connect(s *scope, cluster string) (*remote.Remote, error) {
 	return rem, nil
 }
 
-// patchStatus writes the status when it changed, with optimistic locking so
-// that conditions other controllers set in between are not lost.
+// patchStatus writes the status when it changed, as an update with the
+// resourceVersion it was read with (as reconcile.WriteStatus does), so that
+// conditions other controllers set in between are not lost: a stale read fails
+// with a conflict.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, s.group, patch); err != nil {
+	if err := r.Client.Status().Update(ctx, s.group); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return client.IgnoreNotFound(err)
 		}

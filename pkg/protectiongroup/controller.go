@@ -155,11 +155,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
 		return nil
 	}
-	// Optimistic lock: a merge patch computed against a stale cached copy would
-	// leave out a field whose new value equals the stale one, and the server
-	// would keep a wrong currentState for good (status changes do not requeue
-	// the group). A conflict retries with a fresh copy instead.
-	if err := r.Client.Status().Patch(ctx, s.group, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+	// An update of the whole status with the resourceVersion it was read with,
+	// as reconcile.WriteStatus does: a stale cached copy fails with a conflict
+	// and is retried with a fresh one, so the server never keeps a wrong
+	// currentState (status changes do not requeue the group).
+	if err := r.Client.Status().Update(ctx, s.group); err != nil {
 		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
 	}
 	r.recordTransitions(s)

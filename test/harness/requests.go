@@ -48,8 +48,8 @@ func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
 }
 
 // Since returns the total of requests made since before and, busiest first,
-// every kind of request made at least min times.
-func (r RequestCounts) Since(before RequestCounts, min float64) (float64, []string) {
+// every kind of request made at least atLeast times.
+func (r RequestCounts) Since(before RequestCounts, atLeast float64) (float64, []string) {
 	total := 0.0
 	type count struct {
 		key string
@@ -59,7 +59,7 @@ func (r RequestCounts) Since(before RequestCounts, min float64) (float64, []stri
 	for k, v := range r {
 		if d := v - before[k]; d > 0 {
 			total += d
-			if d >= min {
+			if d >= atLeast {
 				counts = append(counts, count{k, d})
 			}
 		}
