@@ -160,7 +160,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	// and is retried with a fresh one, so the server never keeps a wrong
 	// currentState (status changes do not requeue the group).
 	if err := r.Client.Status().Update(ctx, s.group); err != nil {
-		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile
+		}
+		return fmt.Errorf("writing status: %w", err)
 	}
 	r.recordTransitions(s)
 	return nil
