@@ -125,9 +125,14 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 			}
 		}
 	}()
-	// Let the blocked round's own writes and events drain first: what is measured
-	// is the consensus, not the tail of the previous step.
-	time.Sleep(time.Second)
+	// Let the blocked round's own writes and events drain first, and the servers
+	// and this process collect their garbage: what is measured is the consensus,
+	// not the tail of the previous step or a collection that happens to be due.
+	quiet, err := z.Zone.Settle(ctx)
+	require.NoError(t, err)
+	if !quiet {
+		t.Logf("the zone did not become quiet before the round")
+	}
 	last := z.drpc(names[n-1])
 	before := last.DeepCopy()
 	move(last)

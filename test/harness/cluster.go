@@ -94,6 +94,7 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		Err:     apiLog,
 	}
 	configureAPIServer(api.Configure())
+	c.serveDebugSocket(api.Configure())
 	etcd := &envtest.Etcd{
 		Path:    filepath.Join(binDir, "etcd"),
 		DataDir: dataPath,
@@ -167,7 +168,6 @@ func configureAPIServer(args *envtest.Arguments) {
 		"CertificateSubjectRestriction",
 		"ClusterTrustBundleAttest",
 	}, ","))
-	args.Set("profiling", "false")
 	// API priority and fairness creates its bootstrap configuration at start and adds
 	// per-request bookkeeping; plain max-in-flight limits are enough for tests.
 	args.Set("enable-priority-and-fairness", "false")

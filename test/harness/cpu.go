@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +64,43 @@ func (s CPUSample) Since(before CPUSample) string {
 		parts = append(parts, fmt.Sprintf("%s %s", u.name, u.cpu.Round(time.Millisecond)))
 	}
 	return fmt.Sprintf("CPU %s: %s", total.Round(time.Millisecond), strings.Join(parts, ", "))
+}
+
+// Used is the CPU time all the processes of s used since before.
+func (s CPUSample) Used(before CPUSample) time.Duration {
+	var total time.Duration
+	for name, cpu := range s {
+		total += cpu - before[name]
+	}
+	return total
+}
+
+// Quiet thresholds: the processes of a test are quiet when, over quietInterval,
+// they use less than quietShare of the machine's CPUs.
+const (
+	quietInterval = 250 * time.Millisecond
+	quietShare    = 0.2
+)
+
+// WaitQuiet waits until the test process and the servers it started are
+// quiet: the tail of a previous step (writes, events, requeues) has drained.
+// A benchmark calls it before a measured window. It gives up after limit and
+// reports whether the processes became quiet.
+func WaitQuiet(ctx context.Context, limit time.Duration) bool {
+	budget := time.Duration(float64(quietInterval) * quietShare * float64(runtime.NumCPU()))
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		before := SampleCPU()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(quietInterval):
+		}
+		if SampleCPU().Used(before) < budget {
+			return true
+		}
+	}
+	return false
 }
 
 // readStat returns a process's command name, parent and user+system CPU time.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSampleCPU(t *testing.T) {
@@ -33,5 +34,36 @@ func TestSampleCPU(t *testing.T) {
 	_ = x
 	if got := SampleCPU().Since(before); !strings.Contains(got, key) || !strings.HasPrefix(got, "CPU ") {
 		t.Fatalf("Since = %q, want the test process in it", got)
+	}
+}
+
+func TestWaitQuiet(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	stop := make(chan struct{})
+	spun := make(chan struct{})
+	go func() {
+		defer close(spun)
+		x := 0
+		for {
+			select {
+			case <-stop:
+				_ = x
+				return
+			default:
+				for i := range 100_000 {
+					x += i
+				}
+			}
+		}
+	}()
+	if WaitQuiet(t.Context(), time.Second) {
+		t.Error("WaitQuiet reported quiet while a goroutine kept a CPU busy")
+	}
+	close(stop)
+	<-spun
+	if !WaitQuiet(t.Context(), 10*time.Second) {
+		t.Error("WaitQuiet did not report quiet once the goroutine stopped")
 	}
 }

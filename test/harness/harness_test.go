@@ -112,6 +112,13 @@ func TestZone(t *testing.T) {
 		require.NoError(t, cl.Get(t.Context(), client.ObjectKeyFromObject(before), &corev1.ConfigMap{}),
 			"the kubeconfig taken before the outage works again")
 	})
+
+	t.Run("garbage collection on demand, also after a restart", func(t *testing.T) {
+		for name, c := range z.Clusters {
+			assert.NotEmpty(t, c.DebugSocket(), "cluster %s", name)
+		}
+		require.NoError(t, z.CollectGarbage(t.Context()))
+	})
 }
 
 // TestStopLeavesNoProcesses starts a zone with StartE, stops it and checks (through

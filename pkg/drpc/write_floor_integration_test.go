@@ -1,0 +1,110 @@
+package drpc_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/pkg/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+)
+
+// BenchmarkStatusWriteFloor measures what BenchmarkConsensusLatency cannot go
+// below on the machine it runs on: a plain client, with no controller, writes
+// the GlobalAction condition of 50 DRPCs at once (the writes a group's
+// consensus makes), on one API server and nothing else running, and a watch
+// sees all 50. The figures are the time from the first write to the watch
+// seeing the last one, over every round.
+//
+//	go test ./pkg/drpc -run '^$' -bench StatusWriteFloor -benchtime 1x -v
+//
+// DRPC_LATENCY_DRPCS and DRPC_LATENCY_ROUNDS change the count of DRPCs (50) and
+// rounds (10).
+func BenchmarkStatusWriteFloor(b *testing.B) {
+	n, rounds := 50, 10
+	if v := os.Getenv("DRPC_LATENCY_DRPCS"); v != "" {
+		_, _ = fmt.Sscan(v, &n)
+	}
+	if v := os.Getenv("DRPC_LATENCY_ROUNDS"); v != "" {
+		_, _ = fmt.Sscan(v, &rounds)
+	}
+	z := harness.Start(b, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, "quorum")
+	c := z.Clusters["quorum"]
+	const ns = "floor"
+	require.NoError(b, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	drpcs := make([]*ramenv1alpha1.DRPlacementControl, n)
+	for i := range drpcs {
+		d := &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("floor-%02d", i),
+			Labels: map[string]string{ramenv1alpha1.GlobalVGRLabel: "floor"}},
+			Spec: ramenv1alpha1.DRPlacementControlSpec{ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: "floor"},
+				DRPolicyRef: srv1alpha1.LocalObjectReference{Name: "floor"}, PreferredCluster: "primary-cluster"}}
+		require.NoError(b, c.Client.Create(ctx, d))
+		drpcs[i] = d
+	}
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
+	require.NoError(b, err)
+	var all []time.Duration
+	for r := range rounds {
+		status := metav1.ConditionStatus([]string{"True", "False"}[r%2])
+		w, err := wc.Watch(ctx, &ramenv1alpha1.DRPlacementControlList{}, client.InNamespace(ns))
+		require.NoError(b, err)
+		var mu sync.Mutex
+		seen := map[string]time.Time{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ev := range w.ResultChan() {
+				d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
+				if !ok || !meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction, status) {
+					continue
+				}
+				mu.Lock()
+				if _, ok := seen[d.Name]; !ok {
+					seen[d.Name] = time.Now()
+				}
+				complete := len(seen) == n
+				mu.Unlock()
+				if complete {
+					return
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond) // the watch is established and the previous round settled
+		_, err = z.Settle(ctx)
+		require.NoError(b, err)
+		cpu := harness.SampleCPU()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, d := range drpcs {
+			wg.Go(func() {
+				meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: status,
+					Reason: "Floor", Message: "Consensus reached for action Failover", ObservedGeneration: d.Generation})
+				d.Status.Phase = ramenv1alpha1.DRStateFailingOver
+				d.Status.LastUpdateTime = &metav1.Time{Time: start}
+				require.NoError(b, c.Client.Status().Update(ctx, d))
+			})
+		}
+		wg.Wait()
+		<-done
+		w.Stop()
+		window := time.Since(start)
+		b.Logf("round %d: %s, %s", r+1, window.Round(time.Millisecond), harness.SampleCPU().Since(cpu))
+		for _, at := range seen {
+			all = append(all, at.Sub(start))
+		}
+	}
+	slices.Sort(all)
+	b.Logf("%d status writes at once, %d rounds: p50 %s, p90 %s, p99 %s", n, rounds, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99))
+	b.ReportMetric(float64(percentile(all, 0.99).Milliseconds()), "p99-ms")
+}
