@@ -88,10 +88,7 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 		var wg sync.WaitGroup
 		for _, d := range drpcs {
 			wg.Go(func() {
-				meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: status,
-					Reason: "Floor", Message: "Consensus reached for action Failover", ObservedGeneration: d.Generation})
-				d.Status.Phase = ramenv1alpha1.DRStateFailingOver
-				d.Status.LastUpdateTime = &metav1.Time{Time: start}
+				setFloorStatus(d, status, start)
 				require.NoError(b, c.Client.Status().Update(ctx, d))
 			})
 		}
@@ -107,4 +104,26 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 	slices.Sort(all)
 	b.Logf("%d status writes at once, %d rounds: p50 %s, p90 %s, p99 %s", n, rounds, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99))
 	b.ReportMetric(float64(percentile(all, 0.99).Milliseconds()), "p99-ms")
+}
+
+// setFloorStatus gives d the status a DRPC of a moving group has: the four
+// conditions, with GlobalAction at status.
+func setFloorStatus(d *ramenv1alpha1.DRPlacementControl, status metav1.ConditionStatus, now time.Time) {
+	for _, c := range []metav1.Condition{
+		{Type: ramenv1alpha1.ConditionAvailable, Status: "False", Reason: "Progressing",
+			Message: "FailingOver: FailingOverToCluster: waiting for the VRG on dr-cluster to become primary (spec primary, status \"Secondary\")"},
+		{Type: ramenv1alpha1.ConditionPeerReady, Status: "False", Reason: "Progressing", Message: "an action is in progress"},
+		{Type: ramenv1alpha1.ConditionProtected, Status: "False", Reason: "Progressing",
+			Message: "VRG on \"primary-cluster\" is not primary and ready yet (spec primary, status \"Primary\")"},
+		{Type: ramenv1alpha1.ConditionGlobalAction, Status: status, Reason: "ConsensusReached", Message: "Consensus reached for action Failover"},
+	} {
+		c.ObservedGeneration = d.Generation
+		meta.SetStatusCondition(&d.Status.Conditions, c)
+	}
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.Phase = ramenv1alpha1.DRStateFailingOver
+	d.Status.Progression = "FailingOverToCluster"
+	d.Status.PreferredDecision.ClusterName = "primary-cluster"
+	d.Status.ActionStartTime = &metav1.Time{Time: now}
+	d.Status.LastUpdateTime = &metav1.Time{Time: now}
 }
