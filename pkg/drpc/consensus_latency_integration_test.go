@@ -2,6 +2,7 @@ package drpc_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,28 +105,10 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	w, err := wc.Watch(ctx, &ramenv1alpha1.DRPlacementControlList{}, client.InNamespace(env.Namespace))
 	require.NoError(t, err)
 	defer w.Stop()
-	var mu sync.Mutex
-	reached := map[string]time.Time{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
-			if !ok || ev.Type == watch.Deleted || !meta.IsStatusConditionTrue(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction) ||
-				meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction).ObservedGeneration != d.Generation {
-				continue
-			}
-			mu.Lock()
-			if _, seen := reached[d.Name]; !seen {
-				reached[d.Name] = time.Now()
-			}
-			all := len(reached) == n
-			mu.Unlock()
-			if all {
-				return
-			}
-		}
-	}()
+	arrivals := watchArrivals(w, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
+		c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation
+	})
 	// Let the blocked round's own writes and events drain first, and the servers
 	// and this process collect their garbage: what is measured is the consensus,
 	// not the tail of the previous step or a collection that happens to be due.
@@ -141,11 +125,8 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	cpu := harness.SampleCPU()
 	start := time.Now() // the update itself; reading the DRPC is not part of it
 	require.NoError(t, z.Client(env.Quorum).Patch(ctx, last, client.MergeFrom(before)))
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		mu.Lock()
-		defer mu.Unlock()
+	reached, ok := arrivals.wait(timeout)
+	if !ok {
 		t.Fatalf("only %d of %d DRPCs reached consensus", len(reached), n)
 	}
 	window, used := time.Since(start), harness.SampleCPU().Since(cpu)
@@ -159,6 +140,50 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	}
 	slices.Sort(lat)
 	return lat
+}
+
+// arrivals records when each DRPC a watch reports first matches a condition.
+type arrivals struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	done chan struct{}
+}
+
+// watchArrivals consumes w until n DRPCs have matched.
+func watchArrivals(w watch.Interface, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
+	a := &arrivals{at: map[string]time.Time{}, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
+			if !ok || ev.Type == watch.Deleted || !match(d) {
+				continue
+			}
+			a.mu.Lock()
+			if _, seen := a.at[d.Name]; !seen {
+				a.at[d.Name] = time.Now()
+			}
+			all := len(a.at) == n
+			a.mu.Unlock()
+			if all {
+				return
+			}
+		}
+	}()
+	return a
+}
+
+// wait returns the arrival times once all n matched, or those so far and false
+// after timeout.
+func (a *arrivals) wait(timeout time.Duration) (map[string]time.Time, bool) {
+	select {
+	case <-a.done:
+		return a.at, true
+	case <-time.After(timeout):
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return maps.Clone(a.at), false
+	}
 }
 
 // percentile of sorted durations.

@@ -59,27 +59,9 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 		status := metav1.ConditionStatus([]string{"True", "False"}[r%2])
 		w, err := wc.Watch(ctx, &ramenv1alpha1.DRPlacementControlList{}, client.InNamespace(ns))
 		require.NoError(b, err)
-		var mu sync.Mutex
-		seen := map[string]time.Time{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for ev := range w.ResultChan() {
-				d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
-				if !ok || !meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction, status) {
-					continue
-				}
-				mu.Lock()
-				if _, ok := seen[d.Name]; !ok {
-					seen[d.Name] = time.Now()
-				}
-				complete := len(seen) == n
-				mu.Unlock()
-				if complete {
-					return
-				}
-			}
-		}()
+		arrivals := watchArrivals(w, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
+			return meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction, status)
+		})
 		time.Sleep(200 * time.Millisecond) // the watch is established and the previous round settled
 		_, err = z.Settle(ctx)
 		require.NoError(b, err)
@@ -93,8 +75,9 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		<-done
+		seen, ok := arrivals.wait(time.Minute)
 		w.Stop()
+		require.True(b, ok, "the watch saw %d of %d writes", len(seen), n)
 		window := time.Since(start)
 		b.Logf("round %d: %s, %s", r+1, window.Round(time.Millisecond), harness.SampleCPU().Since(cpu))
 		for _, at := range seen {
