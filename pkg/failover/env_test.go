@@ -32,6 +32,8 @@ type zone struct {
 	t      testing.TB
 	vms    []string
 	quorum *env.Process
+	// workload holds the workload managers and DRBD agents of both clusters.
+	workload []*env.Process
 	ctx    context.Context
 }
 
@@ -46,8 +48,9 @@ type zoneOptions struct {
 func newZone(t testing.TB, o zoneOptions) *zone {
 	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
-		z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay})
-		z.StartAgent(t, c)
+		z.workload = append(z.workload,
+			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay}),
+			z.StartAgent(t, c))
 	}
 	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
 	fabric := z.DRBD(t)
