@@ -34,7 +34,7 @@ type zone struct {
 	quorum *env.Process
 	// workload holds the workload managers and DRBD agents of both clusters.
 	workload []*env.Process
-	ctx    context.Context
+	ctx      context.Context
 }
 
 type zoneOptions struct {
