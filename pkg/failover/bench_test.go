@@ -72,14 +72,15 @@ func BenchmarkFailover20VMs(b *testing.B) {
 			}
 		}
 		elapsed := time.Since(start)
-		used += harness.SampleCPU().Used(cpu)
+		after := harness.SampleCPU()
+		used += after.Used(cpu)
 		w.Stop()
 		cancel()
 		if done == nil || done.Status.Phase != srv1alpha1.FailoverCompleted {
 			b.Fatalf("%s did not complete: %+v", name, done)
 		}
 		total = append(total, elapsed)
-		b.Logf("%s to %s: %s, %s", name, targets[i%2], elapsed.Round(time.Millisecond), harness.SampleCPU().Since(cpu))
+		b.Logf("%s to %s: %s, %s", name, targets[i%2], elapsed.Round(time.Millisecond), after.Since(cpu))
 		if tr != nil && i == b.N-1 {
 			time.Sleep(200 * time.Millisecond) // let the trace's watches catch up
 			tr.print(b, z)

@@ -19,7 +19,7 @@ const maxSocketPath = 107
 
 // DebugSocket is the unix socket on which the cluster's kube-apiserver serves
 // its pprof endpoints, or "" when the cluster's directory is too deep for one.
-// Only the test's own user can reach it. To see where a benchmark spends the
+// It lies in the zone's directory, which only the test's user can enter. To see where a benchmark spends the
 // API server's CPU:
 //
 //	curl --unix-socket <Dir>/debug.sock 'http://x/debug/pprof/profile?seconds=10'
