@@ -62,7 +62,6 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 		arrivals := watchArrivals(w, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
 			return meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction, status)
 		})
-		time.Sleep(200 * time.Millisecond) // the watch is established and the previous round settled
 		_, err = z.Settle(ctx)
 		require.NoError(b, err)
 		cpu := harness.SampleCPU()
