@@ -146,12 +146,13 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 type arrivals struct {
 	mu   sync.Mutex
 	at   map[string]time.Time
+	n    int
 	done chan struct{}
 }
 
-// watchArrivals consumes w until n DRPCs have matched.
+// watchArrivals consumes w until n DRPCs have matched or the watch ends.
 func watchArrivals(w watch.Interface, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
-	a := &arrivals{at: map[string]time.Time{}, done: make(chan struct{})}
+	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		for ev := range w.ResultChan() {
@@ -173,12 +174,12 @@ func watchArrivals(w watch.Interface, n int, match func(*ramenv1alpha1.DRPlaceme
 	return a
 }
 
-// wait returns the arrival times once all n matched, or those so far and false
-// after timeout.
+// wait returns the arrival times and whether all n matched, once they did,
+// the watch ended, or timeout passed.
 func (a *arrivals) wait(timeout time.Duration) (map[string]time.Time, bool) {
 	select {
 	case <-a.done:
-		return a.at, true
+		return a.at, len(a.at) == a.n
 	case <-time.After(timeout):
 		a.mu.Lock()
 		defer a.mu.Unlock()
