@@ -1,9 +1,12 @@
 package drpc_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -102,30 +105,31 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	}
 	wc, err := client.NewWithWatch(z.Clusters[env.Quorum].Config, client.Options{Scheme: z.Scheme})
 	require.NoError(t, err)
-	w, err := wc.Watch(ctx, &ramenv1alpha1.DRPlacementControlList{}, client.InNamespace(env.Namespace))
-	require.NoError(t, err)
-	defer w.Stop()
-	arrivals := watchArrivals(w, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
+	arrivals := watchArrivals(t, wc, env.Namespace, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
 		c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation
 	})
-	// Let the blocked round's own writes and events drain first, and the servers
-	// and this process collect their garbage: what is measured is the consensus,
-	// not the tail of the previous step or a collection that happens to be due.
-	quiet, err := z.Zone.Settle(ctx)
-	require.NoError(t, err)
-	if !quiet {
-		t.Logf("the zone did not become quiet before the round")
-	}
 	last := z.drpc(names[n-1])
 	before := last.DeepCopy()
 	move(last)
 	reqs, err := z.Clusters[env.Quorum].RequestCounts(ctx)
 	require.NoError(t, err)
-	cpu := harness.SampleCPU()
+	// Let the blocked round's own writes and events drain first, and the servers
+	// and this process collect their garbage: what is measured is the consensus,
+	// not the tail of the previous step, a collection that happens to be due, or
+	// one that the reads above (the request counts parse every metric of the
+	// API server) would make due.
+	quiet, err := z.Zone.Settle(ctx)
+	require.NoError(t, err)
+	if !quiet {
+		t.Logf("the zone did not become quiet before the round")
+	}
+	cpu, gcs := harness.SampleCPU(), collections()
+	stopProfile := profileWindow(t)
 	start := time.Now() // the update itself; reading the DRPC is not part of it
 	require.NoError(t, z.Client(env.Quorum).Patch(ctx, last, client.MergeFrom(before)))
 	reached, ok := arrivals.wait(timeout)
+	stopProfile()
 	if !ok {
 		t.Fatalf("only %d of %d DRPCs reached consensus", len(reached), n)
 	}
@@ -133,7 +137,8 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	after, err := z.Clusters[env.Quorum].RequestCounts(ctx)
 	require.NoError(t, err)
 	total, kinds := after.Since(reqs, 2)
-	t.Logf("window %s, %s; %.0f quorum requests (%s)", window.Round(time.Millisecond), used, total, strings.Join(kinds, "; "))
+	t.Logf("window %s, %s, %d collections in this process, watch resumed %d times; %.0f quorum requests (%s)",
+		window.Round(time.Millisecond), used, collections()-gcs, arrivals.resumes(), total, strings.Join(kinds, "; "))
 	lat := make([]time.Duration, 0, n)
 	for _, at := range reached {
 		lat = append(lat, at.Sub(start))
@@ -144,29 +149,57 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 
 // arrivals records when each DRPC a watch reports first matches a condition.
 type arrivals struct {
-	mu   sync.Mutex
-	at   map[string]time.Time
-	n    int
-	done chan struct{}
+	mu      sync.Mutex
+	at      map[string]time.Time
+	n       int
+	resumed int // times the watch was closed by the server and resumed
+	done    chan struct{}
+	stop    context.CancelFunc
 }
 
-// watchArrivals consumes w until n DRPCs have matched or the watch ends.
-func watchArrivals(w watch.Interface, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
-	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{})}
+// watchArrivals watches the DRPCs of namespace until n of them have matched,
+// or until stop. It returns once the watch is established. The API server
+// closes a watch whose reader falls behind, as the benchmark's own reader may
+// on a machine the round keeps busy; the watch then resumes from the last
+// version it saw, so that an arrival is at worst seen late, never missed.
+func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
+	wctx, cancel := context.WithCancel(ctx)
+	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{}), stop: cancel}
+	list := &ramenv1alpha1.DRPlacementControlList{}
+	w, err := wc.Watch(wctx, list, client.InNamespace(namespace))
+	require.NoError(t, err)
 	go func() {
 		defer close(a.done)
-		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
-			if !ok || ev.Type == watch.Deleted || !match(d) {
-				continue
+		version := ""
+		for {
+			for ev := range w.ResultChan() {
+				d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
+				if !ok {
+					continue
+				}
+				version = d.ResourceVersion
+				if ev.Type == watch.Deleted || !match(d) {
+					continue
+				}
+				a.mu.Lock()
+				if _, seen := a.at[d.Name]; !seen {
+					a.at[d.Name] = time.Now()
+				}
+				all := len(a.at) == n
+				a.mu.Unlock()
+				if all {
+					w.Stop()
+					return
+				}
+			}
+			if wctx.Err() != nil {
+				return
 			}
 			a.mu.Lock()
-			if _, seen := a.at[d.Name]; !seen {
-				a.at[d.Name] = time.Now()
-			}
-			all := len(a.at) == n
+			a.resumed++
 			a.mu.Unlock()
-			if all {
+			if w, err = wc.Watch(wctx, list, client.InNamespace(namespace),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: version}}); err != nil {
 				return
 			}
 		}
@@ -175,8 +208,9 @@ func watchArrivals(w watch.Interface, n int, match func(*ramenv1alpha1.DRPlaceme
 }
 
 // wait returns the arrival times and whether all n matched, once they did,
-// the watch ended, or timeout passed.
+// the watch failed, or timeout passed. Then it stops the watch.
 func (a *arrivals) wait(timeout time.Duration) (map[string]time.Time, bool) {
+	defer a.stop()
 	select {
 	case <-a.done:
 		return a.at, len(a.at) == a.n
@@ -185,6 +219,13 @@ func (a *arrivals) wait(timeout time.Duration) (map[string]time.Time, bool) {
 		defer a.mu.Unlock()
 		return maps.Clone(a.at), false
 	}
+}
+
+// resumes is the count of times the watch was resumed.
+func (a *arrivals) resumes() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.resumed
 }
 
 // percentile of sorted durations.
@@ -197,4 +238,27 @@ func (z *zone) waitAll(names []string, phase ramenv1alpha1.DRState, cluster stri
 	for _, name := range names {
 		z.waitDRPC(name, phase, ramenv1alpha1.ProgressionCompleted, cluster)
 	}
+}
+
+// profileWindow profiles this process's CPU until the returned func is called,
+// into a new file of the directory DRPC_LATENCY_PROFILE names, if it is set.
+func profileWindow(t testing.TB) func() {
+	dir := os.Getenv("DRPC_LATENCY_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.CreateTemp(dir, "window-*.pprof")
+	require.NoError(t, err)
+	require.NoError(t, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(t, f.Close())
+	}
+}
+
+// collections is the count of garbage collections this process completed.
+func collections() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumGC
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/reconcile"
@@ -70,7 +71,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: maxConcurrentReconciles}).
-		For(&ramenv1alpha1.DRPlacementControl{}).
+		For(&ramenv1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Not[client.Object](decisionWritten()))).
 		// The DRPC watcher: a change of one global DRPC's action or target, or its
 		// deletion, wakes every peer with the same global-vgr label. Ahead of other
 		// work: when a whole group agrees at once, the follow-ups of the first peers

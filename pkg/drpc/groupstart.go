@@ -2,6 +2,8 @@ package drpc
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -79,6 +81,37 @@ func consensusRecorded() predicate.Funcs {
 			return ok1 && ok2 && n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
 		},
 	}
+}
+
+// decisionWritten selects the status update in which a labelled DRPC records
+// its consensus and the start of its action at once: the write that ends its
+// decision (place). The DRPC itself need not be woken by that write, and is
+// not (the For predicate of SetupWithManager): groupStarted sees the same
+// update and wakes the whole group if this DRPC was the last to record, and
+// otherwise the DRPC would only wait for its peers, with a reconcile after
+// groupStartGrace asked for by the reconcile that wrote the decision. When a
+// whole group agrees at once, that is one reconcile less per peer while the
+// last of them are still writing.
+func decisionWritten() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
+			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
+			return ok1 && ok2 && n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && statusOnly(o, n) &&
+				!recordedConsensus(o) && recordedConsensus(n) &&
+				n.Status.ActionStartTime != nil && !n.Status.ActionStartTime.Equal(o.Status.ActionStartTime)
+		},
+	}
+}
+
+// statusOnly: nothing but the status (and the resource version) differs
+// between the two versions of a DRPC.
+func statusOnly(o, n *ramenv1alpha1.DRPlacementControl) bool {
+	return o.Generation == n.Generation && n.DeletionTimestamp.IsZero() && o.DeletionTimestamp.IsZero() &&
+		maps.Equal(o.Labels, n.Labels) && maps.Equal(o.Annotations, n.Annotations) && slices.Equal(o.Finalizers, n.Finalizers)
 }
 
 // groupStarted wakes a whole group when its last member records consensus. The

@@ -28,7 +28,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return reconcile.After(consensusRetry), err
 		}
 		// Persist the decision before any cluster is touched; the status write
-		// wakes this DRPC again.
+		// wakes this DRPC again, unless it belongs to a global group.
 		s.drpc.Status.ActionStartTime = nowTime(s)
 		s.drpc.Status.ActionDuration = nil
 		// One event says both that consensus was reached and that the action
@@ -44,6 +44,12 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 		} else {
 			s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
 			s.setPhase(ramenv1alpha1.DRStateRelocating, "relocating %s from %s to %s%s", s.group.Name, cur, tgt, consensus)
+		}
+		if s.globalVGR() != "" {
+			// The write of this decision does not wake this DRPC
+			// (decisionWritten): the last peer to decide wakes the group, and
+			// this is the bound of awaitGroupStart.
+			return reconcile.After(groupStartGrace), nil
 		}
 		return ctrl.Result{}, nil
 	}

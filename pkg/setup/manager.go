@@ -96,6 +96,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		RenewDeadline:                 &renew,
 		Cache:                         CacheOptions(o.Namespace),
+		MapperProvider:                NewRESTMapper,
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {

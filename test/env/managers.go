@@ -43,6 +43,9 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	if opts.Cache.DefaultTransform == nil {
 		opts.Cache.DefaultTransform = setup.CacheOptions("").DefaultTransform // as the binaries run
 	}
+	if opts.MapperProvider == nil {
+		opts.MapperProvider = setup.NewRESTMapper
+	}
 	// Several managers (one per cluster and node) share this process.
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, opts)
