@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
 	"github.com/siterecovery/siterecovery/pkg/remote"
@@ -101,4 +103,46 @@ func TestAwaitGroupStart(t *testing.T) {
 	wait, err = build(self, stale).awaitGroupStart(context.Background(), sc)
 	require.NoError(t, err)
 	require.Zero(t, wait, "the grace is over: a silent peer does not hold the group")
+}
+
+func TestDecisionWritten(t *testing.T) {
+	p := decisionWritten()
+	blocked := drpc("app-1", ramenv1alpha1.ActionFailover, "c2", "c1")
+	blocked.Generation = 2
+	blocked.Status.ActionStartTime = &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)} // the previous action
+	blocked.Status.Conditions = []metav1.Condition{{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionFalse, ObservedGeneration: 2}}
+	decide := func(d *ramenv1alpha1.DRPlacementControl) {
+		d.Status.ActionStartTime = &metav1.Time{Time: time.Now().Truncate(time.Second)}
+		meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
+	}
+	recordedBefore := blocked.DeepCopy()
+	recordedBefore.Status.Conditions[0].Status = metav1.ConditionTrue
+	unlabelled := blocked.DeepCopy()
+	unlabelled.Labels = nil
+	for _, tc := range []struct {
+		name   string
+		old    *ramenv1alpha1.DRPlacementControl
+		mutate func(*ramenv1alpha1.DRPlacementControl)
+		want   bool
+	}{
+		{"the decision of a global DRPC", &blocked, decide, true},
+		{"unlabelled: its own write starts its action", unlabelled, decide, false},
+		{"consensus recorded earlier: groupStarted does not see this write", recordedBefore, decide, false},
+		{"consensus without a new start", &blocked, func(d *ramenv1alpha1.DRPlacementControl) {
+			meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
+		}, false},
+		{"asked again in the same update", &blocked, func(d *ramenv1alpha1.DRPlacementControl) { decide(d); d.Generation = 3 }, false},
+		{"finalizer changed too", &blocked, func(d *ramenv1alpha1.DRPlacementControl) { decide(d); d.Finalizers = []string{Finalizer} }, false},
+		{"being deleted", &blocked, func(d *ramenv1alpha1.DRPlacementControl) {
+			decide(d)
+			d.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.old.DeepCopy()
+			tc.mutate(n)
+			require.Equal(t, tc.want, p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: n}))
+		})
+	}
+	require.False(t, p.Create(event.CreateEvent{Object: &blocked}), "a DRPC is always reconciled when it appears")
 }
