@@ -82,10 +82,11 @@ func TestAwaitGroupStart(t *testing.T) {
 	s := runtime.NewScheme()
 	require.NoError(t, ramenv1alpha1.AddToScheme(s))
 	build := func(objs ...client.Object) *Reconciler {
-		return &Reconciler{Client: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-			WithIndex(&ramenv1alpha1.DRPlacementControl{}, globalVGRIndex, func(o client.Object) []string {
-				return []string{o.GetLabels()[ramenv1alpha1.GlobalVGRLabel]}
-			}).Build()}
+		b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...)
+		for name, value := range drpcIndexes {
+			b = b.WithIndex(&ramenv1alpha1.DRPlacementControl{}, name, indexerFunc(value))
+		}
+		return &Reconciler{Client: b.Build()}
 	}
 	self := recorded("app-1")
 	self.Status.ActionStartTime = &metav1.Time{Time: now.Add(-time.Second)}
@@ -98,6 +99,12 @@ func TestAwaitGroupStart(t *testing.T) {
 	wait, err = build(self, recorded("app-2")).awaitGroupStart(context.Background(), sc)
 	require.NoError(t, err)
 	require.Zero(t, wait, "every peer recorded consensus")
+
+	leaving := stale.DeepCopy()
+	leaving.Name, leaving.Finalizers, leaving.DeletionTimestamp = "app-3", []string{Finalizer}, &metav1.Time{Time: now}
+	wait, err = build(self, recorded("app-2"), leaving).awaitGroupStart(context.Background(), sc)
+	require.NoError(t, err)
+	require.Zero(t, wait, "a peer being deleted leaves the group: it does not hold the start")
 
 	sc.now = now.Add(groupStartGrace)
 	wait, err = build(self, stale).awaitGroupStart(context.Background(), sc)

@@ -48,18 +48,17 @@ func (r *Reconciler) awaitGroupStart(ctx context.Context, s *scope) (time.Durati
 }
 
 // groupRecordedConsensus reports whether every DRPC with the label, but those
-// being deleted, has recorded consensus.
+// being deleted, has recorded consensus. It asks the cache's index for one
+// DRPC that has not, rather than reading the whole group: every peer of a
+// group that agrees at once asks this when it records, and a read of the
+// whole group each time made that work grow with the square of its size.
 func (r *Reconciler) groupRecordedConsensus(ctx context.Context, namespace, label string) (bool, error) {
-	peers := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
-	if err := r.Client.List(ctx, peers, client.InNamespace(namespace), client.MatchingFields{globalVGRIndex: label}, client.UnsafeDisableDeepCopy); err != nil {
+	unrecorded := &ramenv1alpha1.DRPlacementControlList{}
+	if err := r.Client.List(ctx, unrecorded, client.InNamespace(namespace), client.MatchingFields{unrecordedIndex: label},
+		client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
-	for i := range peers.Items {
-		if p := &peers.Items[i]; p.DeletionTimestamp.IsZero() && !recordedConsensus(p) {
-			return false, nil
-		}
-	}
-	return true, nil
+	return len(unrecorded.Items) == 0, nil
 }
 
 // recordedConsensus: the DRPC's GlobalAction is True for its current spec.

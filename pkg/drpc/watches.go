@@ -22,24 +22,42 @@ const (
 	policyIndex = "drpc.spec.drPolicyRef"
 	// groupIndex holds spec.protectionGroupRef.name.
 	groupIndex = "drpc.spec.protectionGroupRef"
+	// unrecordedIndex holds the global-vgr label of a DRPC that has not
+	// recorded consensus and is not being deleted: the peers whose records the
+	// start of a global group's action waits for (groupRecordedConsensus).
+	unrecordedIndex = "drpc.globalAction.unrecorded"
 )
 
+// drpcIndexes are the field indexes on DRPCs: their names and the value each
+// takes from a DRPC ("" for none).
+var drpcIndexes = map[string]func(*ramenv1alpha1.DRPlacementControl) string{
+	globalVGRIndex: func(d *ramenv1alpha1.DRPlacementControl) string { return d.Labels[ramenv1alpha1.GlobalVGRLabel] },
+	policyIndex:    func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.DRPolicyRef.Name },
+	groupIndex:     func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.ProtectionGroupRef.Name },
+	unrecordedIndex: func(d *ramenv1alpha1.DRPlacementControl) string {
+		if d.DeletionTimestamp.IsZero() && !recordedConsensus(d) {
+			return d.Labels[ramenv1alpha1.GlobalVGRLabel]
+		}
+		return ""
+	},
+}
+
 func indexDRPCs(ctx context.Context, indexer client.FieldIndexer) error {
-	for name, fn := range map[string]func(*ramenv1alpha1.DRPlacementControl) string{
-		globalVGRIndex: func(d *ramenv1alpha1.DRPlacementControl) string { return d.Labels[ramenv1alpha1.GlobalVGRLabel] },
-		policyIndex:    func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.DRPolicyRef.Name },
-		groupIndex:     func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.ProtectionGroupRef.Name },
-	} {
-		if err := indexer.IndexField(ctx, &ramenv1alpha1.DRPlacementControl{}, name, func(obj client.Object) []string {
-			if v := fn(obj.(*ramenv1alpha1.DRPlacementControl)); v != "" {
-				return []string{v}
-			}
-			return nil
-		}); err != nil {
+	for name, fn := range drpcIndexes {
+		if err := indexer.IndexField(ctx, &ramenv1alpha1.DRPlacementControl{}, name, indexerFunc(fn)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func indexerFunc(value func(*ramenv1alpha1.DRPlacementControl) string) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		if v := value(obj.(*ramenv1alpha1.DRPlacementControl)); v != "" {
+			return []string{v}
+		}
+		return nil
+	}
 }
 
 // peerTrigger selects the DRPC events that can change the consensus of its
