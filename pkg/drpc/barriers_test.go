@@ -153,3 +153,22 @@ func TestDecisionWritten(t *testing.T) {
 	}
 	require.False(t, p.Create(event.CreateEvent{Object: &blocked}), "a DRPC is always reconciled when it appears")
 }
+
+func TestConsensusRecorded(t *testing.T) {
+	p := consensusRecorded()
+	blocked := drpc("app-1", ramenv1alpha1.ActionFailover, "c2", "c1")
+	blocked.Generation = 2
+	recorded := blocked.DeepCopy()
+	recorded.Status.Conditions = []metav1.Condition{{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
+	stale := recorded.DeepCopy()
+	stale.Generation = 3
+	unlabelled, unlabelledRecorded := blocked.DeepCopy(), recorded.DeepCopy()
+	unlabelled.Labels, unlabelledRecorded.Labels = nil, nil
+	require.True(t, p.Update(event.UpdateEvent{ObjectOld: &blocked, ObjectNew: recorded}), "a peer records consensus")
+	require.False(t, p.Update(event.UpdateEvent{ObjectOld: recorded, ObjectNew: recorded.DeepCopy()}), "recorded before")
+	again := stale.DeepCopy()
+	again.Status.Conditions[0].ObservedGeneration = 3
+	require.True(t, p.Update(event.UpdateEvent{ObjectOld: stale, ObjectNew: again}), "a record for an older spec is no record")
+	require.False(t, p.Update(event.UpdateEvent{ObjectOld: unlabelled, ObjectNew: unlabelledRecorded}), "not in a global group")
+	require.False(t, p.Create(event.CreateEvent{Object: recorded}))
+}

@@ -34,7 +34,9 @@ import (
 //	go test ./pkg/drpc -run '^$' -bench ConsensusLatency -benchtime 1x
 //
 // DRPC_LATENCY_DRPCS and DRPC_LATENCY_ROUNDS change the count of DRPCs (50) and
-// rounds (3).
+// rounds (3). DRPC_LATENCY_PROFILE names a directory to write a CPU profile of
+// this process (every controller of the zone) for each round's window into;
+// merge them with go tool pprof -proto.
 func BenchmarkConsensusLatency(b *testing.B) {
 	t := b
 	n, rounds := 50, 3

@@ -70,16 +70,12 @@ func recordedConsensus(d *ramenv1alpha1.DRPlacementControl) bool {
 // consensusRecorded selects the updates in which a labelled DRPC records
 // consensus.
 func consensusRecorded() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
-			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
-			return ok1 && ok2 && n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
-		},
-	}
+	return drpcUpdates(recordsConsensus)
+}
+
+// recordsConsensus: n is a labelled DRPC that records consensus o had not.
+func recordsConsensus(o, n *ramenv1alpha1.DRPlacementControl) bool {
+	return n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
 }
 
 // decisionWritten selects the status update in which a labelled DRPC records
@@ -92,6 +88,15 @@ func consensusRecorded() predicate.Funcs {
 // whole group agrees at once, that is one reconcile less per peer while the
 // last of them are still writing.
 func decisionWritten() predicate.Funcs {
+	return drpcUpdates(func(o, n *ramenv1alpha1.DRPlacementControl) bool {
+		return recordsConsensus(o, n) && statusOnly(o, n) &&
+			n.Status.ActionStartTime != nil && !n.Status.ActionStartTime.Equal(o.Status.ActionStartTime)
+	})
+}
+
+// drpcUpdates selects the DRPC updates for which match holds, and no other
+// event.
+func drpcUpdates(match func(o, n *ramenv1alpha1.DRPlacementControl) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -99,9 +104,7 @@ func decisionWritten() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
 			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
-			return ok1 && ok2 && n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && statusOnly(o, n) &&
-				!recordedConsensus(o) && recordedConsensus(n) &&
-				n.Status.ActionStartTime != nil && !n.Status.ActionStartTime.Equal(o.Status.ActionStartTime)
+			return ok1 && ok2 && match(o, n)
 		},
 	}
 }
