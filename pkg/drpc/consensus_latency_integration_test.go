@@ -175,6 +175,9 @@ func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, m
 		version := ""
 		for {
 			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					return // e.g. the version is gone: the round fails with what it saw
+				}
 				d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
 				if !ok {
 					continue
