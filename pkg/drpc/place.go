@@ -48,7 +48,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if s.globalVGR() != "" {
 			// The write of this decision does not wake this DRPC
 			// (decisionWritten): the last peer to decide wakes the group, and
-			// this is the bound of awaitGroupStart.
+			// this reconcile is awaitGroupStart's bound when a peer never does.
 			return reconcile.After(groupStartGrace), nil
 		}
 		return ctrl.Result{}, nil

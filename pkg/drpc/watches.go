@@ -51,6 +51,8 @@ func indexDRPCs(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
+// indexerFunc makes the value an index takes from a DRPC the cache's
+// IndexerFunc: no value for "".
 func indexerFunc(value func(*ramenv1alpha1.DRPlacementControl) string) client.IndexerFunc {
 	return func(obj client.Object) []string {
 		if v := value(obj.(*ramenv1alpha1.DRPlacementControl)); v != "" {
