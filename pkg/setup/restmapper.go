@@ -16,8 +16,9 @@ import (
 //
 // A cache scoped to namespaces asks the mapper whether a kind is namespaced on
 // every Get and List. The discovery mapper answers by searching every API
-// group it knows, which cost a tenth of quorum-manager's CPU, and a fifth of
-// what it allocated, while a global group's peers recorded their consensus.
+// group it knows. While the 50 peers of a global group recorded their
+// consensus (BenchmarkConsensusLatency), that search was 9 % of the
+// controllers' CPU and 21 % of what they allocated.
 func NewRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	m, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
