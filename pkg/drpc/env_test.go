@@ -38,6 +38,7 @@ type zone struct {
 	*env.Env
 	t      testing.TB
 	safety *env.Safety
+	quorum *env.Process
 }
 
 const (
@@ -48,7 +49,7 @@ const (
 
 func newZone(t testing.TB) *zone {
 	z := &zone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t}
-	z.safety = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: arrayDelay, StorageClass: storageClass,
+	z.safety, z.quorum = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: arrayDelay, StorageClass: storageClass,
 		ReplicationClass: "offloaded-vgrc", GroupReplicationID: grID, Policy: policyName})
 	env.Eventually(t, timeout, "global peer class", func() error {
 		p := &ramenv1alpha1.DRPolicy{}

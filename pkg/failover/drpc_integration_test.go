@@ -118,7 +118,7 @@ type offloadedZone struct {
 
 func newOffloadedZone(t *testing.T) *offloadedZone {
 	z := &offloadedZone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t, ctx: context.Background()}
-	z.safety = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: 100 * time.Millisecond, StorageClass: offloadedClass,
+	z.safety, _ = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: 100 * time.Millisecond, StorageClass: offloadedClass,
 		ReplicationClass: "offloaded-vgrc", GroupReplicationID: offloadedGroupID, Policy: offloadedPolicy})
 	return z
 }

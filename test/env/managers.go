@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ import (
 // Process is an in-process manager that a test can stop (a crash or a restart).
 type Process struct {
 	Quorum *setup.Quorum
+	// Cache is the manager's cache. A benchmark reads through its informers
+	// what the controllers see, when and as they see it, without a watch of
+	// its own adding load to the machine it measures.
+	Cache  cache.Cache
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -52,7 +57,7 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	require.NoError(t, err)
 	require.NoError(t, register(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Process{cancel: cancel, done: make(chan error, 1)}
+	p := &Process{Cache: mgr.GetCache(), cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- mgr.Start(ctx) }()
 	t.Cleanup(func() { p.Stop(t) })
 	return p

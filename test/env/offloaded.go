@@ -136,8 +136,8 @@ type OffloadedZone struct {
 // StartOffloaded runs, on a zone created with the Offloaded backend, the
 // workload tier with the VRG controller and array simulator on both clusters
 // and their global storage classes, the safety recorder, quorum-manager and
-// the DRPolicy.
-func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) *Safety {
+// the DRPolicy. It returns the safety recorder and quorum-manager.
+func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) (*Safety, *Process) {
 	t.Helper()
 	for i, c := range []string{Primary, DR} {
 		e.StartWorkload(t, c, WorkloadOptions{Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay}})
@@ -145,8 +145,8 @@ func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) *Safety {
 			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID})
 	}
 	safety := e.WatchSafety(t)
-	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
 	create(t, e.Client(Quorum), &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: o.Policy},
 		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: "0m"}})
-	return safety
+	return safety, quorum
 }
