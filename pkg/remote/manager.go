@@ -188,7 +188,7 @@ func (m *Manager) notify(key Key) {
 }
 
 func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connection, error) {
-	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+	cl, err := cluster.New(streamConfig(cfg), func(o *cluster.Options) {
 		o.Scheme = m.scheme
 		// A read of a kind nobody watches must fail, not block on a new informer
 		// against an API server that may be down.
@@ -216,6 +216,19 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 	}
 	go conn.run(ctx)
 	return conn, nil
+}
+
+// streamConfig is cfg for the cache's lists and watches: without the timeout
+// that bounds each request. client-go's timeout covers a response's whole
+// body, so it would cut every watch after timeoutSeconds, and the cache would
+// open it again: a stream of new watch requests to every cluster, for every
+// watched kind, for as long as quorum-manager runs. The API server ends a
+// watch itself after minutes; a cluster that stops answering is still found
+// by the probe (bounded by the timeout) and the transport's health pings.
+func streamConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 0
+	return c
 }
 
 // Health is the outcome of the last health probe of a cluster.
