@@ -28,7 +28,10 @@ import (
 
 // BenchmarkConsensusLatency measures, for 50 DRPCs of one global replication
 // group, the time from the update of the last DRPC to the GlobalAction condition
-// turning True on each of them, as seen by a watch on the quorum API server.
+// turning True on each of them, as quorum-manager's informer sees it. Before
+// each round it runs a round of BenchmarkStatusWriteFloor's 50 plain writes in
+// the same zone, and reports that floor too: on a machine whose speed varies
+// from minute to minute, the two are compared under the same load.
 // Each round moves the group once (failover to DR, relocate back, failover
 // again); the percentiles are over every DRPC of every round. The zone takes a
 // minute to set up, so one iteration is all the benchmark runs:
@@ -74,9 +77,15 @@ func BenchmarkConsensusLatency(b *testing.B) {
 			ramenv1alpha1.DRStateFailedOver, env.DR},
 		{relocate(env.Primary), ramenv1alpha1.DRStateRelocated, env.Primary},
 	}
-	var all []time.Duration
+	// The floor's writes, in the same zone and turn by turn with its rounds:
+	// what the machine, as loaded at that moment, allows at best.
+	floor := newWriteFloor(t, z.Clusters[env.Quorum], n)
+	var all, floorAll []time.Duration
 	for r := range rounds {
 		m := moves[r%len(moves)]
+		_, err := z.Zone.Settle(ctx)
+		require.NoError(t, err)
+		floorAll = append(floorAll, floor.round(r)...)
 		lat := z.consensusRound(names, m.mutate)
 		t.Logf("round %d: first %s, p50 %s, p99 %s, max %s", r+1, lat[0], percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1])
 		all = append(all, lat...)
@@ -84,11 +93,18 @@ func BenchmarkConsensusLatency(b *testing.B) {
 			z.waitAll(names, m.done, m.on)
 		}
 	}
+	untouched := &ramenv1alpha1.DRPlacementControl{}
+	require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(floor.drpcs[0]), untouched))
+	require.Empty(t, untouched.Finalizers, "a controller of the zone reconciled a DRPC of the floor")
 	slices.Sort(all)
+	slices.Sort(floorAll)
 	t.Logf("consensus latency over %d DRPCs × %d rounds from the last update: p50 %s, p90 %s, p99 %s, max %s",
 		n, rounds, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99), all[len(all)-1])
+	t.Logf("floor in the same zone, %d status writes at once × %d rounds: p50 %s, p90 %s, p99 %s, max %s",
+		n, rounds, percentile(floorAll, 0.5), percentile(floorAll, 0.9), percentile(floorAll, 0.99), floorAll[len(floorAll)-1])
 	b.ReportMetric(float64(percentile(all, 0.5).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(percentile(all, 0.99).Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(percentile(floorAll, 0.99).Milliseconds()), "floor-p99-ms")
 }
 
 // consensusRound asks every DRPC but the last for the move, waits until they
