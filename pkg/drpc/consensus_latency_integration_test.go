@@ -212,13 +212,7 @@ func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, m
 				if ev.Type == watch.Deleted || !match(d) {
 					continue
 				}
-				a.mu.Lock()
-				if _, seen := a.at[d.Name]; !seen {
-					a.at[d.Name] = time.Now()
-				}
-				all := len(a.at) == n
-				a.mu.Unlock()
-				if all {
+				if a.arrive(d.Name) {
 					w.Stop()
 					return
 				}
@@ -248,13 +242,7 @@ func informerArrivals(t testing.TB, inf cache.Informer, n int, match func(*ramen
 		if !ok || !match(d) {
 			return
 		}
-		a.mu.Lock()
-		if _, seen := a.at[d.Name]; !seen {
-			a.at[d.Name] = time.Now()
-		}
-		done := len(a.at) == n
-		a.mu.Unlock()
-		if done {
+		if a.arrive(d.Name) {
 			all.Do(func() { close(a.done) })
 		}
 	}
@@ -267,8 +255,19 @@ func informerArrivals(t testing.TB, inf cache.Informer, n int, match func(*ramen
 	return a
 }
 
+// arrive records that the DRPC name matched now, unless it did before, and
+// reports whether all n have.
+func (a *arrivals) arrive(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, seen := a.at[name]; !seen {
+		a.at[name] = time.Now()
+	}
+	return len(a.at) == a.n
+}
+
 // wait returns the arrival times and whether all n matched, once they did,
-// the watch failed, or timeout passed. Then it stops the watch.
+// the watch failed, or timeout passed. Then it stops watching.
 func (a *arrivals) wait(timeout time.Duration) (map[string]time.Time, bool) {
 	defer a.stop()
 	select {
