@@ -54,7 +54,9 @@ type Manager struct {
 
 	mu       sync.RWMutex
 	clusters map[Key]*connection
-	watches  []watch
+	// stopped is set when the manager that ran this one stopped (Start).
+	stopped bool
+	watches []watch
 	// onHealthChange is told when a cluster becomes (un)reachable.
 	onHealthChange []func(Key)
 }
@@ -103,6 +105,11 @@ func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limit
 		return err
 	}
 	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		conn.stop()
+		return ErrStopped
+	}
 	old := m.clusters[key]
 	m.clusters[key] = conn
 	m.mu.Unlock()
@@ -118,6 +125,27 @@ func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limit
 	}()
 	return nil
 }
+
+// ErrStopped is returned by Connect once the manager running this one stopped.
+var ErrStopped = errors.New("remote cluster manager stopped")
+
+// Start runs until ctx ends, then stops every connection: a connection's cache
+// and its watches of a workload cluster last as long as the controller manager
+// they serve (add the Manager to it with Add), not as long as the process.
+func (m *Manager) Start(ctx context.Context) error {
+	<-ctx.Done()
+	m.mu.Lock()
+	conns := m.clusters
+	m.clusters, m.stopped = map[Key]*connection{}, true
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.stop()
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: every replica keeps its connections warm.
+func (m *Manager) NeedLeaderElection() bool { return false }
 
 // Disconnect stops and forgets key's connection.
 func (m *Manager) Disconnect(key Key) {

@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // TestCacheWatchOutlivesRequestTimeout: the timeout of a zone's client
 // settings bounds requests, not the remote cache's watches. A watch cut at
 // each timeout would be opened again for as long as quorum-manager runs, on
-// every cluster and for every watched kind.
+// every cluster and for every watched kind. The watches end when the
+// controller manager that runs the remote Manager stops.
 func TestCacheWatchOutlivesRequestTimeout(t *testing.T) {
 	ctx := context.Background()
 	z := harness.Start(t, harness.Options{Scheme: scheme.New()}, "workload")
@@ -34,7 +36,10 @@ func TestCacheWatchOutlivesRequestTimeout(t *testing.T) {
 	key := remote.Key{Namespace: "dr", Zone: "zone", Cluster: "workload"}
 	const timeout = time.Second
 	require.NoError(t, m.Connect(ctx, key, c.Kubeconfig, remote.Limits{QPS: 50, Burst: 100, Timeout: timeout}))
-	t.Cleanup(func() { m.Disconnect(key) })
+	running, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Start(running) }()
+	t.Cleanup(stop)
 	env.Eventually(t, 30*time.Second, "remote cache synced", func() error {
 		_, err := m.Get(key)
 		return err
@@ -60,4 +65,19 @@ func TestCacheWatchOutlivesRequestTimeout(t *testing.T) {
 	// The API server counts a watch when it ends; an open watch is not counted.
 	const watches = "WATCH configmaps/"
 	require.Zero(t, after[watches]-before[watches], "the cache's ConfigMap watch ended and was opened again within three request timeouts")
+
+	// When the controller manager stops, so do the connections: the watch ends.
+	stop()
+	require.NoError(t, <-stopped)
+	env.Eventually(t, 30*time.Second, "the cache's watch ended with its manager", func() error {
+		now, err := c.RequestCounts(ctx)
+		if err != nil {
+			return err
+		}
+		if now[watches] == after[watches] {
+			return fmt.Errorf("the ConfigMap watch is still open")
+		}
+		return nil
+	})
+	require.ErrorIs(t, m.Connect(ctx, key, c.Kubeconfig, remote.Limits{QPS: 50, Burst: 100, Timeout: 2 * timeout}), remote.ErrStopped)
 }

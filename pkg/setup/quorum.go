@@ -47,6 +47,9 @@ func QuorumManager(q QuorumOptions) Register {
 // sandbox call it directly to run quorum-manager in-process.
 func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	rm := remote.NewManager(mgr.GetScheme(), nil, ctrl.Log.WithName("remote"))
+	if err := mgr.Add(rm); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(&remote.Prober{Manager: rm, Interval: q.ProbeInterval}); err != nil {
 		return nil, err
 	}
