@@ -201,8 +201,8 @@ func serverGC() {
 	})
 }
 
-// StopAPIServer stops the cluster's kube-apiserver process (a site outage as seen by
-// clients: connections are refused); etcd keeps running with all data. It is a no-op if
+// StopAPIServer kills the cluster's kube-apiserver process (a site outage as seen by
+// clients: connections drop, then are refused); etcd keeps running with all data. It is a no-op if
 // the API server is already stopped.
 func (c *Cluster) StopAPIServer() error {
 	c.mu.Lock()
@@ -213,8 +213,17 @@ func (c *Cluster) StopAPIServer() error {
 	if c.apiDown {
 		return nil
 	}
-	if err := c.env.ControlPlane.APIServer.Stop(); err != nil {
+	if err := c.killAPIServer(); err != nil {
 		return c.failure("stop kube-apiserver", err)
+	}
+	// envtest notes the exit just after the process is reaped; until then its
+	// Stop would signal a process group that no longer exists.
+	deadline := time.Now().Add(processStopTimeout)
+	for err := c.env.ControlPlane.APIServer.Stop(); err != nil; err = c.env.ControlPlane.APIServer.Stop() {
+		if time.Now().After(deadline) {
+			return c.failure("stop kube-apiserver", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	c.apiDown = true
 	return nil
