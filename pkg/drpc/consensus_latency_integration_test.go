@@ -192,7 +192,7 @@ type arrivals struct {
 // version it saw, so that an arrival is at worst seen late, never missed.
 func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
 	wctx, cancel := context.WithCancel(ctx)
-	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{}), stop: func() { cancel() }}
+	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{}), stop: cancel}
 	list := &ramenv1alpha1.DRPlacementControlList{}
 	w, err := wc.Watch(wctx, list, client.InNamespace(namespace))
 	require.NoError(t, err)
