@@ -10,20 +10,18 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/siterecovery/siterecovery/pkg/agent"
-	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/internal/nodeagent/setup"
 )
 
 func main() {
 	var o setup.Options
-	var cfg agent.Config
+	var cfg setup.Config
 	o.BindFlags(flag.CommandLine, "drbd-node-agent.siterecovery.trilio.io")
 	cfg.BindFlags(flag.CommandLine)
 	flag.Parse()
-	o.LeaderElect = false // one agent per node, each acting on its own node only
 	if err := cfg.Complete(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	os.Exit(setup.Run(o, agent.Register(cfg)))
+	os.Exit(setup.Run(o, cfg))
 }

@@ -1,5 +1,5 @@
 // Command pg-controller runs on every workload cluster: the ProtectionGroup,
-// VolumeReplicationGroup and ReplicationGroupSource/Destination reconcilers. It
+// and VolumeReplicationGroup reconcilers. It
 // talks to its own cluster's API server only.
 package main
 
@@ -7,8 +7,7 @@ import (
 	"flag"
 	"os"
 
-	"github.com/siterecovery/siterecovery/pkg/setup"
-	"github.com/siterecovery/siterecovery/pkg/vrg"
+	"github.com/siterecovery/siterecovery/internal/workload/setup"
 )
 
 func main() {
@@ -16,7 +15,7 @@ func main() {
 	var p setup.PGOptions
 	o.BindFlags(flag.CommandLine, "pg-controller.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
-	flag.StringVar(&p.OperatorNamespace, "operator-namespace", vrg.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
+	flag.StringVar(&p.OperatorNamespace, "operator-namespace", setup.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
 	flag.Parse()
-	os.Exit(setup.Run(o, setup.PGController(p)))
+	os.Exit(setup.Run(o, p))
 }

@@ -8,8 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/siterecovery/siterecovery/pkg/protection"
-	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 )
 
 func main() {
@@ -18,7 +17,7 @@ func main() {
 	o.BindFlags(flag.CommandLine, "quorum-manager.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "the DR namespace (dr-<name>) this instance manages; required")
 	flag.DurationVar(&q.ProbeInterval, "cluster-probe-interval", 10*time.Second, "how often each workload cluster's API server is probed")
-	flag.StringVar(&q.HolderImage, "replica-holder-image", protection.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
+	flag.StringVar(&q.HolderImage, "replica-holder-image", setup.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
 	flag.Parse()
-	os.Exit(setup.Run(o, setup.QuorumManager(q)))
+	os.Exit(setup.Run(o, q))
 }

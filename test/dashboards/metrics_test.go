@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	// The packages whose metrics the chart's alerts and dashboards use.
-	_ "github.com/siterecovery/siterecovery/pkg/drpc"
-	_ "github.com/siterecovery/siterecovery/pkg/failover"
-	_ "github.com/siterecovery/siterecovery/pkg/monitor"
-	_ "github.com/siterecovery/siterecovery/pkg/testfailover"
+	_ "github.com/siterecovery/siterecovery/internal/quorum/drpc"
+	_ "github.com/siterecovery/siterecovery/internal/quorum/failover"
+	_ "github.com/siterecovery/siterecovery/internal/quorum/monitor"
+	_ "github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 

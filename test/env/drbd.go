@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/siterecovery/siterecovery/pkg/agent"
+	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 
@@ -61,7 +61,7 @@ func (e *Env) createNodes(t testing.TB) {
 func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 	net := e.drbdNet(t)
 	n := Nodes[cluster]
-	cfg := agent.Config{
+	cfg := nodeagent.Config{
 		NodeName:           n.Name,
 		ReplicationAddress: n.Address,
 		ResourceDir:        filepath.Join(filepath.Dir(net.stateDir), "etc-"+n.Name),
@@ -72,5 +72,5 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
 		StatusInterval: 50 * time.Millisecond,
 	}
-	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return agent.Setup(mgr, cfg) })
+	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }

@@ -4,7 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/pkg/protection"
 )
 
 // DRBDReplica is one side of a VM's DRBD resource pair, as the protection flow
@@ -12,7 +11,7 @@ import (
 // Secondary, the peer on the other workload cluster on the same port.
 func DRBDReplica(group, vm, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: AppNS, Name: protection.DRBDResourceName(vm),
+		ObjectMeta: metav1.ObjectMeta{Namespace: AppNS, Name: srv1alpha1.DRBDResourceName(vm),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,

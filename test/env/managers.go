@@ -13,8 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/siterecovery/siterecovery/pkg/protectiongroup"
-	"github.com/siterecovery/siterecovery/pkg/setup"
+	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
+	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 )
 
@@ -46,10 +47,10 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	opts.Scheme = e.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	if opts.Cache.DefaultTransform == nil {
-		opts.Cache.DefaultTransform = setup.CacheOptions("").DefaultTransform // as the binaries run
+		opts.Cache.DefaultTransform = boot.CacheOptions("").DefaultTransform // as the binaries run
 	}
 	if opts.MapperProvider == nil {
-		opts.MapperProvider = setup.NewRESTMapper
+		opts.MapperProvider = boot.NewRESTMapper
 	}
 	// Several managers (one per cluster and node) share this process.
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
@@ -90,7 +91,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 // quorum cluster.
 func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
 	var quorum *setup.Quorum
-	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: setup.CacheOptions(Namespace)},
+	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: boot.CacheOptions(Namespace)},
 		func(mgr ctrl.Manager) error {
 			var err error
 			quorum, err = setup.SetupQuorum(mgr, q)

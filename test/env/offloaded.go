@@ -17,14 +17,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
-	"github.com/siterecovery/siterecovery/pkg/setup"
-	"github.com/siterecovery/siterecovery/pkg/vrg"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
+	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
+	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
 // OffloadedStorage makes StartWorkload run the workload tier of an Offloaded
-// zone: pg-controller as the product wires it (setup.PGController, so the real
+// zone: pg-controller as the product wires it (wsetup.PGController, so the real
 // VolumeReplicationGroup reconciler runs beside the ProtectionGroup one) and a
 // storage array simulator behind the VolumeGroupReplications.
 type OffloadedStorage struct {
@@ -46,7 +47,7 @@ func (e *Env) registerOffloaded(cluster string, mgr ctrl.Manager, o WorkloadOpti
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if err := setup.PGController(setup.PGOptions{OperatorNamespace: ns})(mgr, setup.Options{}); err != nil {
+	if err := wsetup.PGController(wsetup.PGOptions{OperatorNamespace: ns})(mgr, wsetup.Options{}); err != nil {
 		return err
 	}
 	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/siterecovery/siterecovery/pkg/scheme"
+	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"

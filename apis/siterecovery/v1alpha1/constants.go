@@ -73,3 +73,29 @@ const (
 	ReasonInSync              = "InSync"
 	ReasonDrift               = "Drift"
 )
+
+// Labels and names of the DRBD storage stack that the protection flow builds on the
+// workload clusters. The failover, test-failover and replication-monitor flows
+// find those objects by them, so they are part of the API, not of one controller.
+const (
+	// ProtectionRequestLabel names the ProtectionRequest that created a workload
+	// object.
+	ProtectionRequestLabel = "siterecovery.trilio.io/protection-request"
+	// DRNamespaceLabel names the DR namespace of that request, so that two DR
+	// namespaces sharing workload clusters never confuse their objects.
+	DRNamespaceLabel = "siterecovery.trilio.io/dr-namespace"
+	// ObjectRoleLabel is ObjectRoleHolder on replica holder pods,
+	// ObjectRoleFrontend on frontend PVs/PVCs and ObjectRoleBacking on DR backing
+	// PVCs.
+	ObjectRoleLabel = "siterecovery.trilio.io/role"
+
+	// ObjectRoleHolder marks a replica holder pod.
+	ObjectRoleHolder = "holder"
+	// ObjectRoleFrontend marks a DRBD-backed frontend PV or PVC that a VM uses.
+	ObjectRoleFrontend = "frontend"
+	// ObjectRoleBacking marks the DR cluster's backing PVC of a replica.
+	ObjectRoleBacking = "backing"
+)
+
+// DRBDResourceName is the DRBDResource (and DRBD resource) of a VM on both sides.
+func DRBDResourceName(vm string) string { return "vm-" + vm }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/siterecovery/siterecovery/pkg/drbd"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 

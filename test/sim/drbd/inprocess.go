@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/siterecovery/siterecovery/pkg/drbd"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 	"github.com/siterecovery/siterecovery/test/sim/drbd/internal/sim"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/siterecovery/siterecovery/pkg/drbd"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
 func TestUpNeedsCreateMD(t *testing.T) {
@@ -172,7 +172,7 @@ func TestEvents2StreamAndParsers(t *testing.T) {
 	assert.Empty(t, parseErrs)
 }
 
-// TestStatusJSONParsesInEveryState checks the pkg/drbd JSON parser on
+// TestStatusJSONParsesInEveryState checks the internal/drbd JSON parser on
 // the simulator's status output across states.
 func TestStatusJSONParsesInEveryState(t *testing.T) {
 	c := newCluster(t, "A")

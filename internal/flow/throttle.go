@@ -1,0 +1,54 @@
+package flow
+
+import (
+	"sync"
+	"time"
+)
+
+// Throttle spaces out the status writes that only report progress (a waiting
+// message that names what is still pending): a flow over many objects would
+// otherwise write its status once for every object that moves, and each write
+// costs the API server and every watcher of the object. Writes that change
+// anything else (a phase, a condition) are never held back, and the last
+// progress message is never lost: a held write gets a wait, and the reconcile
+// after it writes the then-current message.
+type Throttle struct {
+	interval time.Duration
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// NewThrottle allows one progress-only write per key per interval.
+func NewThrottle(interval time.Duration) *Throttle {
+	return &Throttle{interval: interval, last: map[string]time.Time{}}
+}
+
+// Hold returns how long a progress-only write of key must wait at now; zero
+// means write it now.
+func (t *Throttle) Hold(key string, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.last[key]
+	if !ok {
+		return 0
+	}
+	if wait := t.interval - now.Sub(last); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// Written records a status write of key at now, whatever it changed.
+func (t *Throttle) Written(key string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last[key] = now
+}
+
+// Forget drops key, once its object no longer reports progress.
+func (t *Throttle) Forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, key)
+}

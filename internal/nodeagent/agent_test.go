@@ -1,0 +1,228 @@
+package nodeagent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/nodeagent"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+)
+
+// TestAgent runs two agents (node-a, node-b) against one real API server and the
+// DRBD simulator. The subtests build on each other and run in order.
+func TestAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver")
+	}
+	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, harness.Primary)
+	cl := z.Clusters[harness.Primary]
+	dir := t.TempDir()
+	e := &env{t: t, cluster: cl, c: cl.Client, state: filepath.Join(dir, "state")}
+	e.adm, e.setup = drbdsim.Build(t, dir)
+	fabric := &drbdsim.Fabric{StateDir: e.state}
+	ctx := context.Background()
+
+	a := &node{name: "node-a", addr: "10.0.0.1", resDir: filepath.Join(dir, "a"), exec: newSimExec("node-a", e.state)}
+	b := &node{name: "node-b", addr: "10.0.0.2", resDir: filepath.Join(dir, "b"), exec: newSimExec("node-b", e.state)}
+	for _, n := range []*node{a, b} {
+		taints := []corev1.Taint{{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+		require.NoError(t, e.c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: corev1.NodeSpec{Taints: taints}}))
+	}
+	for _, ns := range []string{"site-a", "site-b"} {
+		require.NoError(t, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	e.startAgent(a)
+	e.startAgent(b)
+
+	// pair creates the replicas of one DRBD resource on node-a (site-a) and node-b (site-b).
+	pair := func(name string, port int32) (ka, kb types.NamespacedName) {
+		ra, rb := drbdResource("site-a", name, a, 0, port, b), drbdResource("site-b", name, b, 1, port, a)
+		require.NoError(t, e.c.Create(ctx, ra))
+		require.NoError(t, e.c.Create(ctx, rb))
+		return client.ObjectKeyFromObject(ra), client.ObjectKeyFromObject(rb)
+	}
+	connected := func(r *srv1.DRBDResource) bool {
+		return condIs(r, srv1.ConditionConfigured, metav1.ConditionTrue, srv1.ReasonApplied) &&
+			condIs(r, srv1.ConditionConnected, metav1.ConditionTrue, "") && r.Status.MetadataCreated
+	}
+	a1, b1 := pair("vm1", 7000)
+
+	t.Run("up, connect, initial sync, promote, refuse, switch over", func(t *testing.T) {
+		ra := e.waitFor(a1, "configured and connected", connected)
+		assert.Equal(t, "10.0.0.1", ra.Status.Address)
+		assert.Contains(t, ra.Finalizers, nodeagent.Finalizer)
+		assert.Equal(t, "Inconsistent", ra.Status.Volumes[0].DiskState)
+		assert.Equal(t, "/dev/vg0/vm1", ra.Status.Volumes[0].DevicePath)
+		e.waitFor(b1, "configured and connected", connected)
+		data, err := os.ReadFile(filepath.Join(a.resDir, "vm1.res"))
+		require.NoError(t, err)
+		assert.Contains(t, string(data), "on node-b {")
+		conf, err := os.ReadFile(filepath.Join(a.resDir, nodeagent.ConfigFileName))
+		require.NoError(t, err)
+		assert.Contains(t, string(conf), `include "`+a.resDir+`/*.res";`)
+
+		require.NoError(t, fabric.MarkUpToDate("vm1", "node-a")) // fresh setup: node-a has the data
+		e.waitFor(a1, "in sync", inSync)
+		rb := e.waitFor(b1, "in sync", inSync)
+		assert.True(t, rb.Status.Promotable)
+
+		e.update(a1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RolePrimary })
+		ra = e.waitFor(a1, "Primary", func(r *srv1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied)
+		})
+		assert.True(t, condIs(ra, srv1.ConditionReady, metav1.ConditionTrue, ""), "%+v", ra.Status.Conditions)
+		rb = e.waitFor(b1, "peer Primary", func(r *srv1.DRBDResource) bool { return r.Status.Peers[0].PeerRole == "Primary" })
+		assert.False(t, rb.Status.Promotable)
+
+		e.update(b1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RolePrimary })
+		rb = e.waitFor(b1, "promotion refused", func(r *srv1.DRBDResource) bool {
+			return condIs(r, srv1.ConditionRoleApplied, metav1.ConditionFalse, srv1.ReasonPromotionRefused)
+		})
+		assert.Contains(t, cond(rb, srv1.ConditionRoleApplied).Message, "Multiple primaries not allowed")
+		assert.Equal(t, "Secondary", rb.Status.Role)
+		assert.Zero(t, b.exec.Calls("primary --force vm1"), "no --force without forcePromotion")
+
+		history := e.recordStatuses(a1)
+		e.update(a1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RoleSecondary })
+		ra = e.waitFor(a1, "demoted", func(r *srv1.DRBDResource) bool {
+			return r.Status.Role == "Secondary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, "")
+		})
+		// A role change costs one status write: none reports the new generation
+		// before DRBD reports the new role.
+		for _, v := range history() {
+			if v.Status.ObservedGeneration == ra.Generation {
+				assert.Equal(t, "Secondary", v.Status.Role, "status of generation %d written before the demotion was reported", ra.Generation)
+				assert.True(t, condIs(&v, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied), "%+v", v.Status.Conditions)
+			}
+		}
+		e.waitFor(b1, "promoted once the peer demoted", func(r *srv1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied)
+		})
+		assert.Equal(t, 1, a.exec.Calls("create-md vm1"))
+		assert.Equal(t, 1, a.exec.Calls("up vm1"))
+	})
+
+	t.Run("lost quorum taints the node until no resource lacks quorum", func(t *testing.T) {
+		require.NoError(t, fabric.Disconnect("vm1"))
+		require.Eventually(t, func() bool { return e.tainted("node-a") && e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
+		e.waitFor(a1, "quorum lost", func(r *srv1.DRBDResource) bool {
+			return !r.Status.Quorum && condIs(r, srv1.ConditionQuorum, metav1.ConditionFalse, nodeagent.ReasonQuorumLost)
+		})
+		require.NoError(t, fabric.Connect("vm1"))
+		require.Eventually(t, func() bool { return !e.tainted("node-a") && !e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
+
+		a2, _ := pair("vm2", 7001)
+		e.waitFor(a2, "configured and connected", connected)
+		require.NoError(t, fabric.Disconnect("vm1"))
+		require.NoError(t, fabric.Disconnect("vm2"))
+		require.Eventually(t, func() bool { return e.tainted("node-a") }, waitTimeout, 50*time.Millisecond)
+		require.NoError(t, fabric.Connect("vm1"))
+		e.waitFor(a1, "quorum back", func(r *srv1.DRBDResource) bool { return r.Status.Quorum })
+		assert.Never(t, func() bool { return !e.tainted("node-a") }, time.Second, 50*time.Millisecond,
+			"vm2 still lacks quorum: the taint stays")
+		require.NoError(t, fabric.Connect("vm2"))
+		require.Eventually(t, func() bool { return !e.tainted("node-a") }, waitTimeout, 50*time.Millisecond)
+
+		var n corev1.Node
+		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Name: "node-a"}, &n))
+		assert.Equal(t, []corev1.Taint{{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}}, n.Spec.Taints,
+			"other taints untouched")
+	})
+
+	t.Run("restart mid-sync rebuilds the status from events2", func(t *testing.T) {
+		require.NoError(t, fabric.SetSyncRate(100*1024)) // 1 GiB at 100 MiB/s: ~10s
+		t.Cleanup(func() { _ = fabric.SetSyncRate(1 << 20) })
+		a3, b3 := pair("vm3", 7002)
+		e.waitFor(b3, "configured and connected", connected)
+		e.update(a3, func(r *srv1.DRBDResource) { r.Spec.Role, r.Spec.ForcePromotion = srv1.RolePrimary, true })
+		progress := func(r *srv1.DRBDResource) float64 {
+			if len(r.Status.Peers) == 0 || len(r.Status.Peers[0].Volumes) == 0 {
+				return -1
+			}
+			p, err := strconv.ParseFloat(r.Status.Peers[0].Volumes[0].PercentInSync, 64)
+			if err != nil {
+				return -1
+			}
+			return p
+		}
+		before := e.waitFor(b3, "resync running", func(r *srv1.DRBDResource) bool {
+			p := progress(r)
+			return r.Status.Peers[0].Volumes[0].ReplicationState == "SyncTarget" && p > 0 && p < 70
+		})
+		e.stopAgent(b)
+		e.startAgent(b)
+		after := e.waitFor(b3, "progress reported by the new agent", func(r *srv1.DRBDResource) bool {
+			return r.Status.LastUpdateTime.After(before.Status.LastUpdateTime.Time) && progress(r) > progress(before)
+		})
+		assert.True(t, after.Status.MetadataCreated)
+		e.waitFor(b3, "in sync", inSync)
+		assert.Equal(t, 1, b.exec.Calls("create-md vm3"), "create-md is never rerun")
+		assert.Equal(t, 1, b.exec.Calls("up vm3"))
+		assert.Equal(t, 1, a.exec.Calls("primary --force vm3"), "forcePromotion promotes with --force")
+	})
+
+	t.Run("bad input is reported, not retried hot", func(t *testing.T) {
+		missing := drbdResource("site-a", "vm-nodev", a, 0, 7003, b)
+		missing.Spec.Volumes[0].DevicePath = ""
+		missing.Spec.Volumes[0].BackingPVC = &srv1.LocalObjectReference{Name: "vm-nodev-disk"}
+		require.NoError(t, e.c.Create(ctx, missing))
+		r := e.waitFor(client.ObjectKeyFromObject(missing), "BackingDeviceMissing", func(r *srv1.DRBDResource) bool {
+			return condIs(r, srv1.ConditionConfigured, metav1.ConditionFalse, srv1.ReasonBackingDeviceMissing)
+		})
+		assert.Contains(t, cond(r, srv1.ConditionConfigured).Message, "PVC site-a/vm-nodev-disk not found")
+		assert.Equal(t, "10.0.0.1", r.Status.Address, "the address is reported regardless")
+
+		invalid := drbdResource("site-a", "vm-invalid", a, 0, 7004, b)
+		invalid.Spec.Peers[0].Address = "fd00::2" // the CRD accepts any IP; DRBD needs one family
+		require.NoError(t, e.c.Create(ctx, invalid))
+		r = e.waitFor(client.ObjectKeyFromObject(invalid), "InvalidSpec", func(r *srv1.DRBDResource) bool {
+			return condIs(r, srv1.ConditionConfigured, metav1.ConditionFalse, srv1.ReasonInvalidSpec)
+		})
+		msg := cond(r, srv1.ConditionConfigured).Message
+		assert.Contains(t, msg, "fix the spec")
+		assert.Contains(t, msg, "address family")
+		assert.False(t, condIs(r, srv1.ConditionReady, metav1.ConditionTrue, ""))
+		assert.Empty(t, a.exec.CallsFor("vm-nodev"), "no drbdadm for unresolvable devices")
+		assert.Empty(t, a.exec.CallsFor("vm-invalid"), "no drbdadm for invalid specs")
+		_, err := os.Stat(filepath.Join(a.resDir, "vm-invalid.res"))
+		assert.True(t, os.IsNotExist(err))
+	})
+
+	t.Run("deletion takes the resource down and removes the file", func(t *testing.T) {
+		k := types.NamespacedName{Namespace: "site-a", Name: "vm2"}
+		var r srv1.DRBDResource
+		require.NoError(t, e.c.Get(ctx, k, &r))
+		require.NoError(t, e.c.Delete(ctx, &r))
+		require.Eventually(t, func() bool { return apierrors.IsNotFound(e.c.Get(ctx, k, &r)) }, waitTimeout, 50*time.Millisecond)
+		assert.Equal(t, 1, a.exec.Calls("down vm2"))
+		for _, f := range []string{"vm2.res", "vm2.metadata-created"} {
+			_, err := os.Stat(filepath.Join(a.resDir, f))
+			assert.True(t, os.IsNotExist(err), f)
+		}
+		st, err := fabric.Node("vm2", "node-a")
+		require.NoError(t, err)
+		assert.False(t, st.Up)
+		// Deleting a resource that was never rendered only drops the finalizer.
+		k = types.NamespacedName{Namespace: "site-a", Name: "vm-invalid"}
+		require.NoError(t, e.c.Get(ctx, k, &r))
+		require.NoError(t, e.c.Delete(ctx, &r))
+		require.Eventually(t, func() bool { return apierrors.IsNotFound(e.c.Get(ctx, k, &r)) }, waitTimeout, 50*time.Millisecond)
+		assert.False(t, strings.Contains(strings.Join(a.exec.CallsFor("vm-invalid"), ","), "down"))
+	})
+}

@@ -1,0 +1,98 @@
+package nodeagent
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/siterecovery/siterecovery/internal/drbd"
+)
+
+// Defaults of Config.
+const (
+	DefaultResourceDir    = "/etc/drbd.d/siterecovery"
+	DefaultKubeletDir     = "/var/lib/kubelet"
+	DefaultStatusInterval = time.Second
+)
+
+// Config is what the agent knows about its node and its tools.
+type Config struct {
+	// NodeName is this node's name (downward API spec.nodeName); the agent only acts
+	// on DRBDResources whose spec.nodeName equals it. It is also the DRBD host name.
+	NodeName string
+	// ReplicationAddress is the node IP DRBD listens on; reported as status.address.
+	ReplicationAddress string
+	// ResourceDir is where the agent renders <resource>.res files and its own
+	// top-level drbdadm configuration file (ConfigFileName).
+	ResourceDir string
+	// DrbdadmPath and DrbdsetupPath are the drbd-utils binaries.
+	DrbdadmPath   string
+	DrbdsetupPath string
+	// KubeletDir is the kubelet root, used to resolve backingPVC to a block device.
+	KubeletDir string
+
+	// Exec runs drbdadm and drbdsetup; nil means the operating system.
+	Exec drbd.Executor
+	// Clock decides every time-based behaviour; nil means the real clock.
+	Clock clock.WithTicker
+	// Devices resolves backing devices; nil means the kubelet's volumeDevices folder.
+	Devices DeviceResolver
+	// StatusInterval is the minimum time between two status writes of one resource.
+	StatusInterval time.Duration
+	// MaxConcurrentReconciles defaults to 4.
+	MaxConcurrentReconciles int
+}
+
+// BindFlags registers the agent's own flags.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.NodeName, "node-name", "", "name of this node (downward API spec.nodeName); required")
+	fs.StringVar(&c.ReplicationAddress, "replication-address", "", "IP address DRBD replicates over on this node; required")
+	fs.StringVar(&c.ResourceDir, "resource-dir", DefaultResourceDir, "folder the agent renders DRBD resource files into")
+	fs.StringVar(&c.DrbdadmPath, "drbdadm", "drbdadm", "path of drbdadm")
+	fs.StringVar(&c.DrbdsetupPath, "drbdsetup", "drbdsetup", "path of drbdsetup")
+	fs.StringVar(&c.KubeletDir, "kubelet-dir", DefaultKubeletDir, "kubelet root folder, to resolve backing PVCs to block devices")
+}
+
+// Complete fills defaults and checks the configuration.
+func (c *Config) Complete() error {
+	if c.ResourceDir == "" {
+		c.ResourceDir = DefaultResourceDir
+	}
+	if c.KubeletDir == "" {
+		c.KubeletDir = DefaultKubeletDir
+	}
+	if c.DrbdadmPath == "" {
+		c.DrbdadmPath = "drbdadm"
+	}
+	if c.DrbdsetupPath == "" {
+		c.DrbdsetupPath = "drbdsetup"
+	}
+	if c.Exec == nil {
+		c.Exec = drbd.OSExecutor{}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.StatusInterval <= 0 {
+		c.StatusInterval = DefaultStatusInterval
+	}
+	if c.MaxConcurrentReconciles <= 0 {
+		c.MaxConcurrentReconciles = 4
+	}
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is required (set it from the downward API spec.nodeName)"))
+	}
+	if a, err := netip.ParseAddr(c.ReplicationAddress); err != nil || a.Zone() != "" {
+		errs = append(errs, fmt.Errorf("--replication-address %q must be an IPv4 or IPv6 address (the node IP)", c.ReplicationAddress))
+	}
+	if !filepath.IsAbs(c.ResourceDir) {
+		errs = append(errs, fmt.Errorf("--resource-dir %q must be an absolute path", c.ResourceDir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,250 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/drbd"
+)
+
+// Finalizer keeps a DRBDResource until the agent has taken the DRBD resource down
+// and removed its file.
+const Finalizer = "siterecovery.trilio.io/drbd-node-agent"
+
+// notSyncedRetry is how soon a reconcile retries while the DRBD state is not loaded.
+const notSyncedRetry = 250 * time.Millisecond
+
+// EventRecorder is the part of the events API the agent uses.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler drives the DRBDResources of one node.
+type Reconciler struct {
+	Client    client.Client
+	Config    Config // completed
+	Adm       *drbd.Adm
+	Watcher   *Watcher
+	Devices   DeviceResolver
+	Coalescer *Coalescer
+	Recorder  EventRecorder
+	Clock     clock.Clock
+
+	wake   chan event.GenericEvent
+	owners owners
+
+	mu    sync.Mutex
+	memos map[types.NamespacedName]*memo
+}
+
+// memo is what the agent remembers about a resource between reconciles.
+type memo struct {
+	volumes   string           // volumesKey the devices were resolved for
+	devices   map[int32]string // resolved backing devices; nil: none yet
+	applied   string           // resource file last applied by up or adjust
+	upIssued  time.Time        // last successful "drbdadm up", until events2 shows it
+	promotion retryGate        // backoff of refused promotions
+	adm       retryGate        // backoff of failed drbdadm configuration commands
+}
+
+// phase is one step of a reconcile. A *ConditionError stops the chain and is
+// reported in the status; any other error is returned for a rate-limited retry.
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// scope carries one reconcile's inputs and findings between phases and setters.
+type scope struct {
+	obj     *srv1.DRBDResource
+	before  srv1.DRBDResourceStatus
+	key     types.NamespacedName
+	memo    *memo
+	log     logr.Logger
+	now     time.Time // reconcile start, from the injected clock
+	tracked drbd.ResourceStatus
+	up      bool // DRBD knows the resource (tracked, or "up" just succeeded)
+	// needsAdjust: the resource file changed, or was not applied since agent start.
+	needsAdjust bool
+	// rendered is the resource file this reconcile wrote.
+	rendered string
+	// roleRan: the role phase ran; otherwise RoleApplied is left as it was.
+	roleRan bool
+	// roleCommanded: this reconcile ran drbdadm primary or secondary, and it
+	// succeeded.
+	roleCommanded bool
+	devices       map[int32]string
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	obj := &srv1.DRBDResource{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.Spec.NodeName != r.Config.NodeName {
+		return ctrl.Result{}, nil // another node's replica
+	}
+	if !r.Watcher.Synced() {
+		return ctrl.Result{RequeueAfter: notSyncedRetry}, nil
+	}
+	s := &scope{obj: obj, before: *obj.Status.DeepCopy(), key: req.NamespacedName,
+		memo: r.memo(req.NamespacedName), log: logger, now: r.Clock.Now()}
+	r.observe(s)
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	res, err := r.runPhases(ctx, s, []phase{
+		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole,
+	})
+	if err != nil {
+		return res, err
+	}
+	r.observe(s) // commands may have changed what DRBD reports
+	if s.roleCommanded {
+		if s.tracked.Role != string(wantedRole(s.obj)) {
+			// events2 has not shown the new role yet. When it does, it wakes this
+			// resource, and that reconcile writes the role with RoleApplied in
+			// one status write: writing now would cost a role change of every
+			// replica in a failover one more write for a state that lasts as
+			// long as events2 takes to report it.
+			return res, nil
+		}
+		setRoleApplied(s, s.tracked.Role)
+	}
+	for _, set := range statusSetters {
+		set(r, s)
+	}
+	wres, err := r.writeStatus(ctx, s)
+	return lowestRequeue(res, wres), err
+}
+
+// runPhases runs phases in order until one fails.
+func (r *Reconciler) runPhases(ctx context.Context, s *scope, phases []phase) (ctrl.Result, error) {
+	var res ctrl.Result
+	for _, p := range phases {
+		pres, err := p(ctx, s)
+		res = lowestRequeue(res, pres)
+		var ce *ConditionError
+		if errors.As(err, &ce) {
+			setCondition(s, ce.condition(s.obj.Generation))
+			s.log.V(1).Info("phase stopped", "condition", ce.Condition, "reason", ce.Reason, "message", ce.Message)
+			return lowestRequeue(res, ctrl.Result{RequeueAfter: ce.RequeueAfter}), nil
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// observe loads the tracked DRBD state into the scope.
+func (r *Reconciler) observe(s *scope) {
+	s.tracked, s.up = r.Watcher.Get(s.obj.Name)
+	if s.up {
+		s.memo.upIssued = time.Time{}
+	} else if !s.memo.upIssued.IsZero() && r.Clock.Since(s.memo.upIssued) < upGrace {
+		s.up = true // events2 has not reported our "up" yet
+	}
+}
+
+// upGrace is how long a successful "up" counts although events2 has not shown it.
+const upGrace = 10 * time.Second
+
+func (r *Reconciler) memo(key types.NamespacedName) *memo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memos[key]
+	if m == nil {
+		m = &memo{}
+		r.memos[key] = m
+	}
+	return m
+}
+
+func (r *Reconciler) forget(key types.NamespacedName, drbdName string) {
+	r.mu.Lock()
+	delete(r.memos, key)
+	r.mu.Unlock()
+	r.owners.release(drbdName, key)
+	r.Coalescer.Forget(key.String())
+}
+
+// wakeFor turns a DRBD state change into reconcile requests.
+func (r *Reconciler) wakeFor(ctx context.Context, drbdName string) {
+	for _, key := range r.owners.keys(drbdName) {
+		ev := event.GenericEvent{Object: &srv1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		select {
+		case r.wake <- ev:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func lowestRequeue(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		a.RequeueAfter = b.RequeueAfter
+	}
+	return a
+}
+
+// owners maps DRBD resource names (the object name) to the DRBDResource using it on
+// this node: two namespaces must not drive the same DRBD resource.
+type owners struct {
+	mu sync.Mutex
+	m  map[string]types.NamespacedName
+}
+
+func (o *owners) claim(name string, key types.NamespacedName) (types.NamespacedName, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]types.NamespacedName{}
+	}
+	if cur, ok := o.m[name]; ok && cur != key {
+		return cur, false
+	}
+	o.m[name] = key
+	return key, true
+}
+
+func (o *owners) release(name string, key types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m[name] == key {
+		delete(o.m, name)
+	}
+}
+
+// keys returns the owner of name, or every owner for "".
+func (o *owners) keys(name string) []types.NamespacedName {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if name != "" {
+		if k, ok := o.m[name]; ok {
+			return []types.NamespacedName{k}
+		}
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(o.m))
+	for _, k := range o.m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package nodeagent
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// Taints keeps this node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
+// with DRBD: present while any resource on the node lacks quorum, removed only when
+// none does. It patches nothing but the node's taint list, with an optimistic lock
+// so that concurrent changes to other taints are never clobbered.
+type Taints struct {
+	Client   client.Client // writes the Node
+	Reader   client.Reader // reads the Node uncached (the agent does not cache Nodes)
+	NodeName string
+	Watcher  *Watcher
+	Clock    clock.WithTicker
+	Log      logr.Logger
+	// Resync re-checks the taint periodically (someone may remove it); default 1m.
+	Resync time.Duration
+	// RetryAfter is the wait after a failed update; default 2s.
+	RetryAfter time.Duration
+
+	kick chan struct{}
+}
+
+// NewTaints returns a Taints controller; Kick it on every DRBD state change.
+func NewTaints(c client.Client, r client.Reader, node string, w *Watcher, clk clock.WithTicker, log logr.Logger) *Taints {
+	return &Taints{Client: c, Reader: r, NodeName: node, Watcher: w, Clock: clk, Log: log,
+		Resync: time.Minute, RetryAfter: 2 * time.Second, kick: make(chan struct{}, 1)}
+}
+
+// Kick asks for a re-evaluation; it never blocks.
+func (t *Taints) Kick() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (t *Taints) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (t *Taints) Start(ctx context.Context) error {
+	ticker := t.Clock.NewTicker(t.Resync)
+	defer ticker.Stop()
+	var retry <-chan time.Time
+	// ensured is the taint state this loop last made true on the node. A kick
+	// (any events2 change: with --statistics, every few seconds per resource
+	// under I/O) that does not change what is wanted reads nothing. A taint
+	// someone else removed (a failover clearing the target's nodes just before
+	// it promotes) therefore stays removed until the wanted state changes or the
+	// resync, instead of coming back at the next unrelated DRBD event.
+	var ensured *bool
+	for {
+		kicked := false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.kick:
+			kicked = true
+		case <-ticker.C():
+		case <-retry:
+		}
+		retry = nil
+		if !t.Watcher.Synced() {
+			continue // the first dump kicks again
+		}
+		want := lacksQuorum(t.Watcher)
+		tainted := len(want) > 0
+		if kicked && ensured != nil && *ensured == tainted {
+			continue
+		}
+		if err := t.ensure(ctx, want); err != nil {
+			t.Log.Error(err, "updating node taint", "taint", srv1.LostQuorumTaintKey, "present", want)
+			retry, ensured = t.Clock.After(t.RetryAfter), nil
+			continue
+		}
+		ensured = &tainted
+	}
+}
+
+// lacksQuorum lists the DRBD resources on the node that have lost quorum.
+func lacksQuorum(w *Watcher) []string {
+	var out []string
+	for _, r := range w.Snapshot() {
+		if r.LacksQuorum() {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func isLostQuorumTaint(t corev1.Taint) bool {
+	return t.Key == srv1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
+}
+
+// ensure makes the taint present iff lost is not empty. It is idempotent.
+func (t *Taints) ensure(ctx context.Context, lost []string) error {
+	want := len(lost) > 0
+	for attempt := 0; ; attempt++ {
+		var node corev1.Node
+		if err := t.Reader.Get(ctx, types.NamespacedName{Name: t.NodeName}, &node); err != nil {
+			return err
+		}
+		has := slices.ContainsFunc(node.Spec.Taints, isLostQuorumTaint)
+		if has == want {
+			return nil
+		}
+		base := node.DeepCopy()
+		if want {
+			now := metav1.NewTime(t.Clock.Now())
+			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: srv1.LostQuorumTaintKey,
+				Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now})
+		} else {
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isLostQuorumTaint)
+		}
+		err := t.Client.Patch(ctx, &node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) && attempt < 5 {
+			continue
+		}
+		if err == nil {
+			t.Log.Info("node taint updated", "taint", srv1.LostQuorumTaintKey, "present", want, "resourcesWithoutQuorum", lost)
+		}
+		return err
+	}
+}

@@ -1,0 +1,174 @@
+package drpc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// failover moves the application from src to tgt without needing src (§6.2):
+// the target's VRG becomes primary, then the application starts there. A
+// reachable source is asked to stop the application first, so that no VM runs
+// on both clusters; its VRG becomes secondary in the steady state that follows,
+// only once the application stopped there.
+func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
+	if _, down := s.unreachable[src]; !down {
+		if _, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.setProgression(ramenv1alpha1.ProgressionFailingOverToCluster)
+	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
+		return flow.After(waitRetry), nil
+	}
+	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateFailedOver)
+}
+
+// relocate moves the application from src to tgt with both reachable (§6.3):
+// the application stops on src, both VRGs become secondary, then the target's
+// VRG becomes primary and the application starts there.
+func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
+	p := s.drpc.Status.Progression
+	if p != ramenv1alpha1.ProgressionWaitForReadiness && p != ramenv1alpha1.ProgressionUpdatedPlacement {
+		for _, c := range []string{src, tgt} {
+			if err, down := s.unreachable[c]; down {
+				return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
+			}
+		}
+		s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
+		stopped, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped)
+		if err != nil || !stopped {
+			s.waitFor("the application to stop on %s (%s)", src, appState(s.copies[src]))
+			return flow.After(waitRetry), err
+		}
+		s.setProgression(ramenv1alpha1.ProgressionEnsuringVolumesAreSecondary)
+		srcDone, err := r.ensureSecondary(ctx, s, src)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		tgtDone, err := r.ensureSecondary(ctx, s, tgt)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		promoting, err := r.groupPromoting(ctx, s, tgt)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if promoting {
+			// A peer passed the barrier below: the VRGs on the target then report
+			// no state until every peer asks for primary, this one included.
+			tgtDone = true
+		}
+		if !srcDone || !tgtDone {
+			s.waitFor("secondary VRGs on both clusters (%s: %s; %s: %s)", src, vrgState(s.vrgs[src]), tgt, vrgState(s.vrgs[tgt]))
+			return flow.After(waitRetry), nil
+		}
+		if pending, err := r.peersNotSecondary(ctx, s, src, tgt, promoting); err != nil || len(pending) > 0 {
+			s.waitFor("the other VRGs of global group %s to be secondary on both clusters first: %s", s.globalVGR(), strings.Join(pending, ", "))
+			return flow.After(waitRetry), err
+		}
+	}
+	s.setProgression(ramenv1alpha1.ProgressionWaitForReadiness)
+	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
+		return flow.After(waitRetry), nil
+	}
+	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateRelocated)
+}
+
+// start runs the application on the new primary and completes the action once
+// it runs.
+func (r *Reconciler) start(ctx context.Context, s *scope, tgt string, phase ramenv1alpha1.DRState) (ctrl.Result, error) {
+	s.setProgression(ramenv1alpha1.ProgressionUpdatedPlacement)
+	running, err := r.ensureDesiredState(ctx, s, tgt, srv1alpha1.StateRunning)
+	if err != nil || !running {
+		s.waitFor("the application to run on %s (%s)", tgt, appState(s.copies[tgt]))
+		return flow.After(waitRetry), err
+	}
+	return ctrl.Result{}, r.complete(ctx, s, tgt, phase)
+}
+
+func nowTime(s *scope) *metav1.Time { return &metav1.Time{Time: s.now} }
+
+func durationSince(s *scope, t *metav1.Time) *metav1.Duration {
+	return &metav1.Duration{Duration: s.now.Sub(t.Time).Round(time.Millisecond)}
+}
+
+// peersNotSecondary is the barrier of a global group's Relocate (spec 000 §6.3:
+// "Ramen first ensures all VRGs on both clusters are secondary", then promotes
+// the target). The VRGs of a group on one cluster reach a state only together
+// (GlobalState consensus), so a peer that promoted its target VRG while another
+// peer's was still turning secondary would leave both waiting for each other.
+// It lists the group's other VRGs that are not secondary yet. Once a peer has
+// asked for its VRG on the target to be primary (promoting), the group has
+// passed the barrier on the target: that peer saw every VRG secondary, and the
+// other VRGs there now report no state until they are asked for primary too
+// (the GlobalState consensus), so waiting for them would deadlock the group.
+func (r *Reconciler) peersNotSecondary(ctx context.Context, s *scope, src, tgt string, promoting bool) ([]string, error) {
+	label := s.globalVGR()
+	if label == "" {
+		return nil, nil
+	}
+	clusters := []string{src, tgt}
+	if promoting {
+		clusters = clusters[:1]
+	}
+	var pending []string
+	for _, c := range clusters {
+		list, err := r.groupVRGs(ctx, s, c)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			v := &list.Items[i]
+			own := v.Namespace == s.vrgNamespace && v.Name == s.drpc.Name
+			if !own && !vrgReached(v, ramenv1alpha1.SecondaryState) {
+				pending = append(pending, fmt.Sprintf("%s/%s on %s", v.Namespace, v.Name, c))
+			}
+		}
+	}
+	slices.Sort(pending)
+	return pending, nil
+}
+
+// groupPromoting reports whether a VRG of the DRPC's global group on tgt is
+// already asked to be primary: a peer has passed the relocate barrier.
+func (r *Reconciler) groupPromoting(ctx context.Context, s *scope, tgt string) (bool, error) {
+	if s.globalVGR() == "" {
+		return false, nil
+	}
+	list, err := r.groupVRGs(ctx, s, tgt)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list.Items, func(v ramenv1alpha1.VolumeReplicationGroup) bool {
+		return v.Spec.ReplicationState == ramenv1alpha1.Primary
+	}), nil
+}
+
+// groupVRGs lists the VRGs of the DRPC's global group on a cluster.
+func (r *Reconciler) groupVRGs(ctx context.Context, s *scope, cluster string) (*ramenv1alpha1.VolumeReplicationGroupList, error) {
+	label := s.globalVGR()
+	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+	if err := s.remotes[cluster].Cached.List(ctx, list, client.MatchingLabels{ramenv1alpha1.GlobalVGRLabel: label}); err != nil {
+		return nil, flow.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", cluster, label, err))
+	}
+	return list, nil
+}

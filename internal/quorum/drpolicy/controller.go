@@ -1,0 +1,178 @@
+package drpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "drpolicy"
+
+// ConditionValidated is the DRPolicy condition saying whether its clusters and
+// peer classes could be discovered.
+const ConditionValidated = "Validated"
+
+// Reasons of the Validated condition.
+const (
+	ReasonSucceeded          = "Succeeded"
+	ReasonZoneNotFound       = "ZoneNotFound"
+	ReasonClusterNotInZone   = "ClusterNotInZone"
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonInvalidSelector    = "InvalidSelector"
+)
+
+// unreachableRetry is the safety net while a cluster is unreachable; its return
+// is announced by the health prober, which usually wakes the policy earlier.
+// syncingRetry is the retry while a reachable cluster's cache fills.
+const (
+	unreachableRetry = 30 * time.Second
+	syncingRetry     = time.Second
+)
+
+// Reconciler discovers the peer classes of DRPolicies.
+type Reconciler struct {
+	Client   client.Client
+	Remote   *remote.Manager
+	Recorder record.EventRecorder
+
+	remoteEvents *remote.Requests
+}
+
+// SetupWithManager registers the controller and its remote watches on
+// StorageClasses and VolumeGroupReplicationClasses. Call it before the manager
+// starts, so that the watches exist before any cluster connects.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
+		remoteEvents: remote.NewRequests(1024)}
+	rm.Watch(&storagev1.StorageClass{}, r.policiesOfRemote, r.remoteEvents.Send)
+	rm.Watch(&replicationv1alpha1.VolumeGroupReplicationClass{}, r.policiesOfRemote, r.remoteEvents.Send)
+	rm.OnHealthChange(func(k remote.Key) {
+		for _, req := range r.policiesOfCluster(context.Background(), k.Namespace, k.Cluster) {
+			r.remoteEvents.Send(req)
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		For(&ramenv1alpha1.DRPolicy{}).
+		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfZone)).
+		WatchesRawSource(r.remoteEvents.Source()).
+		Complete(r)
+}
+
+// Reconcile discovers one policy's peer classes and writes its status if it
+// changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &ramenv1alpha1.DRPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := p.DeepCopy()
+	peerClasses, err := r.discover(ctx, p)
+	if err == nil {
+		p.Status.PeerClasses = peerClasses
+		setValidated(p, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("%d peer classes discovered on %s", len(peerClasses), joinClusters(p)))
+	} else {
+		// Keep the last discovered peer classes: a failover must still find them
+		// while one of the clusters is down.
+		setValidated(p, metav1.ConditionFalse, flow.ReasonOf(err, ReasonClusterUnreachable), err.Error())
+	}
+	if werr := r.writeStatus(ctx, before, p); werr != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	return flow.Result(ctrl.Result{}, err)
+}
+
+// discover reads the classes on both clusters and pairs them.
+func (r *Reconciler) discover(ctx context.Context, p *ramenv1alpha1.DRPolicy) ([]ramenv1alpha1.PeerClass, error) {
+	if len(p.Spec.DRClusters) != 2 {
+		return nil, flow.Stalled(ReasonClusterNotInZone, "drClusters must name exactly two clusters, got %d", len(p.Spec.DRClusters))
+	}
+	zone, err := r.zoneOf(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&p.Spec.ReplicationClassSelector)
+	if err != nil {
+		return nil, flow.Stalled(ReasonInvalidSelector, "replicationClassSelector: %s", err.Error())
+	}
+	sides := make([]clusterClasses, 0, 2)
+	for _, name := range p.Spec.DRClusters {
+		key := remote.Key{Namespace: p.Namespace, Zone: zone, Cluster: name}
+		rc, err := r.Remote.Get(key)
+		if err != nil {
+			retry := unreachableRetry
+			if h, ok := r.Remote.Health(key); ok && h.Reachable {
+				// Connected and reachable: the cache is filling.
+				retry = syncingRetry
+			}
+			return nil, flow.Waiting(ReasonClusterUnreachable, retry, "cluster %s: %s", name, err.Error())
+		}
+		c := clusterClasses{name: name}
+		scs := &storagev1.StorageClassList{}
+		if err := rc.Cached.List(ctx, scs); err != nil {
+			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
+		}
+		vgrcs := &replicationv1alpha1.VolumeGroupReplicationClassList{}
+		if err := rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
+		}
+		c.storageClasses, c.groupClasses = scs.Items, vgrcs.Items
+		sides = append(sides, c)
+	}
+	return discover(sides[0], sides[1]), nil
+}
+
+// zoneOf finds the zone of the policy's namespace whose clusters include both
+// drClusters.
+func (r *Reconciler) zoneOf(ctx context.Context, p *ramenv1alpha1.DRPolicy) (string, error) {
+	zones := &srv1alpha1.ProtectionZoneList{}
+	if err := r.Client.List(ctx, zones, client.InNamespace(p.Namespace)); err != nil {
+		return "", err
+	}
+	for _, z := range zones.Items {
+		names := make([]string, 0, len(z.Spec.Clusters))
+		for _, c := range z.Spec.Clusters {
+			names = append(names, c.Name)
+		}
+		if slices.Contains(names, p.Spec.DRClusters[0]) && slices.Contains(names, p.Spec.DRClusters[1]) {
+			return z.Name, nil
+		}
+	}
+	return "", flow.Stalled(ReasonZoneNotFound, "no ProtectionZone in %s has both clusters %s", p.Namespace, joinClusters(p))
+}
+
+// writeStatus writes the status only when it changed, and records an event when
+// the Validated condition changed status.
+func (r *Reconciler) writeStatus(ctx context.Context, before, p *ramenv1alpha1.DRPolicy) error {
+	p.Status.ObservedGeneration = p.Generation
+	if equality.Semantic.DeepEqual(before.Status, p.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ev, ok := validatedTransition(before, p); ok {
+		r.Recorder.Event(p, ev.kind, ev.reason, ev.message)
+	}
+	return nil
+}

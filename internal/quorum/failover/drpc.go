@@ -1,0 +1,295 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// The Offloaded and VolSync backends do not replicate with DRBD: their groups are
+// placed by a DRPlacementControl (internal/quorum/drpc). For such a group the request sets
+// the DRPC's action (planned → Relocate to preferredCluster, unplanned → Failover
+// to failoverCluster) and mirrors the DRPC's progression into its own phases:
+//
+//	DRPC phase / progression                                  request phase
+//	Deployed|Initiating (action not started, WaitOnGlobalAction),
+//	Relocating: PreparingFinalSync, RunningFinalSync,
+//	            EnsuringVolumesAreSecondary                     StoppingOnSource
+//	FailingOver: FailingOverToCluster,
+//	Relocating: WaitForReadiness                                WaitingForDRBD (the
+//	                                                            data becomes primary
+//	                                                            on the target)
+//	FailingOver|Relocating: UpdatedPlacement                    StartingOnTarget
+//	FailedOver|Relocated, Completed, on the target              Completed
+//
+// The request only moves forward: a progression that maps to an earlier phase
+// than the request's (a status not yet recomputed for the new action) leaves it
+// where it is. drainTimeoutSeconds + batchBootTimeoutSeconds, counted from the
+// request's startTime, bound the whole DRPC path.
+
+const (
+	// ConditionDRPlacementControl mirrors the DRPC the request drives.
+	ConditionDRPlacementControl = "DRPlacementControl"
+	// ReasonNoDRPlacementControl: the group's zone needs a DRPC and there is none.
+	ReasonNoDRPlacementControl = "NoDRPlacementControl"
+	// ReasonManyDRPlacementControls: more than one DRPC names the group.
+	ReasonManyDRPlacementControls = "MultipleDRPlacementControls"
+	// ReasonDRPCTimeout: the DRPC did not finish within the request's timeouts.
+	ReasonDRPCTimeout = "DRPlacementControlTimeout"
+)
+
+// drpcRetry is how soon a waiting request looks at its DRPC again; the DRPC
+// watch usually wakes it earlier.
+const drpcRetry = 10 * time.Second
+
+// viaDRPC reports whether the group's zone is placed by DRPlacementControls.
+func viaDRPC(z *srv1alpha1.ProtectionZone) bool {
+	b := z.Spec.StorageBackend
+	return b != "" && b != srv1alpha1.BackendDRBD
+}
+
+// onDRPCPath reports whether a request that left Pending drives a DRPC.
+func onDRPCPath(s *scope) bool {
+	return meta.FindStatusCondition(s.req.Status.Conditions, ConditionDRPlacementControl) != nil
+}
+
+// drpcAction is the DRPC action of the request and its target.
+func (s *scope) drpcAction() ramenv1alpha1.DRAction {
+	if s.unplanned() {
+		return ramenv1alpha1.ActionFailover
+	}
+	return ramenv1alpha1.ActionRelocate
+}
+
+// findDRPC returns the one DRPC of the request's namespace whose
+// protectionGroupRef names the group; it fails the request when there is none
+// or more than one.
+func (r *Reconciler) findDRPC(ctx context.Context, s *scope) (*ramenv1alpha1.DRPlacementControl, error) {
+	list := &ramenv1alpha1.DRPlacementControlList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.req.Namespace)); err != nil {
+		return nil, err
+	}
+	var found []*ramenv1alpha1.DRPlacementControl
+	var names []string
+	for i := range list.Items {
+		if list.Items[i].Spec.ProtectionGroupRef.Name == s.group.Name {
+			found = append(found, &list.Items[i])
+			names = append(names, list.Items[i].Name)
+		}
+	}
+	switch len(found) {
+	case 0:
+		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonNoDRPlacementControl, "no DRPlacementControl for group "+s.group.Name)
+		s.fail(ReasonNoDRPlacementControl, "zone %s uses the %s backend, so group %s moves through a DRPlacementControl, and namespace %s has none whose spec.protectionGroupRef.name is %s; create one (with a DRPolicy) and retry",
+			s.zone.Name, s.zone.Spec.StorageBackend, s.group.Name, s.req.Namespace, s.group.Name)
+		return nil, errStop
+	case 1:
+		return found[0], nil
+	}
+	sort.Strings(names)
+	s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonManyDRPlacementControls, "DRPlacementControls "+strings.Join(names, ", "))
+	s.fail(ReasonManyDRPlacementControls, "group %s is named by more than one DRPlacementControl (%s); keep exactly one and retry",
+		s.group.Name, strings.Join(names, ", "))
+	return nil, errStop
+}
+
+// startDRPC is the end of Pending on the DRPC path: it asks the group's DRPC for
+// the action and enters StoppingOnSource.
+func (r *Reconciler) startDRPC(ctx context.Context, s *scope) (*time.Duration, error) {
+	d, err := r.findDRPC(ctx, s)
+	if err != nil {
+		return nil, ignoreStop(err)
+	}
+	action, tgt := s.drpcAction(), s.target()
+	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
+		return nil, err
+	}
+	s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action),
+		fmt.Sprintf("DRPlacementControl %s asked to %s to %s", d.Name, action, tgt))
+	s.enter(srv1alpha1.FailoverStoppingOnSource, "asked DRPlacementControl %s to %s group %s from %s to %s", d.Name, action, s.group.Name, s.source(), tgt)
+	return nil, nil
+}
+
+// askDRPC sets the DRPC's action and its target cluster, when they differ.
+func (r *Reconciler) askDRPC(ctx context.Context, d *ramenv1alpha1.DRPlacementControl, action ramenv1alpha1.DRAction, tgt string) error {
+	if d.Spec.Action == action && actionTargetOf(d) == tgt {
+		return nil
+	}
+	before := d.DeepCopy()
+	d.Spec.Action = action
+	if action == ramenv1alpha1.ActionFailover {
+		d.Spec.FailoverCluster = tgt
+	} else {
+		d.Spec.PreferredCluster = tgt
+	}
+	if err := r.Client.Patch(ctx, d, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("setting action %s to %s on DRPlacementControl %s: %w", action, tgt, d.Name, err)
+	}
+	return nil
+}
+
+// mirrorDRPC runs every reconcile of a request on the DRPC path after Pending.
+func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, error) {
+	if err := r.reload(ctx, s); err != nil {
+		return nil, ignoreStop(err)
+	}
+	d, err := r.findDRPC(ctx, s)
+	if err != nil {
+		return nil, ignoreStop(err)
+	}
+	action, tgt := s.drpcAction(), s.target()
+	st := d.Status
+	if d.Spec.Action == action && actionTargetOf(d) == tgt && st.ObservedGeneration == d.Generation &&
+		st.Phase == atRest(action) && settledProgression(action, st.Progression) && st.PreferredDecision.ClusterName == tgt {
+		if err := r.flipActiveCluster(ctx, s); err != nil {
+			return nil, err
+		}
+		s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(st.Phase), drpcSummary(d))
+		s.condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running",
+			fmt.Sprintf("DRPlacementControl %s placed %s on %s", d.Name, s.group.Name, tgt))
+		s.complete("FailoverCompleted", "DRPlacementControl %s %s group %s to %s (%s/%s); %s is now its active cluster",
+			d.Name, strings.ToLower(string(st.Phase)), s.group.Name, tgt, st.Phase, st.Progression, tgt)
+		return nil, nil
+	}
+
+	limit := time.Duration(s.req.Spec.DrainTimeoutSeconds+s.req.Spec.BatchBootTimeoutSeconds) * time.Second
+	start := s.now
+	if s.req.Status.StartTime != nil {
+		start = s.req.Status.StartTime.Time
+	}
+	left := start.Add(limit).Sub(s.now)
+	if left <= 0 {
+		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonDRPCTimeout, drpcSummary(d))
+		s.fail(ReasonDRPCTimeout, "DRPlacementControl %s did not %s group %s to %s within drainTimeoutSeconds+batchBootTimeoutSeconds=%ds (phase %s, progression %s); the DRPlacementControl is left as it is, still asked to %s to %s, and keeps working on it",
+			d.Name, action, s.group.Name, tgt, s.req.Spec.DrainTimeoutSeconds+s.req.Spec.BatchBootTimeoutSeconds, st.Phase, st.Progression, action, tgt)
+		return nil, nil
+	}
+
+	// Someone may have changed the DRPC under the request; ask again rather
+	// than mirror an action that is not ours.
+	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
+		return nil, err
+	}
+
+	if st.ObservedGeneration == d.Generation {
+		if next := mirroredPhase(d); rank(next) > rank(s.req.Status.Phase) {
+			r.enterMirrored(s, next, d)
+		}
+	}
+	blocked := meta.FindStatusCondition(st.Conditions, ramenv1alpha1.ConditionGlobalAction)
+	switch {
+	case blocked != nil && blocked.Status == metav1.ConditionFalse:
+		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, blocked.Reason, blocked.Message)
+	default:
+		s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action), drpcSummary(d))
+	}
+	s.waiting("%s", drpcSummary(d))
+	return ptr.To(min(drpcRetry, left)), nil
+}
+
+// enterMirrored moves the request to the phase its DRPC reached, setting the
+// conditions of the phases it passed.
+func (r *Reconciler) enterMirrored(s *scope, phase srv1alpha1.FailoverPhase, d *ramenv1alpha1.DRPlacementControl) {
+	if rank(phase) > rank(srv1alpha1.FailoverStoppingOnSource) && !s.unplanned() {
+		s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped",
+			fmt.Sprintf("DRPlacementControl %s stopped %s on %s and made its volumes secondary", d.Name, s.group.Name, s.source()))
+	}
+	if rank(phase) > rank(srv1alpha1.FailoverWaitingForDRBD) {
+		s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted",
+			fmt.Sprintf("DRPlacementControl %s made the volumes of %s primary on %s", d.Name, s.group.Name, s.target()))
+	}
+	s.enter(phase, "%s", drpcSummary(d))
+}
+
+// mirroredPhase maps a DRPC's phase and progression to the request phase (see
+// the table at the top of this file). A DRPC at rest maps to StoppingOnSource:
+// completion is decided by the caller, which also checks the target.
+func mirroredPhase(d *ramenv1alpha1.DRPlacementControl) srv1alpha1.FailoverPhase {
+	switch d.Status.Progression {
+	case ramenv1alpha1.ProgressionFailingOverToCluster:
+		if d.Status.Phase == ramenv1alpha1.DRStateFailingOver {
+			return srv1alpha1.FailoverWaitingForDRBD
+		}
+	case ramenv1alpha1.ProgressionWaitForReadiness:
+		return srv1alpha1.FailoverWaitingForDRBD
+	case ramenv1alpha1.ProgressionUpdatedPlacement:
+		return srv1alpha1.FailoverStartingOnTarget
+	}
+	return srv1alpha1.FailoverStoppingOnSource
+}
+
+func rank(p srv1alpha1.FailoverPhase) int {
+	switch p {
+	case srv1alpha1.FailoverStoppingOnSource:
+		return 1
+	case srv1alpha1.FailoverWaitingForDRBD:
+		return 2
+	case srv1alpha1.FailoverStartingOnTarget:
+		return 3
+	}
+	return 0
+}
+
+// drpcSummary describes where a DRPC is, with what its current step waits for
+// when its Available condition says so.
+func drpcSummary(d *ramenv1alpha1.DRPlacementControl) string {
+	msg := fmt.Sprintf("DRPC %s: phase %s, progression %s", d.Name, d.Status.Phase, d.Status.Progression)
+	if c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		if _, detail, ok := strings.Cut(c.Message, "waiting for "); ok {
+			msg += ", waiting for " + detail
+		}
+	}
+	return msg
+}
+
+// atRest is the DRPC phase that ends an action.
+func atRest(a ramenv1alpha1.DRAction) ramenv1alpha1.DRState {
+	if a == ramenv1alpha1.ActionFailover {
+		return ramenv1alpha1.DRStateFailedOver
+	}
+	return ramenv1alpha1.DRStateRelocated
+}
+
+// actionTargetOf is the target cluster of a DRPC's action.
+func actionTargetOf(d *ramenv1alpha1.DRPlacementControl) string {
+	if d.Spec.Action == ramenv1alpha1.ActionFailover {
+		return d.Spec.FailoverCluster
+	}
+	return d.Spec.PreferredCluster
+}
+
+func ignoreStop(err error) error {
+	if err == errStop {
+		return nil
+	}
+	return err
+}
+
+// requestsOfDRPC wakes the unfinished requests of a DRPC's group when the DRPC
+// changes.
+func (r *Reconciler) requestsOfDRPC(ctx context.Context, obj client.Object) []reconcile.Request {
+	d, ok := obj.(*ramenv1alpha1.DRPlacementControl)
+	if !ok || d.Spec.ProtectionGroupRef.Name == "" {
+		return nil
+	}
+	return r.activeRequests(ctx, d.Namespace, d.Spec.ProtectionGroupRef.Name)
+}
+
+// settledProgression reports whether the application runs on the target. A
+// Failover whose old primary is down stays in Cleaning Up until that cluster
+// returns, but its application already runs on the target, so that counts.
+func settledProgression(action ramenv1alpha1.DRAction, p ramenv1alpha1.ProgressionStatus) bool {
+	return p == ramenv1alpha1.ProgressionCompleted ||
+		(action == ramenv1alpha1.ActionFailover && p == ramenv1alpha1.ProgressionCleaningUp)
+}

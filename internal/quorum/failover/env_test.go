@@ -1,0 +1,306 @@
+package failover_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+const (
+	group   = "production-pg"
+	timeout = 90 * time.Second
+)
+
+// zone is a protected group of VMs on a running three-cluster zone.
+type zone struct {
+	*env.Env
+	t      testing.TB
+	vms    []string
+	quorum *env.Process
+	// workload holds the workload managers and DRBD agents of both clusters.
+	workload []*env.Process
+	ctx      context.Context
+}
+
+type zoneOptions struct {
+	vms                       int
+	vmStartDelay, vmStopDelay time.Duration
+}
+
+// newZone starts the zone with the workload tier, DRBD agents and quorum-manager,
+// and a group of running VMs on the primary whose disks replicate to the DR
+// cluster, as the protection flow leaves them.
+func newZone(t testing.TB, o zoneOptions) *zone {
+	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
+	for _, c := range []string{env.Primary, env.DR} {
+		z.workload = append(z.workload,
+			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay}),
+			z.StartAgent(t, c))
+	}
+	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	fabric := z.DRBD(t)
+	require.NoError(t, fabric.SetSyncRate(1<<30))
+
+	var refs []srv1alpha1.VirtualMachineReference
+	for i := range o.vms {
+		name := fmt.Sprintf("vm-%02d", i)
+		z.vms = append(z.vms, name)
+		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
+		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
+		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
+		z.create(env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.create(env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+	}
+	for _, name := range z.vms {
+		z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
+		require.NoError(t, fabric.MarkUpToDate(drbdName(name), env.Nodes[env.Primary].Name))
+		z.setRole(env.Primary, name, srv1alpha1.RolePrimary)
+	}
+	for _, name := range z.vms {
+		z.waitDRBD(env.Primary, name, "Primary and in sync", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
+		})
+	}
+	z.create(env.Primary, env.WorkloadGroup(group, refs, srv1alpha1.StateRunning))
+	z.create(env.DR, env.WorkloadGroup(group, refs, srv1alpha1.StateStopped))
+	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: group},
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: env.Primary,
+			ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}},
+	})
+	z.waitGroup(env.Primary, srv1alpha1.StateRunning)
+	z.waitGroup(env.DR, srv1alpha1.StateStopped)
+	return z
+}
+
+func vm(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	}
+}
+
+func drbdName(vm string) string { return srv1alpha1.DRBDResourceName(vm) }
+
+func (z *zone) create(cluster string, obj client.Object) {
+	z.t.Helper()
+	require.NoError(z.t, z.Client(cluster).Create(z.ctx, obj))
+}
+
+func (z *zone) setRole(cluster, vmName string, role srv1alpha1.DRBDRole) {
+	z.t.Helper()
+	r := &srv1alpha1.DRBDResource{}
+	require.NoError(z.t, z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: drbdName(vmName)}, r))
+	before := r.DeepCopy()
+	r.Spec.Role = role
+	require.NoError(z.t, z.Client(cluster).Patch(z.ctx, r, client.MergeFrom(before)))
+}
+
+func (z *zone) drbd(cluster, vmName string) *srv1alpha1.DRBDResource {
+	z.t.Helper()
+	r := &srv1alpha1.DRBDResource{}
+	require.NoError(z.t, z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: drbdName(vmName)}, r))
+	return r
+}
+
+func (z *zone) waitDRBD(cluster, vmName, what string, ok func(*srv1alpha1.DRBDResource) bool) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, cluster+" "+vmName+" "+what, func() error {
+		r := &srv1alpha1.DRBDResource{}
+		if err := z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: drbdName(vmName)}, r); err != nil {
+			return err
+		}
+		if !ok(r) {
+			return fmt.Errorf("status %+v", r.Status)
+		}
+		return nil
+	})
+}
+
+func (z *zone) waitGroup(cluster string, state srv1alpha1.GroupState) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, "group "+string(state)+" on "+cluster, func() error {
+		pg := &srv1alpha1.ProtectionGroup{}
+		if err := z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg); err != nil {
+			return err
+		}
+		if pg.Status.CurrentState != state {
+			return fmt.Errorf("currentState %q", pg.Status.CurrentState)
+		}
+		return nil
+	})
+}
+
+// failover creates a FailoverRequest and returns its name.
+func (z *zone) failover(name, target string, typ srv1alpha1.FailoverType, mutate ...func(*srv1alpha1.FailoverRequest)) string {
+	z.t.Helper()
+	fr := &srv1alpha1.FailoverRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
+		Spec: srv1alpha1.FailoverRequestSpec{
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group, Namespace: env.Namespace},
+			TargetCluster:      target, FailoverType: typ, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300,
+		},
+	}
+	for _, m := range mutate {
+		m(fr)
+	}
+	z.create(env.Quorum, fr)
+	return name
+}
+
+func (z *zone) request(name string) *srv1alpha1.FailoverRequest {
+	z.t.Helper()
+	fr := &srv1alpha1.FailoverRequest{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr))
+	return fr
+}
+
+// waitPhase waits for a request to reach phase and returns it.
+func (z *zone) waitPhase(name string, phase srv1alpha1.FailoverPhase) *srv1alpha1.FailoverRequest {
+	z.t.Helper()
+	var fr *srv1alpha1.FailoverRequest
+	env.Eventually(z.t, timeout, name+" "+string(phase), func() error {
+		fr = z.request(name)
+		if fr.Status.Phase != phase {
+			if (fr.Status.Phase == srv1alpha1.FailoverFailed || fr.Status.Phase == srv1alpha1.FailoverCompleted) && phase != fr.Status.Phase {
+				z.t.Fatalf("%s ended %s: %s", name, fr.Status.Phase, fr.Status.Message)
+			}
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	return fr
+}
+
+func readyReason(fr *srv1alpha1.FailoverRequest) string {
+	if c := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func phases(fr *srv1alpha1.FailoverRequest) []string {
+	var out []string
+	for _, p := range fr.Status.PhaseHistory {
+		out = append(out, p.Phase)
+	}
+	return out
+}
+
+// vmiRecorder records, per VM, when a VirtualMachineInstance existed on each
+// cluster, from watch events.
+type vmiRecorder struct {
+	mu        sync.Mutex
+	intervals map[string][]interval // by VM name
+	open      map[string]time.Time  // by cluster/VM
+}
+
+type interval struct {
+	cluster    string
+	start, end time.Time
+}
+
+func (z *zone) recordVMIs() *vmiRecorder {
+	rec := &vmiRecorder{intervals: map[string][]interval{}, open: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(z.ctx)
+	z.t.Cleanup(cancel)
+	for _, cluster := range []string{env.Primary, env.DR} {
+		wc, err := client.NewWithWatch(z.Clusters[cluster].Config, client.Options{Scheme: z.Scheme})
+		require.NoError(z.t, err)
+		w, err := wc.Watch(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(env.AppNS))
+		require.NoError(z.t, err)
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
+				if !ok {
+					continue
+				}
+				rec.observe(cluster, vmi.Name, ev.Type, time.Now())
+			}
+		}()
+	}
+	return rec
+}
+
+func (r *vmiRecorder) observe(cluster, vm string, t watch.EventType, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := cluster + "/" + vm
+	switch t {
+	case watch.Added:
+		if _, ok := r.open[key]; !ok {
+			r.open[key] = at
+		}
+	case watch.Deleted:
+		if start, ok := r.open[key]; ok {
+			r.intervals[vm] = append(r.intervals[vm], interval{cluster, start, at})
+			delete(r.open, key)
+		}
+	}
+}
+
+// overlaps returns every VM that had an instance on both clusters at once.
+func (r *vmiRecorder) overlaps() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := map[string][]interval{}
+	for vm, iv := range r.intervals {
+		all[vm] = append(all[vm], iv...)
+	}
+	now := time.Now()
+	for key, start := range r.open {
+		cluster, vm := splitKey(key)
+		all[vm] = append(all[vm], interval{cluster, start, now})
+	}
+	var out []string
+	for vm, iv := range all {
+		for i := range iv {
+			for j := range iv {
+				if iv[i].cluster != iv[j].cluster && iv[i].start.Before(iv[j].end) && iv[j].start.Before(iv[i].end) {
+					out = append(out, fmt.Sprintf("%s on %s %s-%s and %s %s-%s", vm, iv[i].cluster, iv[i].start.Format("15:04:05.000"),
+						iv[i].end.Format("15:04:05.000"), iv[j].cluster, iv[j].start.Format("15:04:05.000"), iv[j].end.Format("15:04:05.000")))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sawOn reports whether a VM had an instance on a cluster at some point.
+func (r *vmiRecorder) sawOn(cluster, vm string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.open[cluster+"/"+vm]; ok {
+		return true
+	}
+	for _, iv := range r.intervals[vm] {
+		if iv.cluster == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+func splitKey(key string) (string, string) {
+	for i := range key {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return key, ""
+}

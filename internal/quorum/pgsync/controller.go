@@ -1,0 +1,264 @@
+package pgsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "pg-sync"
+
+// FieldOwner is the field manager of everything pg-sync writes.
+const FieldOwner = "siterecovery-pg-sync"
+
+// Finalizer keeps a quorum ProtectionGroup until pg-sync removed its workload
+// copies and the standby VMs it created from every cluster of the zone.
+const Finalizer = "siterecovery.trilio.io/pg-sync"
+
+// CreatedByLabel marks, with the value ControllerName, the standby VMs pg-sync
+// created. Only those are ever deleted: pg-sync also writes its labels onto a VM
+// it found in place (the original VM on the primary while the group is failed
+// over), and that VM must never go.
+const CreatedByLabel = "siterecovery.trilio.io/created-by"
+
+// Requeue intervals. Remote events, health changes and quorum changes drive the
+// controller; these are only the safety net.
+const (
+	// unreachableRequeue is the retry of a cluster that is down or not connected;
+	// its return is also announced by the health prober.
+	unreachableRequeue = 30 * time.Second
+	// syncingRequeue is the retry while a reachable cluster's cache fills.
+	syncingRequeue = 5 * time.Second
+	// conflictRequeue retries a status write that lost an optimistic lock.
+	conflictRequeue = time.Second
+)
+
+// Reasons specific to pg-sync.
+const (
+	reasonNotConnected = "ClusterNotConnected"
+	reasonCacheSyncing = "CacheSyncing"
+	reasonZoneNotFound = "ZoneNotFound"
+	reasonWriteFailed  = "WriteFailed"
+	reasonReadFailed   = "ReadFailed"
+)
+
+// Reconciler syncs quorum ProtectionGroups to the clusters of their zone.
+type Reconciler struct {
+	Client   client.Client
+	Remote   *remote.Manager
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+
+	// remoteEvents carries quorum groups to reconcile, mapped from remote watches.
+	remoteEvents *remote.Requests
+	// zoneEvents carries zones whose clusters changed reachability.
+	zoneEvents *remote.Requests
+}
+
+// SetupWithManager registers the controller, its field indexes and its remote
+// watches on workload ProtectionGroups and VirtualMachines. Call it before the
+// manager starts, so that the watches exist before any cluster connects.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+	r := &Reconciler{
+		Client:       mgr.GetClient(),
+		Remote:       rm,
+		Recorder:     mgr.GetEventRecorderFor(ControllerName),
+		Clock:        clock.RealClock{},
+		remoteEvents: remote.NewRequests(1024),
+		zoneEvents:   remote.NewRequests(64),
+	}
+	if err := indexGroups(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	r.watchRemote()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		// Tests restart quorum-manager in one process.
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfZone),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(r.zoneEvents.SourceMapped(r.groupsOfZone)).
+		Complete(r)
+}
+
+// Reconcile syncs one quorum group to every cluster of its zone and reports the
+// outcome in its status. One cluster's failure never stops the others.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	group := &srv1alpha1.ProtectionGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{group: group, before: group.DeepCopy(), now: r.Clock.Now()}
+	if !group.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	// Before the first copy or standby exists.
+	if err := r.ensureFinalizer(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			return flow.After(conflictRequeue), nil
+		}
+		return ctrl.Result{}, err
+	}
+	res, err := flow.RunPhases(ctx, s, r.loadZone, r.loadSources, r.syncClusters)
+	setStatus(s)
+	switch perr := r.patchStatus(ctx, s); {
+	case apierrors.IsConflict(perr):
+		// The cache has not caught up with a write yet: retry quietly.
+		res = flow.Soonest(res, flow.After(conflictRequeue))
+	case perr != nil:
+		err = errors.Join(err, perr)
+	}
+	res, err = flow.Result(res, err)
+	if err != nil {
+		// Backoff decides; controller-runtime ignores a result next to an error.
+		res = ctrl.Result{}
+	}
+	return res, err
+}
+
+// loadZone reads the group's zone and checks that the group names a cluster of it.
+func (r *Reconciler) loadZone(ctx context.Context, s *scope) (ctrl.Result, error) {
+	g := s.group
+	if g.Spec.ZoneRef == nil || g.Spec.ZoneRef.Name == "" {
+		s.specErr = flow.Stalled(srv1alpha1.ReasonInvalidSpec, "spec.zoneRef is not set")
+		return ctrl.Result{}, s.specErr
+	}
+	zone := &srv1alpha1.ProtectionZone{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Spec.ZoneRef.Name}, zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The zone watch brings the group back when the zone appears.
+			s.specErr = flow.Stalled(reasonZoneNotFound, "ProtectionZone %s not found", g.Spec.ZoneRef.Name)
+			return ctrl.Result{}, s.specErr
+		}
+		return ctrl.Result{}, err
+	}
+	if !slices.ContainsFunc(zone.Spec.Clusters, func(c srv1alpha1.ZoneCluster) bool { return c.Name == g.Spec.ActiveCluster }) {
+		s.specErr = flow.Stalled(srv1alpha1.ReasonInvalidSpec, "spec.activeCluster %q is not a cluster of ProtectionZone %s", g.Spec.ActiveCluster, zone.Name)
+		return ctrl.Result{}, s.specErr
+	}
+	s.zone = zone
+	return ctrl.Result{}, nil
+}
+
+// syncClusters syncs every zone cluster in turn and keeps the soonest requeue
+// that an unreachable or syncing cluster asks for.
+func (r *Reconciler) syncClusters(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var res ctrl.Result
+	var errs []error
+	for _, zc := range s.zone.Spec.Clusters {
+		c := r.syncCluster(ctx, s, zc.Name)
+		s.clusters = append(s.clusters, c)
+		if c.err != nil {
+			r2, err := flow.Result(ctrl.Result{}, c.err)
+			res = flow.Soonest(res, r2)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// syncCluster brings one cluster's workload copy and, on a non-active cluster,
+// its standby VMs in line with the quorum copy: a standby of a VM that left the
+// group is deleted.
+func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) clusterResult {
+	c := clusterResult{name: cluster}
+	rem, err := r.connect(s, cluster)
+	if err != nil {
+		c.err, c.reason = err, flow.ReasonOf(err, reasonNotConnected)
+		return c
+	}
+	if err := r.syncCopy(ctx, s, rem, &c); err != nil {
+		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+		return c
+	}
+	if cluster == s.group.Spec.ActiveCluster {
+		return c
+	}
+	if err := r.syncStandbys(ctx, s, rem, &c); err != nil {
+		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+		return c
+	}
+	if err := r.deleteStandbys(ctx, s, rem, rem.Cached, &c, s.group.Spec.VirtualMachines); err != nil {
+		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+	}
+	return c
+}
+
+// connect returns a cluster's remote when it is reachable and its cache synced.
+// Messages name the cluster, never anything from its kubeconfig.
+func (r *Reconciler) connect(s *scope, cluster string) (*remote.Remote, error) {
+	key := remote.Key{Namespace: s.group.Namespace, Zone: s.zone.Name, Cluster: cluster}
+	h, ok := r.Remote.Health(key)
+	switch {
+	case !ok:
+		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue,
+			"cluster %s is not connected (see the ProtectionZone's Reachable condition)", cluster)
+	case h.LastProbeTime.IsZero():
+		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue, "cluster %s: waiting for the first health probe", cluster)
+	case !h.Reachable:
+		// The cache would answer with what it saw last; acting on that is unsafe.
+		return nil, flow.Waiting(srv1alpha1.ReasonAPIServerDown, unreachableRequeue,
+			"cluster %s is unreachable: its API server does not answer the health probe", cluster)
+	}
+	rem, err := r.Remote.Get(key)
+	if err != nil {
+		return nil, flow.Waiting(reasonCacheSyncing, syncingRequeue, "cluster %s is reachable but its cache has not synced yet", cluster)
+	}
+	return rem, nil
+}
+
+// patchStatus writes the status when it changed, as an update with the
+// resourceVersion it was read with (as flow.WriteStatus does), so that
+// conditions other controllers set in between are not lost: a stale read fails
+// with a conflict.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, s.group); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return client.IgnoreNotFound(err)
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	r.recordTransition(s)
+	return nil
+}
+
+func (r *Reconciler) recordTransition(s *scope) {
+	now := meta.FindStatusCondition(s.group.Status.Conditions, srv1alpha1.ConditionSynced)
+	was := meta.FindStatusCondition(s.before.Status.Conditions, srv1alpha1.ConditionSynced)
+	if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if now.Status != "True" {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Event(s.group, kind, now.Reason, now.Message)
+}

@@ -1,0 +1,110 @@
+package pgsync
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// loadSources reads the group's VMs on the active cluster. It only reads there:
+// pg-sync never changes a VM on the active cluster. When the active cluster
+// cannot be read the standby VMs elsewhere are left as they are.
+func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, error) {
+	active := s.group.Spec.ActiveCluster
+	rem, err := r.connect(s, active)
+	if err != nil {
+		s.sourcesErr = err
+		return ctrl.Result{}, nil
+	}
+	s.sources = map[string]*kubevirtv1.VirtualMachine{}
+	for _, ref := range s.group.Spec.VirtualMachines {
+		vm := &kubevirtv1.VirtualMachine{}
+		switch err := rem.Cached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, vm); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			s.sourcesErr = flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s/%s: %w", active, ref.Namespace, ref.Name, err))
+			return ctrl.Result{}, nil
+		default:
+			s.sources[vmKey(ref.Namespace, ref.Name)] = vm
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// syncStandbys creates or updates the standby VM of every group VM on a
+// non-active cluster. A standby that runs is reported, never changed.
+func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Remote, c *clusterResult) error {
+	active := s.group.Spec.ActiveCluster
+	if s.sourcesErr != nil {
+		c.drift = append(c.drift, fmt.Sprintf("standby VMs not verified: cannot read the VMs of active cluster %s (%s)",
+			active, flow.ReasonOf(s.sourcesErr, reasonReadFailed)))
+		return nil
+	}
+	labels := pgSyncLabels(s.group)
+	for _, ref := range s.group.Spec.VirtualMachines {
+		key := vmKey(ref.Namespace, ref.Name)
+		src := s.sources[key]
+		if src == nil {
+			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s not found on active cluster %s; no standby built", key, active))
+			continue
+		}
+		want := standbySpec(&src.Spec)
+		standby := &kubevirtv1.VirtualMachine{}
+		err := rem.Cached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, standby)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := r.createStandby(ctx, rem, newStandby(src, labels)); err != nil {
+				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: creating standby VirtualMachine %s: %w", c.name, key, err))
+			}
+			c.wrote = true
+		case err != nil:
+			return flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s: %w", c.name, key, err))
+		case vmActive(standby):
+			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s is %s on non-active cluster %s while %s is active; left untouched",
+				key, printable(standby), c.name, active))
+		case standbyInSync(standby, want, labels):
+		default:
+			updated := standby.DeepCopy()
+			setStandbySpec(updated, want, labels)
+			patch := client.MergeFromWithOptions(standby, client.MergeFromWithOptimisticLock{})
+			if err := rem.Direct.Patch(ctx, updated, patch, client.FieldOwner(FieldOwner)); err != nil {
+				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: updating standby VirtualMachine %s: %w", c.name, key, err))
+			}
+			c.wrote = true
+		}
+	}
+	return nil
+}
+
+// createStandby creates vm, and its namespace when the cluster lacks it.
+func (r *Reconciler) createStandby(ctx context.Context, rem *remote.Remote, vm *kubevirtv1.VirtualMachine) error {
+	err := rem.Direct.Create(ctx, vm, client.FieldOwner(FieldOwner))
+	if apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vm.Namespace}}
+		if nerr := rem.Direct.Create(ctx, ns, client.FieldOwner(FieldOwner)); nerr != nil && !apierrors.IsAlreadyExists(nerr) {
+			return fmt.Errorf("creating namespace %s: %w", vm.Namespace, nerr)
+		}
+		err = rem.Direct.Create(ctx, vm, client.FieldOwner(FieldOwner))
+	}
+	if apierrors.IsAlreadyExists(err) {
+		// Created since the cache was read; the watch event brings it back.
+		return nil
+	}
+	return err
+}
+
+func printable(vm *kubevirtv1.VirtualMachine) string {
+	if vm.Status.PrintableStatus == "" {
+		return "active"
+	}
+	return string(vm.Status.PrintableStatus)
+}

@@ -1,0 +1,234 @@
+package protection
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// side is one replica of the DRBD resource.
+type side struct {
+	cluster string
+	rc      *remote.Remote
+	nodeID  int32
+	role    srv1alpha1.DRBDRole
+	primary bool
+}
+
+func (s *scope) sides() [2]side {
+	return [2]side{
+		{cluster: s.primaryCluster, rc: s.primary, nodeID: NodeIDPrimary, role: srv1alpha1.RolePrimary, primary: true},
+		{cluster: s.target, rc: s.dr, nodeID: NodeIDDR, role: srv1alpha1.RoleSecondary},
+	}
+}
+
+// createReplication allocates the port and minors (persisted first), then on
+// each side picks the replica node, creates the replica holder pod and the
+// DRBDResource, and once both agents reported their address writes the peers.
+func (r *Reconciler) createReplication(ctx context.Context, s *scope) (bool, error) {
+	if s.req.Status.Port == 0 {
+		if err := r.allocate(ctx, s); err != nil {
+			return false, err
+		}
+		// Persist before anything uses the allocation: a crash after this point
+		// finds the port in status and never allocates again.
+		if err := r.persist(ctx, s); err != nil {
+			return false, err
+		}
+	}
+	protocol, err := r.protocol(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	var res [2]*srv1alpha1.DRBDResource
+	var nodes [2]string
+	for i, sd := range s.sides() {
+		node, ok, err := r.replicaNode(ctx, s, sd)
+		if err != nil || !ok {
+			return false, err
+		}
+		nodes[i] = node
+		if err := createOwned(ctx, sd.rc, sd.cluster, s, r.holderPod(s, sd, node)); err != nil {
+			return false, err
+		}
+		d := desiredDRBDResource(s, sd, node, protocol)
+		if err := createOwned(ctx, sd.rc, sd.cluster, s, d); err != nil {
+			return false, err
+		}
+		if err := sd.rc.Direct.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return false, remoteErr(sd.cluster, "reading DRBDResource "+d.Name, err)
+		}
+		res[i] = d
+	}
+	for i, sd := range s.sides() {
+		if res[i].Status.Address == "" {
+			s.wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
+			setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonWaitingForAgent,
+				"DRBDResource %s exists on both clusters; waiting for node %s of %s to report its address", res[i].Name, nodes[i], sd.cluster)
+			return false, nil
+		}
+	}
+	for i, sd := range s.sides() {
+		other, otherSide := res[1-i], s.sides()[1-i]
+		peers := []srv1alpha1.DRBDPeer{{
+			NodeName: other.Spec.NodeName, NodeID: other.Spec.NodeID, Address: other.Status.Address,
+			Port: other.Spec.Port, Cluster: otherSide.cluster,
+		}}
+		if equality.Semantic.DeepEqual(res[i].Spec.Peers, peers) {
+			continue
+		}
+		patched := res[i].DeepCopy()
+		patched.Spec.Peers = peers
+		if err := sd.rc.Direct.Patch(ctx, patched, client.MergeFromWithOptions(res[i], client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, remoteErr(sd.cluster, "writing peers of DRBDResource "+patched.Name, err)
+		}
+	}
+	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
+		"DRBDResource %s on %s (node %s) and %s (node %s), port %d", res[0].Name, s.primaryCluster, nodes[0], s.target, nodes[1], s.req.Status.Port)
+	return true, nil
+}
+
+// protocol is the group's protocol when the group exists, else the request's,
+// else A.
+func (r *Reconciler) protocol(ctx context.Context, s *scope) (srv1alpha1.ReplicationProtocol, error) {
+	group := &srv1alpha1.ProtectionGroup{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.req.Namespace, Name: s.req.Spec.ProtectionGroupRef.Name}, group)
+	switch {
+	case err == nil && group.Spec.Replication.Protocol != "":
+		return group.Spec.Replication.Protocol, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("reading ProtectionGroup %s: %w", s.req.Spec.ProtectionGroupRef.Name, err)
+	case s.req.Spec.Protocol != "":
+		return s.req.Spec.Protocol, nil
+	default:
+		return srv1alpha1.ProtocolA, nil
+	}
+}
+
+// replicaNode returns the node of a side's replica. What exists is the record:
+// the DRBDResource's node, else the holder pod's node. Otherwise, on the primary,
+// the node of the VM's VirtualMachineInstance, else (both sides) the first Ready,
+// schedulable node by name. ok is false (with a wait condition) when there is none.
+func (r *Reconciler) replicaNode(ctx context.Context, s *scope, sd side) (string, bool, error) {
+	ns := s.vmNamespace()
+	d := &srv1alpha1.DRBDResource{}
+	switch err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.req.Status.DRBDResourceName}, d); {
+	case err == nil && ownedBy(d, s):
+		return d.Spec.NodeName, true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", false, remoteErr(sd.cluster, "reading DRBDResource "+s.req.Status.DRBDResourceName, err)
+	}
+	pod := &corev1.Pod{}
+	switch err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: ns, Name: HolderName(s.req.Spec.VirtualMachine.Name)}, pod); {
+	case err == nil && ownedBy(pod, s) && pod.Spec.NodeName != "":
+		return pod.Spec.NodeName, true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", false, remoteErr(sd.cluster, "reading replica holder pod", err)
+	}
+	if sd.primary {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		switch err := sd.rc.Direct.Get(ctx, s.vmKey(), vmi); {
+		case err == nil && vmi.Status.NodeName != "":
+			return vmi.Status.NodeName, true, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return "", false, remoteErr(sd.cluster, "reading VirtualMachineInstance "+s.vmKey().String(), err)
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := sd.rc.Direct.List(ctx, nodes); err != nil {
+		return "", false, remoteErr(sd.cluster, "listing nodes", err)
+	}
+	var ready []string
+	for _, n := range nodes.Items {
+		if nodeReady(&n) && !n.Spec.Unschedulable {
+			ready = append(ready, n.Name)
+		}
+	}
+	if len(ready) == 0 {
+		s.wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
+		s.requeue(unreachableRetry)
+		return "", false, nil
+	}
+	sort.Strings(ready)
+	return ready[0], true, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// holderPod consumes a side's backing PVCs as raw block devices on the replica
+// node, so that the node has them attached for the drbd-node-agent.
+func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
+	image := r.Options.HolderImage
+	if image == "" {
+		image = DefaultHolderImage
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: HolderName(s.req.Spec.VirtualMachine.Name), Labels: labels(s.req, "holder")},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyAlways,
+			// The holder must stay while DRBD lost quorum on the node.
+			Tolerations:                  []corev1.Toleration{{Key: srv1alpha1.LostQuorumTaintKey, Operator: corev1.TolerationOpExists}},
+			AutomountServiceAccountToken: new(false),
+			Containers:                   []corev1.Container{{Name: "holder", Image: image}},
+		},
+	}
+	for _, v := range s.req.Status.Volumes {
+		name := fmt.Sprintf("vol-%d", v.Volume)
+		claim := v.SourcePVC
+		if !sd.primary {
+			claim = v.TargetPVC
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+		pod.Spec.Containers[0].VolumeDevices = append(pod.Spec.Containers[0].VolumeDevices,
+			corev1.VolumeDevice{Name: name, DevicePath: "/dev/siterecovery/" + name})
+	}
+	return pod
+}
+
+// desiredDRBDResource is a side's DRBDResource, without peers.
+func desiredDRBDResource(s *scope, sd side, node string, protocol srv1alpha1.ReplicationProtocol) *srv1alpha1.DRBDResource {
+	d := &srv1alpha1.DRBDResource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: s.req.Status.DRBDResourceName, Labels: labels(s.req, "")},
+		Spec: srv1alpha1.DRBDResourceSpec{
+			NodeName: node, NodeID: sd.nodeID, Port: s.req.Status.Port, Protocol: protocol, Role: sd.role,
+			// The VM's own disks hold the data: DRBD's initial-sync procedure is a
+			// forced first promotion on that side, which makes it the sync source.
+			// It is cleared once the initial sync is done.
+			ForcePromotion: sd.primary,
+			// Quorum follows the role (QuorumForRole): a link outage fences the DR
+			// replica, never the production VM's I/O.
+			Quorum: srv1alpha1.QuorumForRole(sd.role),
+		},
+	}
+	for _, v := range s.req.Status.Volumes {
+		claim := v.SourcePVC
+		if !sd.primary {
+			claim = v.TargetPVC
+		}
+		d.Spec.Volumes = append(d.Spec.Volumes, srv1alpha1.DRBDVolume{
+			Number: v.Volume, Minor: v.Minor, Disk: v.Disk,
+			BackingPVC: &srv1alpha1.LocalObjectReference{Name: claim}, SizeBytes: v.SizeBytes,
+		})
+	}
+	return d
+}

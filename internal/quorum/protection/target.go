@@ -1,0 +1,106 @@
+package protection
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// provisionTarget creates the VM's namespace and one backing PVC per disk on the
+// DR cluster: same name and size as the source PVC, the mapped StorageClass,
+// volumeMode Block.
+func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (bool, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.vmNamespace()}}
+	if err := s.dr.Direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, remoteErr(s.target, "creating namespace "+ns.Name, err)
+	}
+	for _, v := range s.req.Status.Volumes {
+		src := &corev1.PersistentVolumeClaim{}
+		if err := s.primary.Direct.Get(ctx, types.NamespacedName{Namespace: s.vmNamespace(), Name: v.SourcePVC}, src); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, flow.Stalled(ReasonPVCNotFound, "disk %q: PVC %s was deleted on %s during protection", v.Disk, v.SourcePVC, s.primaryCluster)
+			}
+			return false, remoteErr(s.primaryCluster, "reading PVC "+v.SourcePVC, err)
+		}
+		class, ok := mappedClass(s.zone, ptr.Deref(src.Spec.StorageClassName, ""))
+		if !ok {
+			return false, flow.Stalled(ReasonNoStorageMapping, "disk %q: the storage mapping for StorageClass %q was removed from zone %s", v.Disk, ptr.Deref(src.Spec.StorageClassName, ""), s.zone.Name)
+		}
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: v.TargetPVC, Labels: labels(s.req, "backing")},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+				StorageClassName: ptr.To(class),
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceStorage: *resource.NewQuantity(v.SizeBytes, resource.BinarySI)}},
+			},
+		}
+		if err := createOwned(ctx, s.dr, s.target, s, pvc); err != nil {
+			return false, err
+		}
+	}
+	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonProgressing,
+		"backing PVCs exist on %s; creating the DRBD resources", s.target)
+	return true, nil
+}
+
+// createOwned creates obj on a workload cluster. An existing object is accepted
+// when it carries this request's label (a retry after a crash) and refused
+// otherwise: the flow never adopts what someone else made.
+func createOwned(ctx context.Context, rc *remote.Remote, cluster string, s *scope, obj client.Object) error {
+	err := rc.Direct.Create(ctx, obj)
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return remoteErr(cluster, fmt.Sprintf("creating %s %s", kindOf(obj), describe(obj)), err)
+		}
+		return nil
+	}
+	existing := obj.DeepCopyObject().(client.Object)
+	if err := rc.Direct.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return remoteErr(cluster, "reading "+obj.GetName(), err)
+	}
+	if !ownedBy(existing, s) {
+		return flow.Stalled(ReasonTargetConflict, "%s %s already exists on cluster %s and was not created by this request; delete or rename it",
+			kindOf(obj), describe(obj), cluster)
+	}
+	return nil
+}
+
+func ownedBy(obj client.Object, s *scope) bool {
+	l := obj.GetLabels()
+	return l[srv1alpha1.ProtectionRequestLabel] == s.req.Name && l[srv1alpha1.DRNamespaceLabel] == s.req.Namespace
+}
+
+func describe(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	case *corev1.PersistentVolume:
+		return "PersistentVolume"
+	case *corev1.Pod:
+		return "Pod"
+	case *srv1alpha1.DRBDResource:
+		return "DRBDResource"
+	default:
+		return fmt.Sprintf("%T", obj)
+	}
+}

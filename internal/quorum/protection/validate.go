@@ -1,0 +1,179 @@
+package protection
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// validate checks everything the flow relies on and records the disks to
+// replicate in status.volumes. Anything the user must fix fails the request.
+func (r *Reconciler) validate(ctx context.Context, s *scope) (bool, error) {
+	ref := s.req.Spec.ProtectionGroupRef
+	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
+		return false, flow.Stalled(ReasonInvalidSpec, "spec.protectionGroupRef.namespace %q must be empty or %q: a DR namespace only drives its own groups", ref.Namespace, s.req.Namespace)
+	}
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s not found on primary cluster %s", s.vmKey(), s.primaryCluster)
+		}
+		return false, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
+	}
+	if g := vm.Labels[srv1alpha1.ProtectionGroupLabel]; g != "" {
+		return false, flow.Stalled(ReasonAlreadyProtected, "VirtualMachine %s is already in ProtectionGroup %s (label %s)", s.vmKey(), g, srv1alpha1.ProtectionGroupLabel)
+	}
+	if err := r.checkNoOtherRequest(ctx, s); err != nil {
+		return false, err
+	}
+	if vm.Spec.Template == nil {
+		return false, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no template", s.vmKey())
+	}
+	volumes, err := r.validateDisks(ctx, s, vm)
+	if err != nil {
+		return false, err
+	}
+	s.req.Status.Volumes = volumes
+	s.req.Status.DRBDResourceName = srv1alpha1.DRBDResourceName(vm.Name)
+	setCondition(s.req, ConditionValidated, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
+		"%d disk(s) can be replicated from %s to %s", len(volumes), s.primaryCluster, s.target)
+	return true, nil
+}
+
+// checkNoOtherRequest fails the request when another non-Failed request of this
+// DR namespace names the same VM and came first (older, or same age and smaller
+// name), or is already past validation.
+func (r *Reconciler) checkNoOtherRequest(ctx context.Context, s *scope) error {
+	list := &srv1alpha1.ProtectionRequestList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(s.req.Namespace)); err != nil {
+		return flow.Transient(ReasonRequestFailed, fmt.Errorf("listing ProtectionRequests: %w", err))
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == s.req.UID || o.Spec.VirtualMachine != s.req.Spec.VirtualMachine || o.Status.Phase == srv1alpha1.ProtectionFailed {
+			continue
+		}
+		pastValidation := o.Status.Phase != "" && o.Status.Phase != srv1alpha1.ProtectionPending && o.Status.Phase != srv1alpha1.ProtectionValidating
+		if pastValidation || earlier(o, s.req) {
+			return flow.Stalled(ReasonAlreadyProtected, "VirtualMachine %s is already handled by ProtectionRequest %s (phase %s)",
+				s.vmKey(), o.Name, phaseOrPending(o.Status.Phase))
+		}
+	}
+	return nil
+}
+
+func earlier(a, b *srv1alpha1.ProtectionRequest) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+func phaseOrPending(p srv1alpha1.ProtectionPhase) srv1alpha1.ProtectionPhase {
+	if p == "" {
+		return srv1alpha1.ProtectionPending
+	}
+	return p
+}
+
+// configVolume reports volumes that carry configuration generated from the VM
+// spec rather than data; they are not replicated and need no PVC.
+func configVolume(v kubevirtv1.Volume) bool {
+	return v.CloudInitNoCloud != nil || v.CloudInitConfigDrive != nil || v.ConfigMap != nil ||
+		v.Secret != nil || v.ServiceAccount != nil || v.DownwardAPI != nil || v.DownwardMetrics != nil || v.Sysprep != nil
+}
+
+// validateDisks resolves every data volume of the VM to a Bound, Block PVC with
+// a storage mapping, in the order of the VM's volumes (the DRBD volume numbers).
+func (r *Reconciler) validateDisks(ctx context.Context, s *scope, vm *kubevirtv1.VirtualMachine) ([]srv1alpha1.ProtectedVolume, error) {
+	var out []srv1alpha1.ProtectedVolume
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		var claim string
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claim = v.PersistentVolumeClaim.ClaimName
+		case v.DataVolume != nil:
+			claim = v.DataVolume.Name // a DataVolume's PVC has its name
+		case configVolume(v):
+			continue
+		default:
+			return nil, flow.Stalled(ReasonUnsupportedVolume,
+				"disk %q is a %s volume; only PersistentVolumeClaim and DataVolume disks can be replicated: move its data to a Block-mode PVC or DataVolume, or remove the disk",
+				v.Name, volumeKind(v))
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := s.primary.Direct.Get(ctx, types.NamespacedName{Namespace: vm.Namespace, Name: claim}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, flow.Stalled(ReasonPVCNotFound, "disk %q: PVC %s/%s not found on %s", v.Name, vm.Namespace, claim, s.primaryCluster)
+			}
+			return nil, remoteErr(s.primaryCluster, "reading PVC "+claim, err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return nil, flow.Stalled(ReasonPVCNotBound, "disk %q: PVC %s is %s, not Bound; protect the VM once its PVC is Bound", v.Name, claim, phaseString(pvc.Status.Phase))
+		}
+		if pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeBlock {
+			return nil, flow.Stalled(ReasonVolumeModeNotBlock, "disk %q: PVC %s has volumeMode Filesystem; DRBD replicates block devices: move the disk to a volumeMode Block PVC", v.Name, claim)
+		}
+		sc := ""
+		if pvc.Spec.StorageClassName != nil {
+			sc = *pvc.Spec.StorageClassName
+		}
+		if _, ok := mappedClass(s.zone, sc); !ok {
+			return nil, flow.Stalled(ReasonNoStorageMapping, "disk %q: PVC %s uses StorageClass %q, which has no entry in ProtectionZone %s spec.storageMappings; add a mapping to a Block-capable DR StorageClass",
+				v.Name, claim, sc, s.zone.Name)
+		}
+		size := pvc.Status.Capacity[corev1.ResourceStorage]
+		if size.IsZero() {
+			size = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		}
+		out = append(out, srv1alpha1.ProtectedVolume{
+			Disk: v.Name, Volume: int32(len(out)), SourcePVC: claim, TargetPVC: claim,
+			FrontendPVC: FrontendPVCName(claim), SizeBytes: size.Value(),
+		})
+	}
+	if len(out) == 0 {
+		return nil, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no PersistentVolumeClaim or DataVolume disk to replicate", s.vmKey())
+	}
+	return out, nil
+}
+
+// mappedClass returns the DR StorageClass for a primary StorageClass.
+func mappedClass(zone *srv1alpha1.ProtectionZone, source string) (string, bool) {
+	for _, m := range zone.Spec.StorageMappings {
+		if m.SourceStorageClass == source && source != "" {
+			return m.TargetStorageClass, true
+		}
+	}
+	return "", false
+}
+
+func phaseString(p corev1.PersistentVolumeClaimPhase) string {
+	if p == "" {
+		return "Pending"
+	}
+	return string(p)
+}
+
+func volumeKind(v kubevirtv1.Volume) string {
+	switch {
+	case v.ContainerDisk != nil:
+		return "containerDisk"
+	case v.EmptyDisk != nil:
+		return "emptyDisk"
+	case v.HostDisk != nil:
+		return "hostDisk"
+	case v.Ephemeral != nil:
+		return "ephemeral"
+	default:
+		return "unsupported"
+	}
+}

@@ -1,0 +1,97 @@
+// Package setup wires quorum-manager: it registers every quorum-tier controller
+// and the remote-cluster connections they share with one manager. It is the only
+// package that imports the quorum controllers together; cmd/quorum-manager, the
+// tests and the sandbox run the tier through it. A new quorum controller lives in
+// its own package under internal/quorum and is added to SetupQuorum here.
+package setup
+
+import (
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/quorum/drpc"
+	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
+	"github.com/siterecovery/siterecovery/internal/quorum/failover"
+	"github.com/siterecovery/siterecovery/internal/quorum/monitor"
+	"github.com/siterecovery/siterecovery/internal/quorum/pgsync"
+	"github.com/siterecovery/siterecovery/internal/quorum/protection"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
+	"github.com/siterecovery/siterecovery/internal/quorum/zone"
+)
+
+// Options are the flags every siterecovery binary accepts.
+type Options = boot.Options
+
+// DefaultHolderImage is the image of the replica holder pods unless a flag says
+// otherwise.
+const DefaultHolderImage = protection.DefaultHolderImage
+
+// QuorumOptions are quorum-manager's own settings.
+type QuorumOptions struct {
+	// ProbeInterval is how often every workload cluster's API server is probed.
+	ProbeInterval time.Duration
+	// HolderImage is the image of the replica holder pods the protection flow
+	// creates on the workload clusters.
+	HolderImage string
+}
+
+// Quorum is the shared state of quorum-manager's reconcilers.
+type Quorum struct {
+	Remote *remote.Manager
+}
+
+// Run runs quorum-manager until SIGTERM or SIGINT and returns its exit code.
+func Run(o Options, q QuorumOptions) int { return boot.Run(o, QuorumManager(q)) }
+
+// QuorumManager returns the Register function of quorum-manager. The DR namespace
+// is mandatory: one quorum-manager serves exactly one dr-<name> namespace.
+func QuorumManager(q QuorumOptions) boot.Register {
+	return func(mgr ctrl.Manager, o boot.Options) error {
+		if o.Namespace == "" {
+			return errors.New("--namespace is required: quorum-manager serves one DR namespace (dr-<name>)")
+		}
+		_, err := SetupQuorum(mgr, q)
+		return err
+	}
+}
+
+// SetupQuorum registers every quorum-tier component with mgr. Tests and the
+// sandbox call it directly to run quorum-manager in-process.
+func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
+	rm := remote.NewManager(mgr.GetScheme(), nil, ctrl.Log.WithName("remote"))
+	if err := mgr.Add(rm); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&remote.Prober{Manager: rm, Interval: q.ProbeInterval}); err != nil {
+		return nil, err
+	}
+	if err := zone.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := pgsync.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := drpolicy.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := drpc.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := failover.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := monitor.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := testfailover.SetupWithManager(mgr, rm); err != nil {
+		return nil, err
+	}
+	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage}); err != nil {
+		return nil, err
+	}
+	return &Quorum{Remote: rm}, nil
+}

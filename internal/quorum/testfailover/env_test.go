@@ -1,0 +1,251 @@
+package testfailover_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
+	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
+	"github.com/siterecovery/siterecovery/test/env"
+	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
+)
+
+const (
+	group   = "production-pg"
+	timeout = 90 * time.Second
+)
+
+// zone is a protected group of VMs on a running three-cluster zone, with the
+// snapshot simulator (and a guest agent) on the DR cluster.
+type zone struct {
+	*env.Env
+	t      *testing.T
+	root   *testing.T
+	ctx    context.Context
+	vms    []string
+	quorum *env.Process
+}
+
+// newZone builds the group as the protection flow leaves it: per VM a DRBD
+// resource pair replicating primary -> DR, on the DR cluster a backing PVC
+// "<vm>-disk" and a frontend PV/PVC "<vm>-disk-drbd" on /dev/drbd<minor>, and a
+// Halted standby VM whose disk names the frontend PVC and which is attached to a
+// multus network.
+func newZone(t *testing.T, vms int) *zone {
+	if os.Getenv("TESTFAILOVER_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(t.Output())))
+	}
+	z := &zone{Env: env.New(t, env.Options{}), t: t, root: t, ctx: context.Background()}
+	for _, c := range []string{env.Primary, env.DR} {
+		z.StartWorkload(t, c, env.WorkloadOptions{})
+		z.StartAgent(t, c)
+	}
+	z.startSnapshotSimulator()
+	go z.playJobController(t.Context())
+	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	fabric := z.DRBD(t)
+	require.NoError(t, fabric.SetSyncRate(1<<30))
+
+	var refs []srv1alpha1.VirtualMachineReference
+	for i := range vms {
+		name := fmt.Sprintf("vm-%02d", i)
+		z.vms = append(z.vms, name)
+		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
+		minor := int32(1000 + i)
+		z.create(env.DR, pvc(name+"-disk", "backing", ptr.To("standard"), ""))
+		z.create(env.DR, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "srdrbd-apps-" + name + "-disk", Labels: map[string]string{srv1alpha1.ObjectRoleLabel: "frontend"}},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: fmt.Sprintf("/dev/drbd%d", minor)}},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{env.Nodes[env.DR].Name}}},
+				}}}},
+			},
+		})
+		z.create(env.DR, pvc(name+"-disk-drbd", "frontend", ptr.To(""), "srdrbd-apps-"+name+"-disk"))
+		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
+		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
+		z.create(env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.create(env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+	}
+	for _, name := range z.vms {
+		z.waitDRBD(env.Primary, name, func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
+		require.NoError(t, fabric.MarkUpToDate("vm-"+name, env.Nodes[env.Primary].Name))
+		z.setPrimary(name)
+	}
+	for _, name := range z.vms {
+		z.waitDRBD(env.Primary, name, func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
+		})
+	}
+	z.create(env.Primary, env.WorkloadGroup(group, refs, srv1alpha1.StateRunning))
+	z.create(env.DR, env.WorkloadGroup(group, refs, srv1alpha1.StateStopped))
+	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: group},
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: env.Primary,
+			ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}},
+	})
+	return z
+}
+
+// startSnapshotSimulator runs the snapshot simulator and a guest agent for the
+// test VMs (never for production) against the DR cluster.
+func (z *zone) startSnapshotSimulator() {
+	mgr, err := ctrl.NewManager(z.Clusters[env.DR].Config, ctrl.Options{
+		Scheme: z.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(z.t, err)
+	isTest, err := labels.NewRequirement(testfailover.LabelUID, selection.Exists, nil)
+	require.NoError(z.t, err)
+	require.NoError(z.t, snapshotsim.SetupWithManager(mgr, snapshotsim.Options{
+		ReadyDelay: 1500 * time.Millisecond, GuestAgent: true, GuestAgentDelay: 200 * time.Millisecond,
+		GuestAgentSelector: labels.NewSelector().Add(*isTest),
+	}))
+	ctx, cancel := context.WithCancel(z.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	z.t.Cleanup(func() {
+		cancel()
+		require.NoError(z.t, <-done)
+	})
+}
+
+// Verdicts the stand-in job controller gives probe Jobs, by TestFailover name;
+// a name not listed passes, noVerdict leaves the Job running.
+var probeVerdicts = map[string]string{"probe-fails": "fail", "deleted-midway": "none"}
+
+// playJobController plays the job controller, which the test API server lacks:
+// it finishes every probe Job by writing the status a real one would.
+func (z *zone) playJobController(ctx context.Context) {
+	c := z.Client(env.DR)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		jobs := &batchv1.JobList{}
+		if err := c.List(z.ctx, jobs, client.HasLabels{testfailover.LabelUID}); err != nil {
+			continue
+		}
+		for i := range jobs.Items {
+			job := &jobs.Items[i]
+			verdict := probeVerdicts[job.Labels[testfailover.LabelName]]
+			if len(job.Status.Conditions) > 0 || verdict == "none" || job.DeletionTimestamp != nil {
+				continue
+			}
+			now := metav1.Now()
+			before := job.DeepCopy()
+			job.Status.StartTime = &now
+			if verdict == "fail" {
+				job.Status.Failed = 1
+				job.Status.Conditions = []batchv1.JobCondition{
+					{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+					{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+				}
+			} else {
+				job.Status.Succeeded = 1
+				job.Status.CompletionTime = &now
+				job.Status.Conditions = []batchv1.JobCondition{
+					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now, LastProbeTime: now},
+					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now, LastProbeTime: now},
+				}
+			}
+			if err := c.Status().Patch(z.ctx, job, client.MergeFrom(before)); err != nil {
+				z.t.Logf("job controller stand-in: %v", err)
+			}
+		}
+	}
+}
+
+func pvc(name, role string, class *string, volume string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name, Labels: map[string]string{srv1alpha1.ObjectRoleLabel: role}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+			StorageClassName: class, VolumeName: volume,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+}
+
+func vm(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name},
+				Annotations: map[string]string{"k8s.v1.cni.cncf.io/networks": "prod-vlan"}},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{
+				Domain: kubevirtv1.DomainSpec{
+					Firmware: &kubevirtv1.Firmware{UUID: types.UID("5d307ca9-b3ef-428c-8861-06e72d69f223"), Serial: "prod-serial"},
+					Devices: kubevirtv1.Devices{
+						Disks: []kubevirtv1.Disk{{Name: "root"}},
+						Interfaces: []kubevirtv1.Interface{
+							{Name: "default", MacAddress: "52:54:00:00:00:01", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
+							{Name: "prod", MacAddress: "52:54:00:00:00:02", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
+						},
+					},
+				},
+				Networks: []kubevirtv1.Network{
+					{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+					{Name: "prod", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "prod-vlan"}}},
+				},
+				Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
+					PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+						PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: name + "-disk-drbd"}}}}},
+			},
+		}},
+	}
+}
+
+func (z *zone) create(cluster string, obj client.Object) {
+	z.t.Helper()
+	require.NoError(z.t, z.Client(cluster).Create(z.ctx, obj))
+}
+
+func (z *zone) setPrimary(vmName string) {
+	z.t.Helper()
+	r := &srv1alpha1.DRBDResource{}
+	require.NoError(z.t, z.Client(env.Primary).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm-" + vmName}, r))
+	before := r.DeepCopy()
+	r.Spec.Role = srv1alpha1.RolePrimary
+	require.NoError(z.t, z.Client(env.Primary).Patch(z.ctx, r, client.MergeFrom(before)))
+}
+
+func (z *zone) waitDRBD(cluster, vmName string, ok func(*srv1alpha1.DRBDResource) bool) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, cluster+" "+vmName, func() error {
+		r := &srv1alpha1.DRBDResource{}
+		if err := z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm-" + vmName}, r); err != nil {
+			return err
+		}
+		if !ok(r) {
+			return fmt.Errorf("status %+v", r.Status)
+		}
+		return nil
+	})
+}

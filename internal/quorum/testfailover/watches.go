@@ -1,0 +1,30 @@
+package testfailover
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// watchRemote wakes a test when one of its VMs or PVCs changes on a workload
+// cluster. Both kinds are already watched by other quorum controllers, so the
+// shared remote caches gain no informer.
+func (r *Reconciler) watchRemote() {
+	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.testOf, r.remoteEvents.Send)
+	r.Remote.Watch(&corev1.PersistentVolumeClaim{}, r.testOf, r.remoteEvents.Send)
+}
+
+// testOf maps an object labelled by a test of this DR namespace to the test.
+func (r *Reconciler) testOf(_ context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	name, ok := l[LabelName]
+	if !ok || l[LabelDRNamespace] != key.Namespace {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: name}}}
+}

@@ -1,0 +1,206 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "protectionzone"
+
+// Reconciler connects zone clusters and reports their reachability.
+type Reconciler struct {
+	Client   client.Client
+	Remote   *remote.Manager
+	Recorder record.EventRecorder
+	health   *remote.Requests
+}
+
+// SetupWithManager registers the controller. Health changes of remote clusters
+// and changes of kubeconfig Secrets enqueue the zone.
+func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
+		health: remote.NewRequests(64)}
+	rm.OnHealthChange(func(k remote.Key) { r.health.Send(k.ZoneRequest()) })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		For(&srv1alpha1.ProtectionZone{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.zonesUsingSecret)).
+		WatchesRawSource(r.health.Source()).
+		Complete(r)
+}
+
+// Reconcile connects every cluster of the zone and writes their conditions.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	zone := &srv1alpha1.ProtectionZone{}
+	if err := r.Client.Get(ctx, req.NamespacedName, zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			for _, k := range r.Remote.Clusters(req.Namespace, req.Name) {
+				r.Remote.Disconnect(k)
+			}
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := zone.DeepCopy()
+	wanted := map[string]bool{}
+	statuses := make([]srv1alpha1.ClusterStatus, 0, len(zone.Spec.Clusters))
+	for _, zc := range zone.Spec.Clusters {
+		wanted[zc.Name] = true
+		statuses = append(statuses, r.reconcileCluster(ctx, zone, zc))
+	}
+	for _, k := range r.Remote.Clusters(zone.Namespace, zone.Name) {
+		if !wanted[k.Cluster] {
+			r.Remote.Disconnect(k)
+		}
+	}
+	zone.Status.Clusters = statuses
+	zone.Status.ObservedGeneration = zone.Generation
+	setReady(zone)
+	if equality.Semantic.DeepEqual(before.Status, zone.Status) {
+		return ctrl.Result{}, nil
+	}
+	r.recordTransitions(before, zone)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, zone, client.MergeFrom(before)))
+}
+
+func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.ProtectionZone, zc srv1alpha1.ZoneCluster) srv1alpha1.ClusterStatus {
+	st := previousStatus(zone, zc.Name)
+	key := remote.Key{Namespace: zone.Namespace, Zone: zone.Name, Cluster: zc.Name}
+	cond := metav1.Condition{Type: srv1alpha1.ConditionReachable, ObservedGeneration: zone.Generation}
+	kubeconfig, reason, err := r.kubeconfig(ctx, zone.Namespace, zc.KubeconfigSecretRef)
+	if err == nil {
+		err = r.Remote.Connect(ctx, key, kubeconfig, limits(zc.Client))
+		if errors.Is(err, remote.ErrKubeconfigNotAllowed) {
+			reason = srv1alpha1.ReasonKubeconfigForbidden
+		} else if err != nil {
+			reason = srv1alpha1.ReasonKubeconfigInvalid
+		}
+	}
+	switch h, ok := r.Remote.Health(key); {
+	case err != nil:
+		r.Remote.Disconnect(key)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, err.Error()
+	case !ok || h.LastProbeTime.IsZero():
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, srv1alpha1.ReasonProgressing, "connecting; waiting for the first health probe"
+	case h.Reachable:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable, "API server answered the health probe"
+		st.ServerVersion = h.ServerVersion
+		st.LastProbeTime = &metav1.Time{Time: h.LastProbeTime}
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, srv1alpha1.ReasonAPIServerDown
+		cond.Message = fmt.Sprintf("API server did not answer the health probe at %s", h.LastProbeTime.UTC().Format(time.RFC3339))
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// kubeconfig reads a cluster's kubeconfig Secret. Errors name the Secret and key,
+// never the content.
+func (r *Reconciler) kubeconfig(ctx context.Context, namespace string, ref srv1alpha1.SecretKeyReference) ([]byte, string, error) {
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, srv1alpha1.ReasonSecretNotFound, fmt.Errorf("Secret %s/%s not found", namespace, ref.Name)
+		}
+		return nil, srv1alpha1.ReasonSecretNotFound, fmt.Errorf("reading Secret %s/%s: %w", namespace, ref.Name, err)
+	}
+	key := ref.Key
+	if key == "" {
+		key = srv1alpha1.KubeconfigSecretKey
+	}
+	data, ok := secret.Data[key]
+	if !ok || len(data) == 0 {
+		return nil, srv1alpha1.ReasonKubeconfigInvalid, fmt.Errorf("Secret %s/%s has no key %q", namespace, ref.Name, key)
+	}
+	return data, "", nil
+}
+
+func limits(c srv1alpha1.ClientSettings) remote.Limits {
+	l := remote.Limits{QPS: 50, Burst: 100, Timeout: 15 * time.Second}
+	if c.QPS > 0 {
+		l.QPS = float32(c.QPS)
+	}
+	if c.Burst > 0 {
+		l.Burst = int(c.Burst)
+	}
+	if c.TimeoutSeconds > 0 {
+		l.Timeout = time.Duration(c.TimeoutSeconds) * time.Second
+	}
+	return l
+}
+
+func previousStatus(zone *srv1alpha1.ProtectionZone, name string) srv1alpha1.ClusterStatus {
+	for _, st := range zone.Status.Clusters {
+		if st.Name == name {
+			return *st.DeepCopy()
+		}
+	}
+	return srv1alpha1.ClusterStatus{Name: name}
+}
+
+func setReady(zone *srv1alpha1.ProtectionZone) {
+	cond := metav1.Condition{Type: srv1alpha1.ConditionReady, ObservedGeneration: zone.Generation,
+		Status: metav1.ConditionTrue, Reason: srv1alpha1.ReasonAPIServerReachable, Message: "every cluster is reachable"}
+	for _, st := range zone.Status.Clusters {
+		if c := meta.FindStatusCondition(st.Conditions, srv1alpha1.ConditionReachable); c == nil || c.Status != metav1.ConditionTrue {
+			cond.Status, cond.Reason = metav1.ConditionFalse, srv1alpha1.ReasonAPIServerDown
+			cond.Message = fmt.Sprintf("cluster %s is not reachable", st.Name)
+			if c != nil {
+				cond.Reason, cond.Message = c.Reason, fmt.Sprintf("cluster %s: %s", st.Name, c.Message)
+			}
+			break
+		}
+	}
+	meta.SetStatusCondition(&zone.Status.Conditions, cond)
+}
+
+func (r *Reconciler) recordTransitions(before, after *srv1alpha1.ProtectionZone) {
+	for _, st := range after.Status.Clusters {
+		now := meta.FindStatusCondition(st.Conditions, srv1alpha1.ConditionReachable)
+		was := meta.FindStatusCondition(previousStatus(before, st.Name).Conditions, srv1alpha1.ConditionReachable)
+		if now == nil || (was != nil && was.Status == now.Status) || now.Status == metav1.ConditionUnknown {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if now.Status != metav1.ConditionTrue {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(after, kind, now.Reason, "cluster %s: %s", st.Name, now.Message)
+	}
+}
+
+func (r *Reconciler) zonesUsingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	zones := &srv1alpha1.ProtectionZoneList{}
+	if err := r.Client.List(ctx, zones, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, z := range zones.Items {
+		for _, c := range z.Spec.Clusters {
+			if c.KubeconfigSecretRef.Name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&z)})
+				break
+			}
+		}
+	}
+	return reqs
+}

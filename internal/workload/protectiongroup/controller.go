@@ -1,0 +1,185 @@
+package protectiongroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "protectiongroup"
+
+// Reconciler runs or stops the VMs of local ProtectionGroups.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// SetupWithManager registers the controller and the VM index it needs.
+func SetupWithManager(mgr ctrl.Manager) error {
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor(ControllerName),
+		Clock:    clock.RealClock{},
+	}
+	if err := indexVMs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		// The sandbox and the tests run one manager per cluster in one process.
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		// Every change, its own status writes included: a reconcile that decided
+		// on a stale cached copy runs again once the cache has caught up.
+		For(&srv1alpha1.ProtectionGroup{}).
+		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
+		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
+		Complete(r)
+}
+
+// Reconcile drives one group's VMs towards spec.desiredState and reports status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	group := &srv1alpha1.ProtectionGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{group: group, before: group.DeepCopy(), now: r.Clock.Now()}
+
+	// Pre-stop and post-start hooks go here, around applyDesiredState, so that
+	// every failover path gets them without changes elsewhere.
+	res, err := flow.RunPhases(ctx, s, r.loadVMs, r.applyDesiredState)
+	if s.loaded {
+		setStatus(s)
+		if perr := r.patchStatus(ctx, s); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return flow.Result(res, err)
+}
+
+// loadVMs reads every VM of the group and whether its VMI exists, from the cache.
+func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.vms = make([]vmState, 0, len(s.group.Spec.VirtualMachines))
+	for _, ref := range s.group.Spec.VirtualMachines {
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		v := vmState{ref: ref}
+		vm := &kubevirtv1.VirtualMachine{}
+		switch err := r.Client.Get(ctx, key, vm); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachine %s: %w", key, err))
+		default:
+			v.vm = vm
+		}
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		switch err := r.Client.Get(ctx, key, vmi); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachineInstance %s: %w", key, err))
+		default:
+			v.hasVMI = true
+		}
+		s.vms = append(s.vms, v)
+	}
+	s.loaded = true
+	return ctrl.Result{}, nil
+}
+
+// applyDesiredState patches each VM whose run fields disagree with the group.
+// Every VM is tried even when one fails, so that one bad VM cannot hold the rest;
+// patches run in parallel (bounded) so that a large group changes state at once.
+func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Result, error) {
+	desired := s.group.Spec.DesiredState
+	if desired == "" {
+		return ctrl.Result{}, nil
+	}
+	type change struct {
+		v       *vmState
+		patched *kubevirtv1.VirtualMachine
+	}
+	var changes []change
+	for i := range s.vms {
+		v := &s.vms[i]
+		if v.vm == nil {
+			continue
+		}
+		if conflictingRunFields(v.vm) {
+			v.problem = "sets both spec.running and spec.runStrategy, which KubeVirt rejects; remove one"
+			continue
+		}
+		patched := v.vm.DeepCopy()
+		if setRunning(patched, desired == srv1alpha1.StateRunning) {
+			changes = append(changes, change{v, patched})
+		}
+	}
+	err := flow.ForEach(parallelPatches, len(changes), func(i int) error {
+		c := changes[i]
+		switch err := r.Client.Patch(ctx, c.patched, client.MergeFrom(c.v.vm)); {
+		case err == nil:
+			c.v.vm = c.patched
+		case apierrors.IsNotFound(err):
+			c.v.vm = nil // deleted since it was read
+		default:
+			return fmt.Errorf("patching VirtualMachine %s/%s: %w", c.v.ref.Namespace, c.v.ref.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return ctrl.Result{}, flow.Transient("PatchFailed", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// parallelPatches bounds the VM patches one reconcile has in flight.
+const parallelPatches = 8
+
+// patchStatus writes the status when it changed and records transitions as events.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
+		return nil
+	}
+	// An update of the whole status with the resourceVersion it was read with,
+	// as flow.WriteStatus does: a stale cached copy fails with a conflict
+	// and is retried with a fresh one, so the server never keeps a wrong
+	// currentState (status changes do not requeue the group).
+	if err := r.Client.Status().Update(ctx, s.group); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	r.recordTransitions(s)
+	return nil
+}
+
+func (r *Reconciler) recordTransitions(s *scope) {
+	from, to := s.before.Status.CurrentState, s.group.Status.CurrentState
+	if from == to {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if to == srv1alpha1.StateDegraded {
+		kind = corev1.EventTypeWarning
+	}
+	if from == "" {
+		from = "unknown"
+	}
+	r.Recorder.Eventf(s.group, kind, "StateChanged", "currentState %s -> %s (desired %q)", from, to, s.group.Spec.DesiredState)
+}

@@ -1,0 +1,39 @@
+// Package setup wires pg-controller: the workload-tier ProtectionGroup and
+// VolumeReplicationGroup reconcilers, which act only on their own cluster. A new
+// workload controller lives in its own package under internal/workload and is
+// added to PGController here; nothing of the quorum tier may be imported.
+package setup
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
+	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+)
+
+// Options are the flags every siterecovery binary accepts.
+type Options = boot.Options
+
+// DefaultOperatorNamespace is where the shared global VolumeGroupReplications
+// live unless a flag says otherwise.
+const DefaultOperatorNamespace = vrg.DefaultOperatorNamespace
+
+// PGOptions are pg-controller's own settings.
+type PGOptions struct {
+	// OperatorNamespace is where the shared global VolumeGroupReplications live.
+	OperatorNamespace string
+}
+
+// Run runs pg-controller until SIGTERM or SIGINT and returns its exit code.
+func Run(o Options, p PGOptions) int { return boot.Run(o, PGController(p)) }
+
+// PGController returns the Register function of pg-controller.
+func PGController(p PGOptions) boot.Register {
+	return func(mgr ctrl.Manager, _ boot.Options) error {
+		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace})
+	}
+}

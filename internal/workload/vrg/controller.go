@@ -1,0 +1,147 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// Options configure the controller.
+type Options struct {
+	// OperatorNamespace is where global VGRs are created; DefaultOperatorNamespace
+	// when empty.
+	OperatorNamespace string
+}
+
+// Reconciler reconciles the VolumeReplicationGroups of one workload cluster.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads past the cache, to pick up a VGR a peer has just created.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
+	Options   Options
+}
+
+// SetupWithManager registers the controller, its indexes and watches.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.OperatorNamespace == "" {
+		opts.OperatorNamespace = DefaultOperatorNamespace
+	}
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor(ControllerName),
+		Clock:     clock.RealClock{},
+		Options:   opts,
+	}
+	if err := indexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	inOperatorNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == opts.OperatorNamespace })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		// The sandbox and the tests run one manager per cluster in one process.
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		// Every change, the controller's own status writes included: a reconcile
+		// that decided on a stale cached copy runs again once the cache has
+		// caught up, and ends without a write when nothing is left to change.
+		For(&ramenv1alpha1.VolumeReplicationGroup{}).
+		// Peers: state, GlobalSecondary and deletions of the group's other VRGs.
+		Watches(&ramenv1alpha1.VolumeReplicationGroup{}, handler.EnqueueRequestsFromMapFunc(r.peersOf)).
+		Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfVGR), builder.WithPredicates(inOperatorNamespace)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
+		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
+		Watches(&srv1alpha1.ProtectionGroup{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfGroup)).
+		Complete(r)
+}
+
+// Reconcile drives one VRG's PVCs and the shared global VGR towards
+// spec.replicationState and reports status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vrg := &ramenv1alpha1.VolumeReplicationGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vrg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{vrg: vrg, before: vrg.DeepCopy(), now: r.Clock.Now()}
+	if !vrg.DeletionTimestamp.IsZero() {
+		return flow.Result(r.finalize(ctx, s))
+	}
+	res, err := flow.RunPhases(ctx, s, r.ensureFinalizer, r.loadPVCs, r.labelGroup, r.reachConsensus, r.replicate)
+	setStatus(s)
+	if perr := r.patchStatus(ctx, s); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	return flow.Result(res, err)
+}
+
+// patchMeta changes the VRG's metadata and keeps the scope's copies in step, so that
+// the later status patch carries only status.
+func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func(*ramenv1alpha1.VolumeReplicationGroup)) error {
+	patched := s.vrg.DeepCopy()
+	mutate(patched)
+	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(s.vrg, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.vrg.ObjectMeta = *patched.ObjectMeta.DeepCopy()
+	s.before.ObjectMeta = *patched.ObjectMeta.DeepCopy()
+	return nil
+}
+
+// patchStatus writes the status when it changed and records transitions as events.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.vrg.Status) {
+		return nil
+	}
+	s.vrg.Status.LastUpdateTime = &metav1.Time{Time: s.now}
+	// Optimistic lock: a merge patch against a stale before would leave out a
+	// field whose new value equals the stale one.
+	if err := r.Client.Status().Patch(ctx, s.vrg, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
+	}
+	r.recordTransitions(s)
+	return nil
+}
+
+func (r *Reconciler) recordTransitions(s *scope) {
+	from, to := s.before.Status.State, s.vrg.Status.State
+	if from != to {
+		if from == "" {
+			from = ramenv1alpha1.UnknownState
+		}
+		r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonStateChanged, "state %s -> %s (desired %s)", from, to, s.vrg.Spec.ReplicationState)
+	}
+	for _, t := range []string{ramenv1alpha1.ConditionGlobalState, ramenv1alpha1.ConditionGlobalSecondary, ramenv1alpha1.ConditionDataReady} {
+		was := meta.FindStatusCondition(s.before.Status.Conditions, t)
+		now := meta.FindStatusCondition(s.vrg.Status.Conditions, t)
+		if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if now.Reason == ramenv1alpha1.ReasonError {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s.vrg, kind, now.Reason, "%s %s: %s", t, now.Status, now.Message)
+	}
+}

@@ -1,0 +1,57 @@
+package vrg
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// ensureFinalizer holds the VRG until finalize has cleaned up after it.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(s.vrg, VRGFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.patchMeta(ctx, s, func(v *ramenv1alpha1.VolumeReplicationGroup) { controllerutil.AddFinalizer(v, VRGFinalizer) }); err != nil {
+		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("adding finalizer: %w", err))
+	}
+	return ctrl.Result{}, nil
+}
+
+// finalize is the cleanup path of spec 000 §4.3 for a VRG being deleted: it lets go of
+// its PVCs, deletes the shared VGR only when every VRG of the group is being deleted,
+// and removes its own finalizer last. A VRG whose peers live on does not wait for
+// them: the VGR is kept and the last VRG of the group deletes it.
+func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.vrg, VRGFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.releasePVCs(ctx, s); err != nil {
+		return ctrl.Result{}, flow.Transient("PatchFailed", err)
+	}
+	if name := s.globalName(); name != "" {
+		members, err := r.groupMembers(ctx, name)
+		if err != nil {
+			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
+		}
+		alive := pendingPeers(members, func(v *ramenv1alpha1.VolumeReplicationGroup) bool { return !v.DeletionTimestamp.IsZero() })
+		if len(alive) == 0 {
+			if err := r.deleteVGR(ctx, s, name); err != nil {
+				return ctrl.Result{}, err
+			}
+		} else {
+			log.FromContext(ctx).Info("keeping the global VGR for live peers", "vgr", name, "peers", alive)
+			r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonVGRKept, "VolumeGroupReplication %s kept for %d VRGs not being deleted", name, len(alive))
+		}
+	}
+	if err := r.patchMeta(ctx, s, func(v *ramenv1alpha1.VolumeReplicationGroup) { controllerutil.RemoveFinalizer(v, VRGFinalizer) }); err != nil {
+		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("removing finalizer: %w", err))
+	}
+	return ctrl.Result{}, nil
+}
