@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -57,9 +57,9 @@ func TestAgent(t *testing.T) {
 		require.NoError(t, e.c.Create(ctx, rb))
 		return client.ObjectKeyFromObject(ra), client.ObjectKeyFromObject(rb)
 	}
-	connected := func(r *srv1.DRBDResource) bool {
-		return condIs(r, srv1.ConditionConfigured, metav1.ConditionTrue, srv1.ReasonApplied) &&
-			condIs(r, srv1.ConditionConnected, metav1.ConditionTrue, "") && r.Status.MetadataCreated
+	connected := func(r *srv1alpha1.DRBDResource) bool {
+		return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionTrue, srv1alpha1.ReasonApplied) &&
+			condIs(r, srv1alpha1.ConditionConnected, metav1.ConditionTrue, "") && r.Status.MetadataCreated
 	}
 	a1, b1 := pair("vm1", 7000)
 
@@ -82,37 +82,37 @@ func TestAgent(t *testing.T) {
 		rb := e.waitFor(b1, "in sync", inSync)
 		assert.True(t, rb.Status.Promotable)
 
-		e.update(a1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RolePrimary })
-		ra = e.waitFor(a1, "Primary", func(r *srv1.DRBDResource) bool {
-			return r.Status.Role == "Primary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied)
+		e.update(a1, func(r *srv1alpha1.DRBDResource) { r.Spec.Role = srv1alpha1.RolePrimary })
+		ra = e.waitFor(a1, "Primary", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && condIs(r, srv1alpha1.ConditionRoleApplied, metav1.ConditionTrue, srv1alpha1.ReasonApplied)
 		})
-		assert.True(t, condIs(ra, srv1.ConditionReady, metav1.ConditionTrue, ""), "%+v", ra.Status.Conditions)
-		rb = e.waitFor(b1, "peer Primary", func(r *srv1.DRBDResource) bool { return r.Status.Peers[0].PeerRole == "Primary" })
+		assert.True(t, condIs(ra, srv1alpha1.ConditionReady, metav1.ConditionTrue, ""), "%+v", ra.Status.Conditions)
+		rb = e.waitFor(b1, "peer Primary", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Peers[0].PeerRole == "Primary" })
 		assert.False(t, rb.Status.Promotable)
 
-		e.update(b1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RolePrimary })
-		rb = e.waitFor(b1, "promotion refused", func(r *srv1.DRBDResource) bool {
-			return condIs(r, srv1.ConditionRoleApplied, metav1.ConditionFalse, srv1.ReasonPromotionRefused)
+		e.update(b1, func(r *srv1alpha1.DRBDResource) { r.Spec.Role = srv1alpha1.RolePrimary })
+		rb = e.waitFor(b1, "promotion refused", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionRoleApplied, metav1.ConditionFalse, srv1alpha1.ReasonPromotionRefused)
 		})
-		assert.Contains(t, cond(rb, srv1.ConditionRoleApplied).Message, "Multiple primaries not allowed")
+		assert.Contains(t, cond(rb, srv1alpha1.ConditionRoleApplied).Message, "Multiple primaries not allowed")
 		assert.Equal(t, "Secondary", rb.Status.Role)
 		assert.Zero(t, b.exec.Calls("primary --force vm1"), "no --force without forcePromotion")
 
 		history := e.recordStatuses(a1)
-		e.update(a1, func(r *srv1.DRBDResource) { r.Spec.Role = srv1.RoleSecondary })
-		ra = e.waitFor(a1, "demoted", func(r *srv1.DRBDResource) bool {
-			return r.Status.Role == "Secondary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, "")
+		e.update(a1, func(r *srv1alpha1.DRBDResource) { r.Spec.Role = srv1alpha1.RoleSecondary })
+		ra = e.waitFor(a1, "demoted", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Secondary" && condIs(r, srv1alpha1.ConditionRoleApplied, metav1.ConditionTrue, "")
 		})
 		// A role change costs one status write: none reports the new generation
 		// before DRBD reports the new role.
 		for _, v := range history() {
 			if v.Status.ObservedGeneration == ra.Generation {
 				assert.Equal(t, "Secondary", v.Status.Role, "status of generation %d written before the demotion was reported", ra.Generation)
-				assert.True(t, condIs(&v, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied), "%+v", v.Status.Conditions)
+				assert.True(t, condIs(&v, srv1alpha1.ConditionRoleApplied, metav1.ConditionTrue, srv1alpha1.ReasonApplied), "%+v", v.Status.Conditions)
 			}
 		}
-		e.waitFor(b1, "promoted once the peer demoted", func(r *srv1.DRBDResource) bool {
-			return r.Status.Role == "Primary" && condIs(r, srv1.ConditionRoleApplied, metav1.ConditionTrue, srv1.ReasonApplied)
+		e.waitFor(b1, "promoted once the peer demoted", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && condIs(r, srv1alpha1.ConditionRoleApplied, metav1.ConditionTrue, srv1alpha1.ReasonApplied)
 		})
 		assert.Equal(t, 1, a.exec.Calls("create-md vm1"))
 		assert.Equal(t, 1, a.exec.Calls("up vm1"))
@@ -121,8 +121,8 @@ func TestAgent(t *testing.T) {
 	t.Run("lost quorum taints the node until no resource lacks quorum", func(t *testing.T) {
 		require.NoError(t, fabric.Disconnect("vm1"))
 		require.Eventually(t, func() bool { return e.tainted("node-a") && e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
-		e.waitFor(a1, "quorum lost", func(r *srv1.DRBDResource) bool {
-			return !r.Status.Quorum && condIs(r, srv1.ConditionQuorum, metav1.ConditionFalse, nodeagent.ReasonQuorumLost)
+		e.waitFor(a1, "quorum lost", func(r *srv1alpha1.DRBDResource) bool {
+			return !r.Status.Quorum && condIs(r, srv1alpha1.ConditionQuorum, metav1.ConditionFalse, nodeagent.ReasonQuorumLost)
 		})
 		require.NoError(t, fabric.Connect("vm1"))
 		require.Eventually(t, func() bool { return !e.tainted("node-a") && !e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
@@ -133,7 +133,7 @@ func TestAgent(t *testing.T) {
 		require.NoError(t, fabric.Disconnect("vm2"))
 		require.Eventually(t, func() bool { return e.tainted("node-a") }, waitTimeout, 50*time.Millisecond)
 		require.NoError(t, fabric.Connect("vm1"))
-		e.waitFor(a1, "quorum back", func(r *srv1.DRBDResource) bool { return r.Status.Quorum })
+		e.waitFor(a1, "quorum back", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Quorum })
 		assert.Never(t, func() bool { return !e.tainted("node-a") }, time.Second, 50*time.Millisecond,
 			"vm2 still lacks quorum: the taint stays")
 		require.NoError(t, fabric.Connect("vm2"))
@@ -150,8 +150,8 @@ func TestAgent(t *testing.T) {
 		t.Cleanup(func() { _ = fabric.SetSyncRate(1 << 20) })
 		a3, b3 := pair("vm3", 7002)
 		e.waitFor(b3, "configured and connected", connected)
-		e.update(a3, func(r *srv1.DRBDResource) { r.Spec.Role, r.Spec.ForcePromotion = srv1.RolePrimary, true })
-		progress := func(r *srv1.DRBDResource) float64 {
+		e.update(a3, func(r *srv1alpha1.DRBDResource) { r.Spec.Role, r.Spec.ForcePromotion = srv1alpha1.RolePrimary, true })
+		progress := func(r *srv1alpha1.DRBDResource) float64 {
 			if len(r.Status.Peers) == 0 || len(r.Status.Peers[0].Volumes) == 0 {
 				return -1
 			}
@@ -161,13 +161,13 @@ func TestAgent(t *testing.T) {
 			}
 			return p
 		}
-		before := e.waitFor(b3, "resync running", func(r *srv1.DRBDResource) bool {
+		before := e.waitFor(b3, "resync running", func(r *srv1alpha1.DRBDResource) bool {
 			p := progress(r)
 			return r.Status.Peers[0].Volumes[0].ReplicationState == "SyncTarget" && p > 0 && p < 70
 		})
 		e.stopAgent(b)
 		e.startAgent(b)
-		after := e.waitFor(b3, "progress reported by the new agent", func(r *srv1.DRBDResource) bool {
+		after := e.waitFor(b3, "progress reported by the new agent", func(r *srv1alpha1.DRBDResource) bool {
 			return r.Status.LastUpdateTime.After(before.Status.LastUpdateTime.Time) && progress(r) > progress(before)
 		})
 		assert.True(t, after.Status.MetadataCreated)
@@ -180,24 +180,24 @@ func TestAgent(t *testing.T) {
 	t.Run("bad input is reported, not retried hot", func(t *testing.T) {
 		missing := drbdResource("site-a", "vm-nodev", a, 0, 7003, b)
 		missing.Spec.Volumes[0].DevicePath = ""
-		missing.Spec.Volumes[0].BackingPVC = &srv1.LocalObjectReference{Name: "vm-nodev-disk"}
+		missing.Spec.Volumes[0].BackingPVC = &srv1alpha1.LocalObjectReference{Name: "vm-nodev-disk"}
 		require.NoError(t, e.c.Create(ctx, missing))
-		r := e.waitFor(client.ObjectKeyFromObject(missing), "BackingDeviceMissing", func(r *srv1.DRBDResource) bool {
-			return condIs(r, srv1.ConditionConfigured, metav1.ConditionFalse, srv1.ReasonBackingDeviceMissing)
+		r := e.waitFor(client.ObjectKeyFromObject(missing), "BackingDeviceMissing", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, srv1alpha1.ReasonBackingDeviceMissing)
 		})
-		assert.Contains(t, cond(r, srv1.ConditionConfigured).Message, "PVC site-a/vm-nodev-disk not found")
+		assert.Contains(t, cond(r, srv1alpha1.ConditionConfigured).Message, "PVC site-a/vm-nodev-disk not found")
 		assert.Equal(t, "10.0.0.1", r.Status.Address, "the address is reported regardless")
 
 		invalid := drbdResource("site-a", "vm-invalid", a, 0, 7004, b)
 		invalid.Spec.Peers[0].Address = "fd00::2" // the CRD accepts any IP; DRBD needs one family
 		require.NoError(t, e.c.Create(ctx, invalid))
-		r = e.waitFor(client.ObjectKeyFromObject(invalid), "InvalidSpec", func(r *srv1.DRBDResource) bool {
-			return condIs(r, srv1.ConditionConfigured, metav1.ConditionFalse, srv1.ReasonInvalidSpec)
+		r = e.waitFor(client.ObjectKeyFromObject(invalid), "InvalidSpec", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, srv1alpha1.ReasonInvalidSpec)
 		})
-		msg := cond(r, srv1.ConditionConfigured).Message
+		msg := cond(r, srv1alpha1.ConditionConfigured).Message
 		assert.Contains(t, msg, "fix the spec")
 		assert.Contains(t, msg, "address family")
-		assert.False(t, condIs(r, srv1.ConditionReady, metav1.ConditionTrue, ""))
+		assert.False(t, condIs(r, srv1alpha1.ConditionReady, metav1.ConditionTrue, ""))
 		assert.Empty(t, a.exec.CallsFor("vm-nodev"), "no drbdadm for unresolvable devices")
 		assert.Empty(t, a.exec.CallsFor("vm-invalid"), "no drbdadm for invalid specs")
 		_, err := os.Stat(filepath.Join(a.resDir, "vm-invalid.res"))
@@ -206,7 +206,7 @@ func TestAgent(t *testing.T) {
 
 	t.Run("deletion takes the resource down and removes the file", func(t *testing.T) {
 		k := types.NamespacedName{Namespace: "site-a", Name: "vm2"}
-		var r srv1.DRBDResource
+		var r srv1alpha1.DRBDResource
 		require.NoError(t, e.c.Get(ctx, k, &r))
 		require.NoError(t, e.c.Delete(ctx, &r))
 		require.Eventually(t, func() bool { return apierrors.IsNotFound(e.c.Get(ctx, k, &r)) }, waitTimeout, 50*time.Millisecond)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // Coalescer bounds status writes: per key at most one write per interval, and only
@@ -29,7 +29,7 @@ type Coalescer struct {
 }
 
 type writtenStatus struct {
-	status srv1.DRBDResourceStatus // normalised, see normalise
+	status srv1alpha1.DRBDResourceStatus // normalised, see normalise
 	at     time.Time
 }
 
@@ -45,7 +45,7 @@ func NewCoalescer(clk clock.PassiveClock, interval time.Duration) *Coalescer {
 // write: write want now, then call Written. wait > 0: want differs but the interval
 // has not passed; call Decide again after wait with the then-latest status. Both
 // zero: nothing to write.
-func (c *Coalescer) Decide(key string, want, current *srv1.DRBDResourceStatus) (write bool, wait time.Duration) {
+func (c *Coalescer) Decide(key string, want, current *srv1alpha1.DRBDResourceStatus) (write bool, wait time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last, ok := c.last[key]
@@ -62,14 +62,14 @@ func (c *Coalescer) Decide(key string, want, current *srv1.DRBDResourceStatus) (
 }
 
 // Written records that st was written for key now.
-func (c *Coalescer) Written(key string, st *srv1.DRBDResourceStatus) {
+func (c *Coalescer) Written(key string, st *srv1alpha1.DRBDResourceStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last[key] = writtenStatus{status: normalise(st), at: c.clock.Now()}
 }
 
 // Last returns the status last written for key, if any.
-func (c *Coalescer) Last(key string) (srv1.DRBDResourceStatus, bool) {
+func (c *Coalescer) Last(key string) (srv1alpha1.DRBDResourceStatus, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.last[key]
@@ -85,7 +85,7 @@ func (c *Coalescer) Forget(key string) {
 
 // StatusEqual compares two statuses semantically, ignoring lastUpdateTime and the
 // conditions' lastTransitionTime (which a stale cached copy may disagree on).
-func StatusEqual(a, b *srv1.DRBDResourceStatus) bool {
+func StatusEqual(a, b *srv1alpha1.DRBDResourceStatus) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -93,7 +93,7 @@ func StatusEqual(a, b *srv1.DRBDResourceStatus) bool {
 }
 
 // normalise returns a deep copy without the fields StatusEqual ignores.
-func normalise(st *srv1.DRBDResourceStatus) srv1.DRBDResourceStatus {
+func normalise(st *srv1alpha1.DRBDResourceStatus) srv1alpha1.DRBDResourceStatus {
 	out := *st.DeepCopy()
 	out.LastUpdateTime = nil
 	for i := range out.Conditions {

@@ -10,19 +10,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-func statusWithSync(pct int) *srv1.DRBDResourceStatus {
-	return &srv1.DRBDResourceStatus{Role: "Secondary", Peers: []srv1.DRBDPeerStatus{{NodeName: "b",
-		Volumes: []srv1.DRBDPeerVolumeStatus{{Number: 0, PercentInSync: fmt.Sprintf("%d.00", pct)}}}}}
+func statusWithSync(pct int) *srv1alpha1.DRBDResourceStatus {
+	return &srv1alpha1.DRBDResourceStatus{Role: "Secondary", Peers: []srv1alpha1.DRBDPeerStatus{{NodeName: "b",
+		Volumes: []srv1alpha1.DRBDPeerVolumeStatus{{Number: 0, PercentInSync: fmt.Sprintf("%d.00", pct)}}}}}
 }
 
 func TestCoalescerContract(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	c := NewCoalescer(clk, time.Second)
 	const key = "ns/r"
-	empty := &srv1.DRBDResourceStatus{}
+	empty := &srv1alpha1.DRBDResourceStatus{}
 
 	write, wait := c.Decide(key, empty, empty)
 	assert.False(t, write, "nothing to write when equal to the object's status")
@@ -82,14 +82,14 @@ func simulateCoalescing(tb testing.TB, n int, duration time.Duration) (writes in
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	c := NewCoalescer(clk, time.Second)
 	keys := make([]string, n)
-	latest := make([]*srv1.DRBDResourceStatus, n)
+	latest := make([]*srv1alpha1.DRBDResourceStatus, n)
 	retryAt := make([]time.Time, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("ns/r%d", i)
-		latest[i] = &srv1.DRBDResourceStatus{}
+		latest[i] = &srv1alpha1.DRBDResourceStatus{}
 	}
 	offer := func(i int) {
-		write, wait := c.Decide(keys[i], latest[i], &srv1.DRBDResourceStatus{})
+		write, wait := c.Decide(keys[i], latest[i], &srv1alpha1.DRBDResourceStatus{})
 		switch {
 		case write:
 			c.Written(keys[i], latest[i])

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // ErrDeviceMissing marks a backing device that cannot be found (yet): the PVC is
@@ -27,7 +27,7 @@ var ErrDeviceMissing = errors.New("backing device missing")
 type DeviceResolver interface {
 	// DevicePath returns a /dev path for the volume's backing PVC in namespace.
 	// Errors wrapping ErrDeviceMissing are expected while the PVC is being set up.
-	DevicePath(ctx context.Context, namespace string, vol srv1.DRBDVolume) (string, error)
+	DevicePath(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume) (string, error)
 }
 
 // KubeletDevices resolves a block-mode PVC through the kubelet's volumeDevices
@@ -40,7 +40,7 @@ type KubeletDevices struct {
 }
 
 // DevicePath implements DeviceResolver.
-func (k *KubeletDevices) DevicePath(ctx context.Context, namespace string, vol srv1.DRBDVolume) (string, error) {
+func (k *KubeletDevices) DevicePath(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume) (string, error) {
 	if vol.BackingPVC == nil {
 		return "", fmt.Errorf("%s: neither devicePath nor backingPVC is set", volumeName(vol.Number))
 	}

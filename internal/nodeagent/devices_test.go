@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
 
@@ -30,8 +30,8 @@ func TestKubeletDevices(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dev, 0o755))
 	require.NoError(t, os.Symlink("/dev/null", filepath.Join(dev, "pod-uid-1")))
 
-	vol := func(pvc string) srv1.DRBDVolume {
-		return srv1.DRBDVolume{Number: 0, BackingPVC: &srv1.LocalObjectReference{Name: pvc}}
+	vol := func(pvc string) srv1alpha1.DRBDVolume {
+		return srv1alpha1.DRBDVolume{Number: 0, BackingPVC: &srv1alpha1.LocalObjectReference{Name: pvc}}
 	}
 	p, err := k.DevicePath(context.Background(), "vms", vol("bound"))
 	require.NoError(t, err)
@@ -49,10 +49,10 @@ func TestKubeletDevices(t *testing.T) {
 }
 
 func TestResourceConfigMapping(t *testing.T) {
-	obj := &srv1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Name: "vm1"}, Spec: srv1.DRBDResourceSpec{
+	obj := &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Name: "vm1"}, Spec: srv1alpha1.DRBDResourceSpec{
 		NodeName: "node-a", NodeID: 0, Port: 7005,
-		Volumes: []srv1.DRBDVolume{{Number: 1, Minor: 11, BackingPVC: &srv1.LocalObjectReference{Name: "d1"}}, {Number: 0, Minor: 10, DevicePath: "/dev/sdb"}},
-		Peers:   []srv1.DRBDPeer{{NodeName: "node-b", NodeID: 1, Address: "10.0.0.2", Port: 7005}},
+		Volumes: []srv1alpha1.DRBDVolume{{Number: 1, Minor: 11, BackingPVC: &srv1alpha1.LocalObjectReference{Name: "d1"}}, {Number: 0, Minor: 10, DevicePath: "/dev/sdb"}},
+		Peers:   []srv1alpha1.DRBDPeer{{NodeName: "node-b", NodeID: 1, Address: "10.0.0.2", Port: 7005}},
 	}}
 	rc := resourceConfig(obj, "10.0.0.1", map[int32]string{0: "/dev/sdb", 1: "/dev/block/8:16"})
 	require.NoError(t, rc.Validate())

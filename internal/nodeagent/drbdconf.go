@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
@@ -40,7 +40,7 @@ func writeTopLevelConfig(dir string) error {
 
 // resourceConfig maps the spec onto a renderer config. devices holds the resolved
 // backing device per volume number. The caller validates the result.
-func resourceConfig(obj *srv1.DRBDResource, localAddr string, devices map[int32]string) drbd.ResourceConfig {
+func resourceConfig(obj *srv1alpha1.DRBDResource, localAddr string, devices map[int32]string) drbd.ResourceConfig {
 	spec := &obj.Spec
 	protocol := string(spec.Protocol)
 	if protocol == "" {

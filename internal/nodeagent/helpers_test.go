@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	"github.com/siterecovery/siterecovery/internal/scheme"
@@ -172,22 +172,22 @@ func (e *env) stopAgent(n *node) {
 	n.cancel = nil
 }
 
-func drbdResource(ns, name string, local *node, nodeID, port int32, peer *node) *srv1.DRBDResource {
-	r := &srv1.DRBDResource{
+func drbdResource(ns, name string, local *node, nodeID, port int32, peer *node) *srv1alpha1.DRBDResource {
+	r := &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: srv1.DRBDResourceSpec{NodeName: local.name, NodeID: nodeID, Port: port,
-			Volumes: []srv1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, Disk: "rootdisk", DevicePath: "/dev/vg0/" + name}}},
+		Spec: srv1alpha1.DRBDResourceSpec{NodeName: local.name, NodeID: nodeID, Port: port,
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, Disk: "rootdisk", DevicePath: "/dev/vg0/" + name}}},
 	}
 	if peer != nil {
-		r.Spec.Peers = []srv1.DRBDPeer{{NodeName: peer.name, NodeID: 1 - nodeID, Address: peer.addr, Port: port}}
+		r.Spec.Peers = []srv1alpha1.DRBDPeer{{NodeName: peer.name, NodeID: 1 - nodeID, Address: peer.addr, Port: port}}
 	}
 	return r
 }
 
 // waitFor polls the DRBDResource until cond holds and returns it.
-func (e *env) waitFor(key types.NamespacedName, what string, cond func(*srv1.DRBDResource) bool) *srv1.DRBDResource {
+func (e *env) waitFor(key types.NamespacedName, what string, cond func(*srv1alpha1.DRBDResource) bool) *srv1alpha1.DRBDResource {
 	e.t.Helper()
-	var last srv1.DRBDResource
+	var last srv1alpha1.DRBDResource
 	require.Eventuallyf(e.t, func() bool {
 		if err := e.c.Get(context.Background(), key, &last); err != nil {
 			return false
@@ -197,10 +197,10 @@ func (e *env) waitFor(key types.NamespacedName, what string, cond func(*srv1.DRB
 	return &last
 }
 
-func (e *env) update(key types.NamespacedName, mutate func(*srv1.DRBDResource)) {
+func (e *env) update(key types.NamespacedName, mutate func(*srv1alpha1.DRBDResource)) {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool {
-		var r srv1.DRBDResource
+		var r srv1alpha1.DRBDResource
 		if err := e.c.Get(context.Background(), key, &r); err != nil {
 			return false
 		}
@@ -209,16 +209,16 @@ func (e *env) update(key types.NamespacedName, mutate func(*srv1.DRBDResource)) 
 	}, waitTimeout, 50*time.Millisecond)
 }
 
-func cond(r *srv1.DRBDResource, t string) *metav1.Condition {
+func cond(r *srv1alpha1.DRBDResource, t string) *metav1.Condition {
 	return meta.FindStatusCondition(r.Status.Conditions, t)
 }
 
-func condIs(r *srv1.DRBDResource, t string, s metav1.ConditionStatus, reason string) bool {
+func condIs(r *srv1alpha1.DRBDResource, t string, s metav1.ConditionStatus, reason string) bool {
 	c := cond(r, t)
 	return c != nil && c.Status == s && (reason == "" || c.Reason == reason) && c.ObservedGeneration == r.Generation
 }
 
-func inSync(r *srv1.DRBDResource) bool {
+func inSync(r *srv1alpha1.DRBDResource) bool {
 	return len(r.Status.Peers) == 1 && len(r.Status.Peers[0].Volumes) == 1 &&
 		r.Status.Peers[0].Volumes[0].PercentInSync == "100.00" &&
 		r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate" &&
@@ -229,32 +229,32 @@ func (e *env) tainted(nodeName string) bool {
 	var n corev1.Node
 	require.NoError(e.t, e.c.Get(context.Background(), types.NamespacedName{Name: nodeName}, &n))
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-		return t.Key == srv1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
+		return t.Key == srv1alpha1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
 	})
 }
 
 // recordStatuses records every version of a DRBDResource that a watch sees from
 // now on; the returned function stops the watch and returns them in order.
-func (e *env) recordStatuses(key types.NamespacedName) func() []srv1.DRBDResource {
+func (e *env) recordStatuses(key types.NamespacedName) func() []srv1alpha1.DRBDResource {
 	e.t.Helper()
 	wc, err := client.NewWithWatch(e.cluster.Config, client.Options{Scheme: scheme.New()})
 	require.NoError(e.t, err)
-	w, err := wc.Watch(context.Background(), &srv1.DRBDResourceList{}, client.InNamespace(key.Namespace))
+	w, err := wc.Watch(context.Background(), &srv1alpha1.DRBDResourceList{}, client.InNamespace(key.Namespace))
 	require.NoError(e.t, err)
 	var mu sync.Mutex
-	var seen []srv1.DRBDResource
+	var seen []srv1alpha1.DRBDResource
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			if r, ok := ev.Object.(*srv1.DRBDResource); ok && r.Name == key.Name {
+			if r, ok := ev.Object.(*srv1alpha1.DRBDResource); ok && r.Name == key.Name {
 				mu.Lock()
 				seen = append(seen, *r)
 				mu.Unlock()
 			}
 		}
 	}()
-	return func() []srv1.DRBDResource {
+	return func() []srv1alpha1.DRBDResource {
 		w.Stop()
 		<-done
 		mu.Lock()

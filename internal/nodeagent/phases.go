@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
@@ -31,7 +31,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 
 func (r *Reconciler) claimName(_ context.Context, s *scope) (ctrl.Result, error) {
 	if owner, ok := r.owners.claim(s.obj.Name, s.key); !ok {
-		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionConfigured, Reason: ReasonNameConflict,
+		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: ReasonNameConflict,
 			Message: fmt.Sprintf("DRBD resource %q is already driven on node %s by DRBDResource %s; DRBDResource names must be unique per node across namespaces",
 				s.obj.Name, r.Config.NodeName, owner)}
 	}
@@ -41,7 +41,7 @@ func (r *Reconciler) claimName(_ context.Context, s *scope) (ctrl.Result, error)
 // configure resolves the backing devices, validates and renders the resource file.
 func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if len(s.obj.Spec.Peers) == 0 {
-		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionConfigured, Reason: ReasonWaitingForPeers,
+		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: ReasonWaitingForPeers,
 			Message: fmt.Sprintf("spec.peers is empty; the local replica serves on %s:%d once the peers are known",
 				r.Config.ReplicationAddress, s.obj.Spec.Port)}
 	}
@@ -58,7 +58,7 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices)
 	data, err := rc.Render()
 	if err != nil {
-		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionConfigured, Reason: srv1.ReasonInvalidSpec,
+		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonInvalidSpec,
 			Message: fmt.Sprintf("the spec cannot be turned into a DRBD resource file; fix the spec: %v", unwrapAll(err)), Err: err}
 	}
 	if _, err := drbd.WriteFileAtomic(r.Config.ResourceDir, resFile(s.obj.Name), data); err != nil {
@@ -73,9 +73,9 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 }
 
 // volumesKey identifies the volumes of a spec, to notice when they change.
-func volumesKey(vols []srv1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
+func volumesKey(vols []srv1alpha1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
 
-func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1.DRBDResource) (map[int32]string, error) {
+func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDResource) (map[int32]string, error) {
 	out := make(map[int32]string, len(obj.Spec.Volumes))
 	for _, v := range obj.Spec.Volumes {
 		if v.DevicePath != "" {
@@ -83,13 +83,13 @@ func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1.DRBDResource)
 			continue
 		}
 		if v.BackingPVC == nil {
-			return nil, &ConditionError{Condition: srv1.ConditionConfigured, Reason: srv1.ReasonInvalidSpec,
+			return nil, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonInvalidSpec,
 				Message: fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number))}
 		}
 		p, err := r.Devices.DevicePath(ctx, obj.Namespace, v)
 		if err != nil {
 			if errors.Is(err, ErrDeviceMissing) {
-				return nil, &ConditionError{Condition: srv1.ConditionConfigured, Reason: srv1.ReasonBackingDeviceMissing,
+				return nil, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonBackingDeviceMissing,
 					Message: fmt.Sprintf("%s: %v", volumeName(v.Number), err), RequeueAfter: deviceRetry, Err: err}
 			}
 			return nil, fmt.Errorf("%s: resolving backing PVC: %w", volumeName(v.Number), err)
@@ -154,13 +154,13 @@ func (r *Reconciler) bringUp(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	// "up" applies the file as much as "adjust" does.
 	s.memo.applied = s.rendered
-	setCondition(s, metav1.Condition{Type: srv1.ConditionConfigured, Status: metav1.ConditionTrue,
-		Reason: srv1.ReasonApplied, Message: "resource file " + resFile(s.obj.Name) + " applied"})
+	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionConfigured, Status: metav1.ConditionTrue,
+		Reason: srv1alpha1.ReasonApplied, Message: "resource file " + resFile(s.obj.Name) + " applied"})
 	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) admError(s *scope, wait time.Duration) error {
-	return &ConditionError{Condition: srv1.ConditionConfigured, Reason: srv1.ReasonAdmFailed,
+	return &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonAdmFailed,
 		Message: s.memo.adm.message, RequeueAfter: wait}
 }
 
@@ -170,29 +170,29 @@ func (r *Reconciler) applyRole(ctx context.Context, s *scope) (ctrl.Result, erro
 	want := wantedRole(s.obj)
 	current := s.tracked.Role
 	if current == "" {
-		current = string(srv1.RoleSecondary) // just brought up: DRBD starts Secondary
+		current = string(srv1alpha1.RoleSecondary) // just brought up: DRBD starts Secondary
 	}
 	if current == string(want) {
 		s.memo.promotion.reset()
 		setRoleApplied(s, current)
 		return ctrl.Result{}, nil
 	}
-	if want == srv1.RoleSecondary {
+	if want == srv1alpha1.RoleSecondary {
 		if err := r.Adm.Secondary(ctx, s.obj.Name); err != nil {
-			return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionRoleApplied, Reason: srv1.ReasonAdmFailed,
+			return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonAdmFailed,
 				Message: "drbdadm secondary failed: " + drbdMessage(err), RequeueAfter: retryBase, Err: err}
 		}
 		return r.roleProgressing(s, "demoted; waiting for DRBD to report Secondary")
 	}
 	fp := promotionFingerprint(s.up, s.tracked)
 	if wait, blocked := s.memo.promotion.blocked(r.Clock.Now(), fp); blocked {
-		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionRoleApplied, Reason: srv1.ReasonPromotionRefused,
+		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonPromotionRefused,
 			Message: s.memo.promotion.message, RequeueAfter: wait}
 	}
 	if err := r.Adm.Primary(ctx, s.obj.Name, s.obj.Spec.ForcePromotion); err != nil {
 		msg := "DRBD refused the promotion: " + drbdMessage(err)
 		wait := s.memo.promotion.fail(r.Clock.Now(), fp, msg)
-		return ctrl.Result{}, &ConditionError{Condition: srv1.ConditionRoleApplied, Reason: srv1.ReasonPromotionRefused,
+		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonPromotionRefused,
 			Message: msg, RequeueAfter: wait, Err: err}
 	}
 	s.memo.promotion.reset()
@@ -214,14 +214,14 @@ func (r *Reconciler) roleProgressing(s *scope, msg string) (ctrl.Result, error) 
 
 // setRoleApplied records that DRBD runs the wanted role.
 func setRoleApplied(s *scope, role string) {
-	setCondition(s, metav1.Condition{Type: srv1.ConditionRoleApplied, Status: metav1.ConditionTrue,
-		Reason: srv1.ReasonApplied, Message: "DRBD role is " + role})
+	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionRoleApplied, Status: metav1.ConditionTrue,
+		Reason: srv1alpha1.ReasonApplied, Message: "DRBD role is " + role})
 }
 
 // wantedRole is the role the spec asks for; none means Secondary.
-func wantedRole(obj *srv1.DRBDResource) srv1.DRBDRole {
+func wantedRole(obj *srv1alpha1.DRBDResource) srv1alpha1.DRBDRole {
 	if obj.Spec.Role == "" {
-		return srv1.RoleSecondary
+		return srv1alpha1.RoleSecondary
 	}
 	return obj.Spec.Role
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
@@ -67,8 +67,8 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 // scope carries one reconcile's inputs and findings between phases and setters.
 type scope struct {
-	obj     *srv1.DRBDResource
-	before  srv1.DRBDResourceStatus
+	obj     *srv1alpha1.DRBDResource
+	before  srv1alpha1.DRBDResourceStatus
 	key     types.NamespacedName
 	memo    *memo
 	log     logr.Logger
@@ -90,7 +90,7 @@ type scope struct {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	obj := &srv1.DRBDResource{}
+	obj := &srv1alpha1.DRBDResource{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName, req.Name)
@@ -188,7 +188,7 @@ func (r *Reconciler) forget(key types.NamespacedName, drbdName string) {
 // wakeFor turns a DRBD state change into reconcile requests.
 func (r *Reconciler) wakeFor(ctx context.Context, drbdName string) {
 	for _, key := range r.owners.keys(drbdName) {
-		ev := event.GenericEvent{Object: &srv1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		ev := event.GenericEvent{Object: &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 		select {
 		case r.wake <- ev:
 		case <-ctx.Done():

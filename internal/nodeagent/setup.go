@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
@@ -68,7 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Watcher.Subscribe(r.wakeFor)
 	node := r.Config.NodeName
 	onNode := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		d, ok := o.(*srv1.DRBDResource)
+		d, ok := o.(*srv1alpha1.DRBDResource)
 		return ok && d.Spec.NodeName == node
 	})
 	deleting := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -76,7 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drbdresource").
-		For(&srv1.DRBDResource{}, builder.WithPredicates(onNode, predicate.Or(predicate.GenerationChangedPredicate{}, deleting))).
+		For(&srv1alpha1.DRBDResource{}, builder.WithPredicates(onNode, predicate.Or(predicate.GenerationChangedPredicate{}, deleting))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.MaxConcurrentReconciles}).
 		Complete(r)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // statusSetters compute the status from the phase results and the tracked DRBD
@@ -40,7 +40,7 @@ func setDRBDState(_ *Reconciler, s *scope) {
 	st, t := &s.obj.Status, s.tracked
 	st.Role, st.MayPromote = t.Role, t.MayPromote
 	st.Quorum = s.up && t.Name != "" && !t.LacksQuorum()
-	vols := append([]srv1.DRBDVolume(nil), s.obj.Spec.Volumes...)
+	vols := append([]srv1alpha1.DRBDVolume(nil), s.obj.Spec.Volumes...)
 	sort.Slice(vols, func(i, j int) bool { return vols[i].Number < vols[j].Number })
 
 	allUpToDate := s.up && t.Name != ""
@@ -48,29 +48,29 @@ func setDRBDState(_ *Reconciler, s *scope) {
 	for _, v := range s.before.Volumes {
 		prevPaths[v.Number] = v.DevicePath
 	}
-	st.Volumes = make([]srv1.DRBDVolumeStatus, 0, len(vols))
+	st.Volumes = make([]srv1alpha1.DRBDVolumeStatus, 0, len(vols))
 	for _, v := range vols {
 		d := t.Devices[int(v.Number)]
 		path, ok := s.devices[v.Number]
 		if !ok {
 			path = prevPaths[v.Number]
 		}
-		st.Volumes = append(st.Volumes, srv1.DRBDVolumeStatus{Number: v.Number, Minor: v.Minor, DiskState: d.DiskState, DevicePath: path})
+		st.Volumes = append(st.Volumes, srv1alpha1.DRBDVolumeStatus{Number: v.Number, Minor: v.Minor, DiskState: d.DiskState, DevicePath: path})
 		allUpToDate = allUpToDate && d.DiskState == "UpToDate"
 	}
 
-	peers := append([]srv1.DRBDPeer(nil), s.obj.Spec.Peers...)
+	peers := append([]srv1alpha1.DRBDPeer(nil), s.obj.Spec.Peers...)
 	sort.Slice(peers, func(i, j int) bool { return peers[i].NodeName < peers[j].NodeName })
-	st.Peers = make([]srv1.DRBDPeerStatus, 0, len(peers))
+	st.Peers = make([]srv1alpha1.DRBDPeerStatus, 0, len(peers))
 	peerPrimary := false
 	for _, p := range peers {
 		c, known := t.Connections[int(p.NodeID)]
-		ps := srv1.DRBDPeerStatus{NodeName: p.NodeName, NodeID: p.NodeID, ConnectionState: c.ConnectionState, PeerRole: c.PeerRole}
-		peerPrimary = peerPrimary || (c.ConnectionState == "Connected" && c.PeerRole == string(srv1.RolePrimary))
+		ps := srv1alpha1.DRBDPeerStatus{NodeName: p.NodeName, NodeID: p.NodeID, ConnectionState: c.ConnectionState, PeerRole: c.PeerRole}
+		peerPrimary = peerPrimary || (c.ConnectionState == "Connected" && c.PeerRole == string(srv1alpha1.RolePrimary))
 		if known {
 			for _, v := range vols {
 				pd := c.PeerDevices[int(v.Number)]
-				ps.Volumes = append(ps.Volumes, srv1.DRBDPeerVolumeStatus{Number: v.Number,
+				ps.Volumes = append(ps.Volumes, srv1alpha1.DRBDPeerVolumeStatus{Number: v.Number,
 					ReplicationState: pd.ReplicationState, PeerDiskState: pd.PeerDiskState,
 					PercentInSync:  fmt.Sprintf("%.2f", pd.PercentInSync),
 					OutOfSyncBytes: int64(min(pd.OutOfSyncBytes, math.MaxInt64))})
@@ -83,7 +83,7 @@ func setDRBDState(_ *Reconciler, s *scope) {
 
 func setConnectedCondition(_ *Reconciler, s *scope) {
 	if !s.up || s.tracked.Name == "" {
-		setCondition(s, notUp(srv1.ConditionConnected))
+		setCondition(s, notUp(srv1alpha1.ConditionConnected))
 		return
 	}
 	var bad, good []string
@@ -99,23 +99,23 @@ func setConnectedCondition(_ *Reconciler, s *scope) {
 		bad = append(bad, p.NodeName+": "+state)
 	}
 	if len(bad) > 0 || len(good) == 0 {
-		setCondition(s, metav1.Condition{Type: srv1.ConditionConnected, Status: metav1.ConditionFalse,
+		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionConnected, Status: metav1.ConditionFalse,
 			Reason: ReasonDisconnected, Message: "not connected to " + strings.Join(bad, ", ")})
 		return
 	}
-	setCondition(s, metav1.Condition{Type: srv1.ConditionConnected, Status: metav1.ConditionTrue,
+	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionConnected, Status: metav1.ConditionTrue,
 		Reason: ReasonConnected, Message: "connected to " + strings.Join(good, ", ")})
 }
 
 func setQuorumCondition(_ *Reconciler, s *scope) {
 	switch {
 	case !s.up || s.tracked.Name == "":
-		setCondition(s, notUp(srv1.ConditionQuorum))
+		setCondition(s, notUp(srv1alpha1.ConditionQuorum))
 	case s.tracked.LacksQuorum():
-		setCondition(s, metav1.Condition{Type: srv1.ConditionQuorum, Status: metav1.ConditionFalse,
-			Reason: ReasonQuorumLost, Message: "DRBD reports no quorum; the node is tainted " + srv1.LostQuorumTaintKey})
+		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionQuorum, Status: metav1.ConditionFalse,
+			Reason: ReasonQuorumLost, Message: "DRBD reports no quorum; the node is tainted " + srv1alpha1.LostQuorumTaintKey})
 	default:
-		setCondition(s, metav1.Condition{Type: srv1.ConditionQuorum, Status: metav1.ConditionTrue,
+		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionQuorum, Status: metav1.ConditionTrue,
 			Reason: ReasonQuorumPresent, Message: "DRBD reports quorum"})
 	}
 }
@@ -128,34 +128,34 @@ func notUp(condType string) metav1.Condition {
 // setRoleAppliedDefault reports RoleApplied=Unknown while an earlier phase stops the
 // role phase from running and nothing was reported yet.
 func setRoleAppliedDefault(_ *Reconciler, s *scope) {
-	if s.roleRan || meta.FindStatusCondition(s.obj.Status.Conditions, srv1.ConditionRoleApplied) != nil {
+	if s.roleRan || meta.FindStatusCondition(s.obj.Status.Conditions, srv1alpha1.ConditionRoleApplied) != nil {
 		return
 	}
-	setCondition(s, metav1.Condition{Type: srv1.ConditionRoleApplied, Status: metav1.ConditionUnknown,
-		Reason: srv1.ReasonProgressing, Message: "the role is applied once the resource is configured"})
+	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionRoleApplied, Status: metav1.ConditionUnknown,
+		Reason: srv1alpha1.ReasonProgressing, Message: "the role is applied once the resource is configured"})
 }
 
 // setReadyCondition: Ready when configured, in the desired role, connected, with
 // quorum and UpToDate local data; otherwise it names the first thing missing.
 func setReadyCondition(_ *Reconciler, s *scope) {
-	for _, t := range []string{srv1.ConditionConfigured, srv1.ConditionRoleApplied, srv1.ConditionConnected, srv1.ConditionQuorum} {
+	for _, t := range []string{srv1alpha1.ConditionConfigured, srv1alpha1.ConditionRoleApplied, srv1alpha1.ConditionConnected, srv1alpha1.ConditionQuorum} {
 		c := meta.FindStatusCondition(s.obj.Status.Conditions, t)
 		if c == nil || c.Status != metav1.ConditionTrue {
-			reason, msg := srv1.ReasonProgressing, t+" is not reported yet"
+			reason, msg := srv1alpha1.ReasonProgressing, t+" is not reported yet"
 			if c != nil {
 				reason, msg = c.Reason, t+": "+c.Message
 			}
-			setCondition(s, metav1.Condition{Type: srv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+			setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 			return
 		}
 	}
 	for _, v := range s.obj.Status.Volumes {
 		if v.DiskState != "UpToDate" {
-			setCondition(s, metav1.Condition{Type: srv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonSyncing,
+			setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonSyncing,
 				Message: fmt.Sprintf("%s is %s", volumeName(v.Number), v.DiskState)})
 			return
 		}
 	}
-	setCondition(s, metav1.Condition{Type: srv1.ConditionReady, Status: metav1.ConditionTrue, Reason: srv1.ReasonReconciled,
+	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: srv1alpha1.ReasonReconciled,
 		Message: "replica configured, in its role, connected, with quorum and UpToDate"})
 }

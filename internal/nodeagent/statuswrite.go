@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // conflictRetry is the wait after a status write lost against a newer object.
@@ -46,7 +46,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, er
 }
 
 // recordTransitions emits one event per condition whose status or reason changed.
-func (r *Reconciler) recordTransitions(obj *srv1.DRBDResource, prev []metav1.Condition) {
+func (r *Reconciler) recordTransitions(obj *srv1alpha1.DRBDResource, prev []metav1.Condition) {
 	for _, c := range obj.Status.Conditions {
 		old := meta.FindStatusCondition(prev, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
@@ -65,7 +65,7 @@ func (r *Reconciler) recordTransitions(obj *srv1.DRBDResource, prev []metav1.Con
 
 func isWarningReason(reason string) bool {
 	switch reason {
-	case srv1.ReasonProgressing, ReasonSyncing, ReasonWaitingForPeers, ReasonNotUp:
+	case srv1alpha1.ReasonProgressing, ReasonSyncing, ReasonWaitingForPeers, ReasonNotUp:
 		return false
 	}
 	return true

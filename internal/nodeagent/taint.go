@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	srv1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // Taints keeps this node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
@@ -84,7 +84,7 @@ func (t *Taints) Start(ctx context.Context) error {
 			continue
 		}
 		if err := t.ensure(ctx, want); err != nil {
-			t.Log.Error(err, "updating node taint", "taint", srv1.LostQuorumTaintKey, "present", want)
+			t.Log.Error(err, "updating node taint", "taint", srv1alpha1.LostQuorumTaintKey, "present", want)
 			retry, ensured = t.Clock.After(t.RetryAfter), nil
 			continue
 		}
@@ -104,7 +104,7 @@ func lacksQuorum(w *Watcher) []string {
 }
 
 func isLostQuorumTaint(t corev1.Taint) bool {
-	return t.Key == srv1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
+	return t.Key == srv1alpha1.LostQuorumTaintKey && t.Effect == corev1.TaintEffectNoSchedule
 }
 
 // ensure makes the taint present iff lost is not empty. It is idempotent.
@@ -122,7 +122,7 @@ func (t *Taints) ensure(ctx context.Context, lost []string) error {
 		base := node.DeepCopy()
 		if want {
 			now := metav1.NewTime(t.Clock.Now())
-			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: srv1.LostQuorumTaintKey,
+			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: srv1alpha1.LostQuorumTaintKey,
 				Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now})
 		} else {
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isLostQuorumTaint)
@@ -132,7 +132,7 @@ func (t *Taints) ensure(ctx context.Context, lost []string) error {
 			continue
 		}
 		if err == nil {
-			t.Log.Info("node taint updated", "taint", srv1.LostQuorumTaintKey, "present", want, "resourcesWithoutQuorum", lost)
+			t.Log.Info("node taint updated", "taint", srv1alpha1.LostQuorumTaintKey, "present", want, "resourcesWithoutQuorum", lost)
 		}
 		return err
 	}

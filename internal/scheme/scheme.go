@@ -15,7 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -26,7 +26,7 @@ func New() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		srv1alpha1.AddToScheme,
-		ramenv1alpha1.AddToScheme,
+		drv1alpha1.AddToScheme,
 		kubevirtv1.AddToScheme,
 		replicationv1alpha1.AddToScheme,
 		volsyncv1alpha1.AddToScheme,

@@ -16,7 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
@@ -77,12 +77,12 @@ func (e *Env) CreateGlobalStorage(t testing.TB, cluster string, s GlobalStorage)
 	const provisioner = "array.csi.example.com"
 	create(t, e.Client(cluster), &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: s.StorageClass, Labels: map[string]string{
-			ramenv1alpha1.OffloadedLabel: "true", ramenv1alpha1.StorageIDLabel: s.StorageID}},
+			drv1alpha1.OffloadedLabel: "true", drv1alpha1.StorageIDLabel: s.StorageID}},
 		Provisioner: provisioner,
 	})
 	create(t, e.Client(cluster), &replicationv1alpha1.VolumeGroupReplicationClass{
 		ObjectMeta: metav1.ObjectMeta{Name: s.ReplicationClass, Labels: map[string]string{
-			ramenv1alpha1.StorageIDLabel: s.StorageID, ramenv1alpha1.GroupReplicationIDLabel: s.GroupReplicationID, ramenv1alpha1.GlobalLabel: "true"}},
+			drv1alpha1.StorageIDLabel: s.StorageID, drv1alpha1.GroupReplicationIDLabel: s.GroupReplicationID, drv1alpha1.GlobalLabel: "true"}},
 		Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: provisioner,
 			Parameters: map[string]string{"schedulingInterval": s.SchedulingInterval}},
 	})
@@ -147,7 +147,7 @@ func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) (*Safety, *Process) 
 	}
 	safety := e.WatchSafety(t)
 	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
-	create(t, e.Client(Quorum), &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: o.Policy},
-		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: "0m"}})
+	create(t, e.Client(Quorum), &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: o.Policy},
+		Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: "0m"}})
 	return safety, quorum
 }

@@ -17,7 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // Safety records the VRGs, VGRs and VMIs of each workload cluster of an
@@ -53,7 +53,7 @@ func (e *Env) WatchSafety(t testing.TB) *Safety {
 	for _, cluster := range []string{Primary, DR} {
 		wc, err := client.NewWithWatch(e.Clusters[cluster].Config, client.Options{Scheme: e.Scheme})
 		require.NoError(t, err)
-		for _, list := range []client.ObjectList{&ramenv1alpha1.VolumeReplicationGroupList{},
+		for _, list := range []client.ObjectList{&drv1alpha1.VolumeReplicationGroupList{},
 			&replicationv1alpha1.VolumeGroupReplicationList{}, &kubevirtv1.VirtualMachineInstanceList{}} {
 			require.NoError(t, wc.List(ctx, list))
 			items, err := meta.ExtractList(list)
@@ -165,7 +165,7 @@ func (s *Safety) forgetMissing(cluster, kind string, listed map[string]bool, rv 
 
 func kindOf(list client.ObjectList) string {
 	switch list.(type) {
-	case *ramenv1alpha1.VolumeReplicationGroupList:
+	case *drv1alpha1.VolumeReplicationGroupList:
 		return "VRG"
 	case *replicationv1alpha1.VolumeGroupReplicationList:
 		return "VGR"
@@ -177,8 +177,8 @@ func (s *Safety) record(cluster string, obj client.Object, deleted bool) {
 	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 	ev := safetyEvent{rv: rv, key: obj.GetNamespace() + "/" + obj.GetName(), deleted: deleted}
 	switch o := obj.(type) {
-	case *ramenv1alpha1.VolumeReplicationGroup:
-		ev.kind, ev.app, ev.group = "VRG", o.Spec.PVCSelector.MatchLabels["app"], o.Labels[ramenv1alpha1.GlobalVGRLabel]
+	case *drv1alpha1.VolumeReplicationGroup:
+		ev.kind, ev.app, ev.group = "VRG", o.Spec.PVCSelector.MatchLabels["app"], o.Labels[drv1alpha1.GlobalVGRLabel]
 		ev.spec, ev.status = string(o.Spec.ReplicationState), string(o.Status.State)
 	case *replicationv1alpha1.VolumeGroupReplication:
 		ev.kind, ev.spec, ev.status = "VGR", string(o.Spec.ReplicationState), string(o.Status.State)

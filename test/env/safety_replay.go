@@ -8,7 +8,7 @@ import (
 
 	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // replay finds, in one cluster's events: a VRG asked to become, or reporting,
@@ -70,10 +70,10 @@ func (r *replayer) vrg(ev safetyEvent) {
 	if len(u) == 0 {
 		return
 	}
-	if ev.spec == string(ramenv1alpha1.Secondary) && (!had || prev.spec != ev.spec) {
+	if ev.spec == string(drv1alpha1.Secondary) && (!had || prev.spec != ev.spec) {
 		r.out = append(r.out, fmt.Sprintf("VRG %s asked to become secondary while %v run (rv %d)", ev.key, u, ev.rv))
 	}
-	if ev.status == string(ramenv1alpha1.SecondaryState) && (!had || prev.status != ev.status) {
+	if ev.status == string(drv1alpha1.SecondaryState) && (!had || prev.status != ev.status) {
 		r.out = append(r.out, fmt.Sprintf("VRG %s reported Secondary while %v run (rv %d)", ev.key, u, ev.rv))
 	}
 }

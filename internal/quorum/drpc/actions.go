@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
@@ -27,15 +27,15 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (c
 			return ctrl.Result{}, err
 		}
 	}
-	s.setProgression(ramenv1alpha1.ProgressionFailingOverToCluster)
-	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+	s.setProgression(drv1alpha1.ProgressionFailingOverToCluster)
+	if err := r.ensureVRG(ctx, s, tgt, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+	if !vrgReached(s.vrgs[tgt], drv1alpha1.PrimaryState) {
 		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
 		return flow.After(waitRetry), nil
 	}
-	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateFailedOver)
+	return r.start(ctx, s, tgt, drv1alpha1.DRStateFailedOver)
 }
 
 // relocate moves the application from src to tgt with both reachable (§6.3):
@@ -43,19 +43,19 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (c
 // VRG becomes primary and the application starts there.
 func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
 	p := s.drpc.Status.Progression
-	if p != ramenv1alpha1.ProgressionWaitForReadiness && p != ramenv1alpha1.ProgressionUpdatedPlacement {
+	if p != drv1alpha1.ProgressionWaitForReadiness && p != drv1alpha1.ProgressionUpdatedPlacement {
 		for _, c := range []string{src, tgt} {
 			if err, down := s.unreachable[c]; down {
 				return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
 			}
 		}
-		s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
+		s.setProgression(drv1alpha1.ProgressionPreparingFinalSync)
 		stopped, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped)
 		if err != nil || !stopped {
 			s.waitFor("the application to stop on %s (%s)", src, appState(s.copies[src]))
 			return flow.After(waitRetry), err
 		}
-		s.setProgression(ramenv1alpha1.ProgressionEnsuringVolumesAreSecondary)
+		s.setProgression(drv1alpha1.ProgressionEnsuringVolumesAreSecondary)
 		srcDone, err := r.ensureSecondary(ctx, s, src)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -82,21 +82,21 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 			return flow.After(waitRetry), err
 		}
 	}
-	s.setProgression(ramenv1alpha1.ProgressionWaitForReadiness)
-	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+	s.setProgression(drv1alpha1.ProgressionWaitForReadiness)
+	if err := r.ensureVRG(ctx, s, tgt, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+	if !vrgReached(s.vrgs[tgt], drv1alpha1.PrimaryState) {
 		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
 		return flow.After(waitRetry), nil
 	}
-	return r.start(ctx, s, tgt, ramenv1alpha1.DRStateRelocated)
+	return r.start(ctx, s, tgt, drv1alpha1.DRStateRelocated)
 }
 
 // start runs the application on the new primary and completes the action once
 // it runs.
-func (r *Reconciler) start(ctx context.Context, s *scope, tgt string, phase ramenv1alpha1.DRState) (ctrl.Result, error) {
-	s.setProgression(ramenv1alpha1.ProgressionUpdatedPlacement)
+func (r *Reconciler) start(ctx context.Context, s *scope, tgt string, phase drv1alpha1.DRState) (ctrl.Result, error) {
+	s.setProgression(drv1alpha1.ProgressionUpdatedPlacement)
 	running, err := r.ensureDesiredState(ctx, s, tgt, srv1alpha1.StateRunning)
 	if err != nil || !running {
 		s.waitFor("the application to run on %s (%s)", tgt, appState(s.copies[tgt]))
@@ -139,7 +139,7 @@ func (r *Reconciler) peersNotSecondary(ctx context.Context, s *scope, src, tgt s
 		for i := range list.Items {
 			v := &list.Items[i]
 			own := v.Namespace == s.vrgNamespace && v.Name == s.drpc.Name
-			if !own && !vrgReached(v, ramenv1alpha1.SecondaryState) {
+			if !own && !vrgReached(v, drv1alpha1.SecondaryState) {
 				pending = append(pending, fmt.Sprintf("%s/%s on %s", v.Namespace, v.Name, c))
 			}
 		}
@@ -158,16 +158,16 @@ func (r *Reconciler) groupPromoting(ctx context.Context, s *scope, tgt string) (
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(list.Items, func(v ramenv1alpha1.VolumeReplicationGroup) bool {
-		return v.Spec.ReplicationState == ramenv1alpha1.Primary
+	return slices.ContainsFunc(list.Items, func(v drv1alpha1.VolumeReplicationGroup) bool {
+		return v.Spec.ReplicationState == drv1alpha1.Primary
 	}), nil
 }
 
 // groupVRGs lists the VRGs of the DRPC's global group on a cluster.
-func (r *Reconciler) groupVRGs(ctx context.Context, s *scope, cluster string) (*ramenv1alpha1.VolumeReplicationGroupList, error) {
+func (r *Reconciler) groupVRGs(ctx context.Context, s *scope, cluster string) (*drv1alpha1.VolumeReplicationGroupList, error) {
 	label := s.globalVGR()
-	list := &ramenv1alpha1.VolumeReplicationGroupList{}
-	if err := s.remotes[cluster].Cached.List(ctx, list, client.MatchingLabels{ramenv1alpha1.GlobalVGRLabel: label}); err != nil {
+	list := &drv1alpha1.VolumeReplicationGroupList{}
+	if err := s.remotes[cluster].Cached.List(ctx, list, client.MatchingLabels{drv1alpha1.GlobalVGRLabel: label}); err != nil {
 		return nil, flow.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", cluster, label, err))
 	}
 	return list, nil

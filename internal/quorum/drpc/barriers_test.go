@@ -13,21 +13,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-func vrg(name string, spec ramenv1alpha1.ReplicationState, state ramenv1alpha1.State) *ramenv1alpha1.VolumeReplicationGroup {
-	return &ramenv1alpha1.VolumeReplicationGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Generation: 1, Labels: map[string]string{ramenv1alpha1.GlobalVGRLabel: "global-rg"}},
-		Spec:       ramenv1alpha1.VolumeReplicationGroupSpec{ReplicationState: spec},
-		Status:     ramenv1alpha1.VolumeReplicationGroupStatus{State: state, ObservedGeneration: 1},
+func vrg(name string, spec drv1alpha1.ReplicationState, state drv1alpha1.State) *drv1alpha1.VolumeReplicationGroup {
+	return &drv1alpha1.VolumeReplicationGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Generation: 1, Labels: map[string]string{drv1alpha1.GlobalVGRLabel: "global-rg"}},
+		Spec:       drv1alpha1.VolumeReplicationGroupSpec{ReplicationState: spec},
+		Status:     drv1alpha1.VolumeReplicationGroupStatus{State: state, ObservedGeneration: 1},
 	}
 }
 
 func remoteWith(t *testing.T, objs ...client.Object) *remote.Remote {
 	s := runtime.NewScheme()
-	require.NoError(t, ramenv1alpha1.AddToScheme(s))
+	require.NoError(t, drv1alpha1.AddToScheme(s))
 	return &remote.Remote{Cached: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()}
 }
 
@@ -36,15 +36,15 @@ func remoteWith(t *testing.T, objs ...client.Object) *remote.Remote {
 // no state) no longer hold the others.
 func TestRelocateBarrier(t *testing.T) {
 	const src, tgt = "dr", "primary"
-	self := drpc("app-1", ramenv1alpha1.ActionRelocate, "", tgt)
+	self := drpc("app-1", drv1alpha1.ActionRelocate, "", tgt)
 	s := &scope{drpc: &self, vrgNamespace: "apps"}
 	r := &Reconciler{}
 	ctx := context.Background()
-	sec, pri := ramenv1alpha1.Secondary, ramenv1alpha1.Primary
+	sec, pri := drv1alpha1.Secondary, drv1alpha1.Primary
 
 	s.remotes = map[string]*remote.Remote{
-		src: remoteWith(t, vrg("app-1", sec, ramenv1alpha1.SecondaryState), vrg("app-2", sec, ramenv1alpha1.PrimaryState)),
-		tgt: remoteWith(t, vrg("app-1", sec, ramenv1alpha1.SecondaryState), vrg("app-2", sec, ramenv1alpha1.SecondaryState)),
+		src: remoteWith(t, vrg("app-1", sec, drv1alpha1.SecondaryState), vrg("app-2", sec, drv1alpha1.PrimaryState)),
+		tgt: remoteWith(t, vrg("app-1", sec, drv1alpha1.SecondaryState), vrg("app-2", sec, drv1alpha1.SecondaryState)),
 	}
 	promoting, err := r.groupPromoting(ctx, s, tgt)
 	require.NoError(t, err)
@@ -56,8 +56,8 @@ func TestRelocateBarrier(t *testing.T) {
 	// app-3 passed the barrier and asked for primary on the target: app-2's VRG
 	// there lost its state, which must not hold app-1.
 	s.remotes = map[string]*remote.Remote{
-		src: remoteWith(t, vrg("app-1", sec, ramenv1alpha1.SecondaryState), vrg("app-2", sec, ramenv1alpha1.SecondaryState), vrg("app-3", sec, ramenv1alpha1.SecondaryState)),
-		tgt: remoteWith(t, vrg("app-1", sec, ramenv1alpha1.UnknownState), vrg("app-2", sec, ramenv1alpha1.UnknownState), vrg("app-3", pri, ramenv1alpha1.UnknownState)),
+		src: remoteWith(t, vrg("app-1", sec, drv1alpha1.SecondaryState), vrg("app-2", sec, drv1alpha1.SecondaryState), vrg("app-3", sec, drv1alpha1.SecondaryState)),
+		tgt: remoteWith(t, vrg("app-1", sec, drv1alpha1.UnknownState), vrg("app-2", sec, drv1alpha1.UnknownState), vrg("app-3", pri, drv1alpha1.UnknownState)),
 	}
 	promoting, err = r.groupPromoting(ctx, s, tgt)
 	require.NoError(t, err)
@@ -71,20 +71,20 @@ func TestRelocateBarrier(t *testing.T) {
 // consensus, at most groupStartGrace.
 func TestAwaitGroupStart(t *testing.T) {
 	now := time.Now()
-	recorded := func(name string) *ramenv1alpha1.DRPlacementControl {
-		d := drpc(name, ramenv1alpha1.ActionFailover, "c2", "c1")
+	recorded := func(name string) *drv1alpha1.DRPlacementControl {
+		d := drpc(name, drv1alpha1.ActionFailover, "c2", "c1")
 		d.Generation = 2
-		d.Status.Conditions = []metav1.Condition{{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
+		d.Status.Conditions = []metav1.Condition{{Type: drv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
 		return &d
 	}
 	stale := recorded("app-2")
 	stale.Generation = 3 // asked again since it recorded
 	s := runtime.NewScheme()
-	require.NoError(t, ramenv1alpha1.AddToScheme(s))
+	require.NoError(t, drv1alpha1.AddToScheme(s))
 	build := func(objs ...client.Object) *Reconciler {
 		b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...)
 		for name, value := range drpcIndexes {
-			b = b.WithIndex(&ramenv1alpha1.DRPlacementControl{}, name, indexerFunc(value))
+			b = b.WithIndex(&drv1alpha1.DRPlacementControl{}, name, indexerFunc(value))
 		}
 		return &Reconciler{Client: b.Build()}
 	}
@@ -114,13 +114,13 @@ func TestAwaitGroupStart(t *testing.T) {
 
 func TestDecisionWritten(t *testing.T) {
 	p := decisionWritten()
-	blocked := drpc("app-1", ramenv1alpha1.ActionFailover, "c2", "c1")
+	blocked := drpc("app-1", drv1alpha1.ActionFailover, "c2", "c1")
 	blocked.Generation = 2
 	blocked.Status.ActionStartTime = &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)} // the previous action
-	blocked.Status.Conditions = []metav1.Condition{{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionFalse, ObservedGeneration: 2}}
-	decide := func(d *ramenv1alpha1.DRPlacementControl) {
+	blocked.Status.Conditions = []metav1.Condition{{Type: drv1alpha1.ConditionGlobalAction, Status: metav1.ConditionFalse, ObservedGeneration: 2}}
+	decide := func(d *drv1alpha1.DRPlacementControl) {
 		d.Status.ActionStartTime = &metav1.Time{Time: time.Now().Truncate(time.Second)}
-		meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
+		meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: drv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
 	}
 	recordedBefore := blocked.DeepCopy()
 	recordedBefore.Status.Conditions[0].Status = metav1.ConditionTrue
@@ -128,19 +128,19 @@ func TestDecisionWritten(t *testing.T) {
 	unlabelled.Labels = nil
 	for _, tc := range []struct {
 		name   string
-		old    *ramenv1alpha1.DRPlacementControl
-		mutate func(*ramenv1alpha1.DRPlacementControl)
+		old    *drv1alpha1.DRPlacementControl
+		mutate func(*drv1alpha1.DRPlacementControl)
 		want   bool
 	}{
 		{"the decision of a global DRPC", &blocked, decide, true},
 		{"unlabelled: its own write starts its action", unlabelled, decide, false},
 		{"consensus recorded earlier: groupStarted does not see this write", recordedBefore, decide, false},
-		{"consensus without a new start", &blocked, func(d *ramenv1alpha1.DRPlacementControl) {
-			meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
+		{"consensus without a new start", &blocked, func(d *drv1alpha1.DRPlacementControl) {
+			meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: drv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2})
 		}, false},
-		{"asked again in the same update", &blocked, func(d *ramenv1alpha1.DRPlacementControl) { decide(d); d.Generation = 3 }, false},
-		{"finalizer changed too", &blocked, func(d *ramenv1alpha1.DRPlacementControl) { decide(d); d.Finalizers = []string{Finalizer} }, false},
-		{"being deleted", &blocked, func(d *ramenv1alpha1.DRPlacementControl) {
+		{"asked again in the same update", &blocked, func(d *drv1alpha1.DRPlacementControl) { decide(d); d.Generation = 3 }, false},
+		{"finalizer changed too", &blocked, func(d *drv1alpha1.DRPlacementControl) { decide(d); d.Finalizers = []string{Finalizer} }, false},
+		{"being deleted", &blocked, func(d *drv1alpha1.DRPlacementControl) {
 			decide(d)
 			d.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 		}, false},
@@ -156,10 +156,10 @@ func TestDecisionWritten(t *testing.T) {
 
 func TestConsensusRecorded(t *testing.T) {
 	p := consensusRecorded()
-	blocked := drpc("app-1", ramenv1alpha1.ActionFailover, "c2", "c1")
+	blocked := drpc("app-1", drv1alpha1.ActionFailover, "c2", "c1")
 	blocked.Generation = 2
 	recorded := blocked.DeepCopy()
-	recorded.Status.Conditions = []metav1.Condition{{Type: ramenv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
+	recorded.Status.Conditions = []metav1.Condition{{Type: drv1alpha1.ConditionGlobalAction, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
 	stale := recorded.DeepCopy()
 	stale.Generation = 3
 	unlabelled, unlabelledRecorded := blocked.DeepCopy(), recorded.DeepCopy()

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -19,7 +19,7 @@ import (
 // for the same action and target as self (§5.1): failoverCluster for a
 // Failover, preferredCluster for a Relocate. Peers being deleted are leaving
 // the group and do not count.
-func pendingPeers(self *ramenv1alpha1.DRPlacementControl, peers []ramenv1alpha1.DRPlacementControl) []string {
+func pendingPeers(self *drv1alpha1.DRPlacementControl, peers []drv1alpha1.DRPlacementControl) []string {
 	want := actionTarget(self)
 	var pending []string
 	for i := range peers {
@@ -36,8 +36,8 @@ func pendingPeers(self *ramenv1alpha1.DRPlacementControl, peers []ramenv1alpha1.
 }
 
 // actionTarget is the target cluster of a DRPC's action.
-func actionTarget(d *ramenv1alpha1.DRPlacementControl) string {
-	if d.Spec.Action == ramenv1alpha1.ActionFailover {
+func actionTarget(d *drv1alpha1.DRPlacementControl) string {
+	if d.Spec.Action == drv1alpha1.ActionFailover {
 		return d.Spec.FailoverCluster
 	}
 	return d.Spec.PreferredCluster
@@ -51,27 +51,27 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (bool, error) {
 	if label == "" {
 		return true, nil
 	}
-	peers := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
+	peers := &drv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
 	if err := r.Client.List(ctx, peers, client.InNamespace(s.drpc.Namespace), client.MatchingFields{globalVGRIndex: label}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	action := string(s.drpc.Spec.Action)
 	if pending := pendingPeers(s.drpc, peers.Items); len(pending) > 0 {
-		s.setProgression(ramenv1alpha1.ProgressionWaitOnGlobalAction)
-		s.setGlobalAction(metav1.ConditionFalse, ramenv1alpha1.ReasonConsensusNotReached,
-			fmt.Sprintf(ramenv1alpha1.MessageExpectedActionFmt, action, actionTarget(s.drpc), strings.Join(pending, ", ")))
+		s.setProgression(drv1alpha1.ProgressionWaitOnGlobalAction)
+		s.setGlobalAction(metav1.ConditionFalse, drv1alpha1.ReasonConsensusNotReached,
+			fmt.Sprintf(drv1alpha1.MessageExpectedActionFmt, action, actionTarget(s.drpc), strings.Join(pending, ", ")))
 		return false, nil
 	}
-	s.setGlobalAction(metav1.ConditionTrue, ramenv1alpha1.ReasonConsensusReached,
-		fmt.Sprintf(ramenv1alpha1.MessageConsensusActionFmt, action))
+	s.setGlobalAction(metav1.ConditionTrue, drv1alpha1.ReasonConsensusReached,
+		fmt.Sprintf(drv1alpha1.MessageConsensusActionFmt, action))
 	return true, nil
 }
 
 // setGlobalAction sets the GlobalAction condition and records an event when its
 // status changes.
 func (s *scope) setGlobalAction(status metav1.ConditionStatus, reason, message string) {
-	was := meta.FindStatusCondition(s.drpc.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
-	s.setCondition(ramenv1alpha1.ConditionGlobalAction, status, reason, message)
+	was := meta.FindStatusCondition(s.drpc.Status.Conditions, drv1alpha1.ConditionGlobalAction)
+	s.setCondition(drv1alpha1.ConditionGlobalAction, status, reason, message)
 	if was != nil && was.Status == status {
 		return
 	}
@@ -84,11 +84,11 @@ func (s *scope) setGlobalAction(status metav1.ConditionStatus, reason, message s
 
 // consensusValue is the value of ramen_global_action_consensus_status for the
 // DRPC, and whether it has one: only labelled DRPCs that evaluated the gate.
-func consensusValue(d *ramenv1alpha1.DRPlacementControl) (float64, bool) {
-	if d.Labels[ramenv1alpha1.GlobalVGRLabel] == "" {
+func consensusValue(d *drv1alpha1.DRPlacementControl) (float64, bool) {
+	if d.Labels[drv1alpha1.GlobalVGRLabel] == "" {
 		return 0, false
 	}
-	c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
+	c := meta.FindStatusCondition(d.Status.Conditions, drv1alpha1.ConditionGlobalAction)
 	if c == nil {
 		return 0, false
 	}

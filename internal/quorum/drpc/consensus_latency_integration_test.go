@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
@@ -57,25 +57,25 @@ func BenchmarkConsensusLatency(b *testing.B) {
 		names[i] = fmt.Sprintf("bench-%02d", i)
 		z.addApp(names[i], env.Primary)
 	}
-	z.waitAll(names, ramenv1alpha1.DRStateDeployed, env.Primary)
+	z.waitAll(names, drv1alpha1.DRStateDeployed, env.Primary)
 	for _, name := range names {
 		env.Eventually(t, timeout, name+" labelled", func() error {
-			if z.drpc(name).Labels[ramenv1alpha1.GlobalVGRLabel] != globalVGR {
+			if z.drpc(name).Labels[drv1alpha1.GlobalVGRLabel] != globalVGR {
 				return fmt.Errorf("not labelled")
 			}
 			return nil
 		})
 	}
 	moves := []struct {
-		mutate func(*ramenv1alpha1.DRPlacementControl)
-		done   ramenv1alpha1.DRState
+		mutate func(*drv1alpha1.DRPlacementControl)
+		done   drv1alpha1.DRState
 		on     string
 	}{
-		{func(d *ramenv1alpha1.DRPlacementControl) {
-			d.Spec.Action, d.Spec.FailoverCluster = ramenv1alpha1.ActionFailover, env.DR
+		{func(d *drv1alpha1.DRPlacementControl) {
+			d.Spec.Action, d.Spec.FailoverCluster = drv1alpha1.ActionFailover, env.DR
 		},
-			ramenv1alpha1.DRStateFailedOver, env.DR},
-		{relocate(env.Primary), ramenv1alpha1.DRStateRelocated, env.Primary},
+			drv1alpha1.DRStateFailedOver, env.DR},
+		{relocate(env.Primary), drv1alpha1.DRStateRelocated, env.Primary},
 	}
 	// The floor's writes, in the same zone and turn by turn with its rounds:
 	// what the machine, as loaded at that moment, allows at best.
@@ -93,7 +93,7 @@ func BenchmarkConsensusLatency(b *testing.B) {
 			z.waitAll(names, m.done, m.on)
 		}
 	}
-	untouched := &ramenv1alpha1.DRPlacementControl{}
+	untouched := &drv1alpha1.DRPlacementControl{}
 	require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(floor.drpcs[0]), untouched))
 	require.Empty(t, untouched.Finalizers, "a controller of the zone reconciled a DRPC of the floor")
 	slices.Sort(all)
@@ -110,14 +110,14 @@ func BenchmarkConsensusLatency(b *testing.B) {
 // consensusRound asks every DRPC but the last for the move, waits until they
 // are blocked on consensus, then updates the last one and returns, sorted, the
 // time each DRPC took from that update to GlobalAction True.
-func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlacementControl)) []time.Duration {
+func (z *zone) consensusRound(names []string, move func(*drv1alpha1.DRPlacementControl)) []time.Duration {
 	t, n := z.t, len(names)
 	for _, name := range names[:n-1] {
 		z.updateDRPC(name, move)
 	}
 	for _, name := range names[:n-1] {
 		env.Eventually(t, timeout, name+" blocked", func() error {
-			if p := z.drpc(name).Status.Progression; p != ramenv1alpha1.ProgressionWaitOnGlobalAction {
+			if p := z.drpc(name).Status.Progression; p != drv1alpha1.ProgressionWaitOnGlobalAction {
 				return fmt.Errorf("progression %s", p)
 			}
 			return nil
@@ -129,11 +129,11 @@ func (z *zone) consensusRound(names []string, move func(*ramenv1alpha1.DRPlaceme
 	// The benchmark sees what quorum-manager sees, through its informer: a
 	// watch of the benchmark's own would add its decoding and the API server's
 	// sending to the window it measures, on a machine the window keeps busy.
-	inf, err := z.quorum.Cache.GetInformer(ctx, &ramenv1alpha1.DRPlacementControl{})
+	inf, err := z.quorum.Cache.GetInformer(ctx, &drv1alpha1.DRPlacementControl{})
 	require.NoError(t, err)
 	lastName, lastGeneration := last.Name, before.Generation
-	arrivals := informerArrivals(t, inf, n, func(d *ramenv1alpha1.DRPlacementControl) bool {
-		c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
+	arrivals := informerArrivals(t, inf, n, func(d *drv1alpha1.DRPlacementControl) bool {
+		c := meta.FindStatusCondition(d.Status.Conditions, drv1alpha1.ConditionGlobalAction)
 		// The last DRPC still holds the consensus of the previous move until
 		// its update: only a consensus on a later generation is this round's.
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation &&
@@ -190,10 +190,10 @@ type arrivals struct {
 // closes a watch whose reader falls behind, as the benchmark's own reader may
 // on a machine the round keeps busy; the watch then resumes from the last
 // version it saw, so that an arrival is at worst seen late, never missed.
-func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
+func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, match func(*drv1alpha1.DRPlacementControl) bool) *arrivals {
 	wctx, cancel := context.WithCancel(ctx)
 	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{}), stop: cancel}
-	list := &ramenv1alpha1.DRPlacementControlList{}
+	list := &drv1alpha1.DRPlacementControlList{}
 	w, err := wc.Watch(wctx, list, client.InNamespace(namespace))
 	require.NoError(t, err)
 	go func() {
@@ -204,7 +204,7 @@ func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, m
 				if ev.Type == watch.Error {
 					return // e.g. the version is gone: the round fails with what it saw
 				}
-				d, ok := ev.Object.(*ramenv1alpha1.DRPlacementControl)
+				d, ok := ev.Object.(*drv1alpha1.DRPlacementControl)
 				if !ok {
 					continue
 				}
@@ -234,11 +234,11 @@ func watchArrivals(t testing.TB, wc client.WithWatch, namespace string, n int, m
 
 // informerArrivals records arrivals as the informer of a controller's cache
 // hands them to its handlers, until n DRPCs have matched or stop.
-func informerArrivals(t testing.TB, inf cache.Informer, n int, match func(*ramenv1alpha1.DRPlacementControl) bool) *arrivals {
+func informerArrivals(t testing.TB, inf cache.Informer, n int, match func(*drv1alpha1.DRPlacementControl) bool) *arrivals {
 	a := &arrivals{at: map[string]time.Time{}, n: n, done: make(chan struct{})}
 	var all sync.Once
 	see := func(obj any) {
-		d, ok := obj.(*ramenv1alpha1.DRPlacementControl)
+		d, ok := obj.(*drv1alpha1.DRPlacementControl)
 		if !ok || !match(d) {
 			return
 		}
@@ -293,9 +293,9 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // waitAll waits until every DRPC completed its move to cluster.
-func (z *zone) waitAll(names []string, phase ramenv1alpha1.DRState, cluster string) {
+func (z *zone) waitAll(names []string, phase drv1alpha1.DRState, cluster string) {
 	for _, name := range names {
-		z.waitDRPC(name, phase, ramenv1alpha1.ProgressionCompleted, cluster)
+		z.waitDRPC(name, phase, drv1alpha1.ProgressionCompleted, cluster)
 	}
 }
 

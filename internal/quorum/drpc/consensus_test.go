@@ -8,33 +8,33 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
-func drpc(name string, action ramenv1alpha1.DRAction, failover, preferred string) ramenv1alpha1.DRPlacementControl {
-	return ramenv1alpha1.DRPlacementControl{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{ramenv1alpha1.GlobalVGRLabel: "global-rg"}},
-		Spec:       ramenv1alpha1.DRPlacementControlSpec{Action: action, FailoverCluster: failover, PreferredCluster: preferred},
+func drpc(name string, action drv1alpha1.DRAction, failover, preferred string) drv1alpha1.DRPlacementControl {
+	return drv1alpha1.DRPlacementControl{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{drv1alpha1.GlobalVGRLabel: "global-rg"}},
+		Spec:       drv1alpha1.DRPlacementControlSpec{Action: action, FailoverCluster: failover, PreferredCluster: preferred},
 	}
 }
 
 func TestPendingPeers(t *testing.T) {
-	self := drpc("app-1", ramenv1alpha1.ActionFailover, "c2", "c1")
+	self := drpc("app-1", drv1alpha1.ActionFailover, "c2", "c1")
 	deleting := drpc("app-4", "", "", "c1")
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	for _, tc := range []struct {
 		name  string
-		self  ramenv1alpha1.DRPlacementControl
-		peers []ramenv1alpha1.DRPlacementControl
+		self  drv1alpha1.DRPlacementControl
+		peers []drv1alpha1.DRPlacementControl
 		want  []string
 	}{
-		{"all agree", self, []ramenv1alpha1.DRPlacementControl{self, drpc("app-2", ramenv1alpha1.ActionFailover, "c2", "c1")}, nil},
-		{"peer not updated yet", self, []ramenv1alpha1.DRPlacementControl{self, drpc("app-2", "", "", "c1"), drpc("app-3", ramenv1alpha1.ActionFailover, "c2", "")}, []string{"ns/app-2"}},
-		{"failover to another cluster", self, []ramenv1alpha1.DRPlacementControl{drpc("app-2", ramenv1alpha1.ActionFailover, "c3", "c1")}, []string{"ns/app-2"}},
-		{"relocate compares preferredCluster", drpc("app-1", ramenv1alpha1.ActionRelocate, "c2", "c2"),
-			[]ramenv1alpha1.DRPlacementControl{drpc("app-2", ramenv1alpha1.ActionRelocate, "", "c3"), drpc("app-3", ramenv1alpha1.ActionRelocate, "c1", "c2")}, []string{"ns/app-2"}},
-		{"a deleting peer does not count", self, []ramenv1alpha1.DRPlacementControl{deleting}, nil},
-		{"sorted", self, []ramenv1alpha1.DRPlacementControl{drpc("b", "", "", ""), drpc("a", "", "", "")}, []string{"ns/a", "ns/b"}},
+		{"all agree", self, []drv1alpha1.DRPlacementControl{self, drpc("app-2", drv1alpha1.ActionFailover, "c2", "c1")}, nil},
+		{"peer not updated yet", self, []drv1alpha1.DRPlacementControl{self, drpc("app-2", "", "", "c1"), drpc("app-3", drv1alpha1.ActionFailover, "c2", "")}, []string{"ns/app-2"}},
+		{"failover to another cluster", self, []drv1alpha1.DRPlacementControl{drpc("app-2", drv1alpha1.ActionFailover, "c3", "c1")}, []string{"ns/app-2"}},
+		{"relocate compares preferredCluster", drpc("app-1", drv1alpha1.ActionRelocate, "c2", "c2"),
+			[]drv1alpha1.DRPlacementControl{drpc("app-2", drv1alpha1.ActionRelocate, "", "c3"), drpc("app-3", drv1alpha1.ActionRelocate, "c1", "c2")}, []string{"ns/app-2"}},
+		{"a deleting peer does not count", self, []drv1alpha1.DRPlacementControl{deleting}, nil},
+		{"sorted", self, []drv1alpha1.DRPlacementControl{drpc("b", "", "", ""), drpc("a", "", "", "")}, []string{"ns/a", "ns/b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, pendingPeers(&tc.self, tc.peers))
@@ -49,17 +49,17 @@ func TestPeerTrigger(t *testing.T) {
 	unlabelled.Labels = nil
 	for _, tc := range []struct {
 		name   string
-		mutate func(d *ramenv1alpha1.DRPlacementControl)
-		old    *ramenv1alpha1.DRPlacementControl
+		mutate func(d *drv1alpha1.DRPlacementControl)
+		old    *drv1alpha1.DRPlacementControl
 		want   bool
 	}{
-		{"action", func(d *ramenv1alpha1.DRPlacementControl) { d.Spec.Action = ramenv1alpha1.ActionFailover }, &base, true},
-		{"failoverCluster", func(d *ramenv1alpha1.DRPlacementControl) { d.Spec.FailoverCluster = "c2" }, &base, true},
-		{"preferredCluster", func(d *ramenv1alpha1.DRPlacementControl) { d.Spec.PreferredCluster = "c2" }, &base, true},
-		{"status only", func(d *ramenv1alpha1.DRPlacementControl) { d.Status.Phase = ramenv1alpha1.DRStateDeployed }, &base, false},
-		{"label added", func(d *ramenv1alpha1.DRPlacementControl) { d.Labels = base.Labels }, unlabelled, true},
-		{"unlabelled action", func(d *ramenv1alpha1.DRPlacementControl) { d.Spec.Action = ramenv1alpha1.ActionFailover }, unlabelled, false},
-		{"deletion started", func(d *ramenv1alpha1.DRPlacementControl) { d.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, &base, true},
+		{"action", func(d *drv1alpha1.DRPlacementControl) { d.Spec.Action = drv1alpha1.ActionFailover }, &base, true},
+		{"failoverCluster", func(d *drv1alpha1.DRPlacementControl) { d.Spec.FailoverCluster = "c2" }, &base, true},
+		{"preferredCluster", func(d *drv1alpha1.DRPlacementControl) { d.Spec.PreferredCluster = "c2" }, &base, true},
+		{"status only", func(d *drv1alpha1.DRPlacementControl) { d.Status.Phase = drv1alpha1.DRStateDeployed }, &base, false},
+		{"label added", func(d *drv1alpha1.DRPlacementControl) { d.Labels = base.Labels }, unlabelled, true},
+		{"unlabelled action", func(d *drv1alpha1.DRPlacementControl) { d.Spec.Action = drv1alpha1.ActionFailover }, unlabelled, false},
+		{"deletion started", func(d *drv1alpha1.DRPlacementControl) { d.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, &base, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.old.DeepCopy()

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
@@ -71,25 +71,25 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: maxConcurrentReconciles}).
-		For(&ramenv1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Not[client.Object](decisionWritten()))).
+		For(&drv1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Not[client.Object](decisionWritten()))).
 		// The DRPC watcher: a change of one global DRPC's action or target, or its
 		// deletion, wakes every peer with the same global-vgr label. Ahead of other
 		// work: when a whole group agrees at once, the follow-ups of the first peers
 		// (their own status updates, their VRG writes) wait until every peer has
 		// seen the consensus.
-		Watches(&ramenv1alpha1.DRPlacementControl{}, flow.WithPriority(handler.EnqueueRequestsFromMapFunc(r.peersOf), flow.HighPriority),
+		Watches(&drv1alpha1.DRPlacementControl{}, flow.WithPriority(handler.EnqueueRequestsFromMapFunc(r.peersOf), flow.HighPriority),
 			builder.WithPredicates(peerTrigger())).
 		// The last peer to record consensus starts the action of the whole group.
-		Watches(&ramenv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.groupStarted),
+		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.groupStarted),
 			builder.WithPredicates(consensusRecorded())).
-		Watches(&ramenv1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpcsOfPolicy)).
+		Watches(&drv1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpcsOfPolicy)).
 		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }
 
 // Reconcile advances one DRPC as far as the clusters allow.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	d := &ramenv1alpha1.DRPlacementControl{}
+	d := &drv1alpha1.DRPlacementControl{}
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

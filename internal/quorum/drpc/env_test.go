@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
@@ -52,7 +52,7 @@ func newZone(t testing.TB) *zone {
 	z.safety, z.quorum = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: arrayDelay, StorageClass: storageClass,
 		ReplicationClass: "offloaded-vgrc", GroupReplicationID: grID, Policy: policyName})
 	env.Eventually(t, timeout, "global peer class", func() error {
-		p := &ramenv1alpha1.DRPolicy{}
+		p := &drv1alpha1.DRPolicy{}
 		if err := z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: policyName}, p); err != nil {
 			return err
 		}
@@ -84,8 +84,8 @@ func (z *zone) addApp(name, cluster string) {
 	refs := []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: env.AppVMName(name)}}
 	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
 		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: cluster, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}})
-	z.create(env.Quorum, &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
-		Spec: ramenv1alpha1.DRPlacementControlSpec{
+	z.create(env.Quorum, &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
+		Spec: drv1alpha1.DRPlacementControlSpec{
 			ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: name},
 			DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: policyName},
 			PVCSelector:        metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
@@ -100,13 +100,13 @@ func (z *zone) other(cluster string) string {
 	return env.Primary
 }
 
-func (z *zone) drpc(name string) *ramenv1alpha1.DRPlacementControl {
-	d := &ramenv1alpha1.DRPlacementControl{}
+func (z *zone) drpc(name string) *drv1alpha1.DRPlacementControl {
+	d := &drv1alpha1.DRPlacementControl{}
 	require.NoError(z.t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, d))
 	return d
 }
 
-func (z *zone) updateDRPC(name string, mutate func(*ramenv1alpha1.DRPlacementControl)) {
+func (z *zone) updateDRPC(name string, mutate func(*drv1alpha1.DRPlacementControl)) {
 	z.t.Helper()
 	d := z.drpc(name)
 	before := d.DeepCopy()
@@ -115,7 +115,7 @@ func (z *zone) updateDRPC(name string, mutate func(*ramenv1alpha1.DRPlacementCon
 }
 
 // waitDRPC waits for a DRPC to reach a phase and progression on a cluster.
-func (z *zone) waitDRPC(name string, phase ramenv1alpha1.DRState, progression ramenv1alpha1.ProgressionStatus, cluster string) {
+func (z *zone) waitDRPC(name string, phase drv1alpha1.DRState, progression drv1alpha1.ProgressionStatus, cluster string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, name+" "+string(phase)+"/"+string(progression), func() error {
 		return z.drpcAt(name, phase, progression, cluster)
@@ -126,11 +126,11 @@ func (z *zone) waitDRPC(name string, phase ramenv1alpha1.DRState, progression ra
 func (z *zone) waitRelocated(name, from, to string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, name+" relocated from "+from+" to "+to, func() error {
-		return z.drpcAt(name, ramenv1alpha1.DRStateRelocated, ramenv1alpha1.ProgressionCompleted, to)
+		return z.drpcAt(name, drv1alpha1.DRStateRelocated, drv1alpha1.ProgressionCompleted, to)
 	})
 }
 
-func (z *zone) drpcAt(name string, phase ramenv1alpha1.DRState, progression ramenv1alpha1.ProgressionStatus, cluster string) error {
+func (z *zone) drpcAt(name string, phase drv1alpha1.DRState, progression drv1alpha1.ProgressionStatus, cluster string) error {
 	d := z.drpc(name)
 	st := d.Status
 	if st.Phase == phase && st.Progression == progression && st.PreferredDecision.ClusterName == cluster && st.ObservedGeneration == d.Generation {
@@ -145,8 +145,8 @@ func (z *zone) drpcAt(name string, phase ramenv1alpha1.DRState, progression rame
 	return fmt.Errorf("phase %s progression %s on %q, conditions %+v, groups %v", st.Phase, st.Progression, st.PreferredDecision.ClusterName, st.Conditions, groups)
 }
 
-func (z *zone) vrg(cluster, name string) (*ramenv1alpha1.VolumeReplicationGroup, error) {
-	v := &ramenv1alpha1.VolumeReplicationGroup{}
+func (z *zone) vrg(cluster, name string) (*drv1alpha1.VolumeReplicationGroup, error) {
+	v := &drv1alpha1.VolumeReplicationGroup{}
 	return v, z.Client(cluster).Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: name}, v)
 }
 
@@ -172,7 +172,7 @@ func (z *zone) requireRunsOn(name, on, off string) {
 
 func (z *zone) vgr(cluster string) (*replicationv1alpha1.VolumeGroupReplication, error) {
 	v := &replicationv1alpha1.VolumeGroupReplication{}
-	return v, z.Client(cluster).Get(ctx, client.ObjectKey{Namespace: vrg.DefaultOperatorNamespace, Name: ramenv1alpha1.GlobalVGRName(grID)}, v)
+	return v, z.Client(cluster).Get(ctx, client.ObjectKey{Namespace: vrg.DefaultOperatorNamespace, Name: drv1alpha1.GlobalVGRName(grID)}, v)
 }
 
 // consistently fails the test if cond fails at any poll during d.
@@ -183,7 +183,7 @@ func consistently(t testing.TB, d time.Duration, what string, cond func() error)
 	}
 }
 
-func condition(d *ramenv1alpha1.DRPlacementControl, t string) metav1.Condition {
+func condition(d *drv1alpha1.DRPlacementControl, t string) metav1.Condition {
 	if c := meta.FindStatusCondition(d.Status.Conditions, t); c != nil {
 		return *c
 	}

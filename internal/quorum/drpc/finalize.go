@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -21,8 +21,8 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 	if !controllerutil.ContainsFinalizer(s.drpc, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	s.setPhase(ramenv1alpha1.DRStateDeleting, "deleting the VolumeReplicationGroups of %s", s.drpc.Name)
-	s.setProgression(ramenv1alpha1.ProgressionDeleting)
+	s.setPhase(drv1alpha1.DRStateDeleting, "deleting the VolumeReplicationGroups of %s", s.drpc.Name)
+	s.setProgression(drv1alpha1.ProgressionDeleting)
 	if _, err := r.load(ctx, s); err != nil {
 		// Without the policy or group nothing says where the VRGs are.
 		s.events = append(s.events, flow.Event{Type: corev1.EventTypeWarning, Reason: flow.ReasonOf(err, ReasonInvalidSpec),

@@ -10,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
-var globalVGR = ramenv1alpha1.GlobalVGRName(grID)
+var globalVGR = drv1alpha1.GlobalVGRName(grID)
 
 // TestGlobalVGRFlows runs spec 000 §6 end to end on three real API servers:
 // enable (app-1, app-2 sharing one replication group), failover with the
@@ -35,7 +35,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		z.requireDeployed(app, P, D)
 		v, err := z.vrg(D, app)
 		require.NoError(t, err)
-		require.Equal(t, ramenv1alpha1.Secondary, v.Spec.ReplicationState)
+		require.Equal(t, drv1alpha1.Secondary, v.Spec.ReplicationState)
 		require.Equal(t, "0m", v.Spec.Async.SchedulingInterval)
 		require.Len(t, v.Spec.Async.PeerClasses, 1, "the VRG carries the policy's peer classes")
 	}
@@ -43,15 +43,15 @@ func TestGlobalVGRFlows(t *testing.T) {
 	requireNoVGR(z, D, "a secondary cluster gets its VGR only when it becomes primary (§6.1.4)")
 
 	// §6.2 failover: app-1 first waits for app-2; the applications keep running.
-	failover := func(d *ramenv1alpha1.DRPlacementControl) {
-		d.Spec.Action, d.Spec.FailoverCluster = ramenv1alpha1.ActionFailover, D
+	failover := func(d *drv1alpha1.DRPlacementControl) {
+		d.Spec.Action, d.Spec.FailoverCluster = drv1alpha1.ActionFailover, D
 	}
 	z.updateDRPC("app-1", failover)
 	waitBlocked(z, "app-1", fmt.Sprintf("Expected Failover to %s, pending: %s/app-2", D, env.Namespace))
 	z.requireRunsOn("app-1", P, D)
 	z.updateDRPC("app-2", failover)
 	for _, app := range []string{"app-1", "app-2"} {
-		z.waitDRPC(app, ramenv1alpha1.DRStateFailedOver, ramenv1alpha1.ProgressionCompleted, D)
+		z.waitDRPC(app, drv1alpha1.DRStateFailedOver, drv1alpha1.ProgressionCompleted, D)
 		z.requireRunsOn(app, D, P)
 		requireReached(z, app, "Consensus reached for action Failover")
 		requireVRGs(z, app, D, P)
@@ -64,7 +64,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 
 	// app-3 joins the replication group later, on the cluster the others run on.
 	z.addApp("app-3", D)
-	z.waitDRPC("app-3", ramenv1alpha1.DRStateDeployed, ramenv1alpha1.ProgressionCompleted, D)
+	z.waitDRPC("app-3", drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted, D)
 	env.Eventually(t, timeout, "app-3 labelled everywhere", func() error { return labelledEverywhere(z, "app-3") })
 
 	// §5.1 mismatch: every DRPC asks for Relocate, app-1 to another cluster
@@ -76,7 +76,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	z.updateDRPC("app-1", relocate(P))
 	waitBlocked(z, "app-1", fmt.Sprintf("Expected Relocate to %s, pending: %s/app-2, %s/app-3", P, env.Namespace, env.Namespace))
 	consistently(t, 2*time.Second, "app-1 stays blocked", func() error {
-		if p := z.drpc("app-1").Status.Progression; p != ramenv1alpha1.ProgressionWaitOnGlobalAction {
+		if p := z.drpc("app-1").Status.Progression; p != drv1alpha1.ProgressionWaitOnGlobalAction {
 			return fmt.Errorf("progression %s", p)
 		}
 		return nil
@@ -85,7 +85,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		z.requireRunsOn(app, D, P)
 	}
 	z.updateDRPC("app-1", relocate(D))
-	z.waitDRPC("app-1", ramenv1alpha1.DRStateRelocated, ramenv1alpha1.ProgressionCompleted, D)
+	z.waitDRPC("app-1", drv1alpha1.DRStateRelocated, drv1alpha1.ProgressionCompleted, D)
 	requireReached(z, "app-1", "Consensus reached for action Relocate")
 
 	require.Empty(t, z.safety.Violations(), "storage turned secondary under a running VM, or a VM booted on secondary storage")
@@ -102,7 +102,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		if _, ok := consensusMetric(t, "app-1"); ok {
 			return fmt.Errorf("metric of app-1 still exported")
 		}
-		d := &ramenv1alpha1.DRPlacementControl{}
+		d := &drv1alpha1.DRPlacementControl{}
 		if err := z.Client(env.Quorum).Get(ctx, keyOf("app-1"), d); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("DRPC still there: %v", err)
 		}
@@ -154,9 +154,9 @@ func TestGlobalVGRRelocate(t *testing.T) {
 	require.Empty(t, z.safety.Violations(), "storage turned secondary under a running VM, or a VM booted on secondary storage")
 }
 
-func relocate(to string) func(d *ramenv1alpha1.DRPlacementControl) {
-	return func(d *ramenv1alpha1.DRPlacementControl) {
-		d.Spec.Action, d.Spec.PreferredCluster = ramenv1alpha1.ActionRelocate, to
+func relocate(to string) func(d *drv1alpha1.DRPlacementControl) {
+	return func(d *drv1alpha1.DRPlacementControl) {
+		d.Spec.Action, d.Spec.PreferredCluster = drv1alpha1.ActionRelocate, to
 	}
 }
 
@@ -164,12 +164,12 @@ func relocate(to string) func(d *ramenv1alpha1.DRPlacementControl) {
 // labelled, protected and peer ready.
 func (z *zone) requireDeployed(app, on, off string) {
 	z.t.Helper()
-	z.waitDRPC(app, ramenv1alpha1.DRStateDeployed, ramenv1alpha1.ProgressionCompleted, on)
+	z.waitDRPC(app, drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted, on)
 	z.requireRunsOn(app, on, off)
 	env.Eventually(z.t, timeout, app+" labelled everywhere", func() error { return labelledEverywhere(z, app) })
 	env.Eventually(z.t, timeout, app+" protected and peer ready", func() error {
 		d := z.drpc(app)
-		for _, c := range []string{ramenv1alpha1.ConditionProtected, ramenv1alpha1.ConditionPeerReady, ramenv1alpha1.ConditionAvailable} {
+		for _, c := range []string{drv1alpha1.ConditionProtected, drv1alpha1.ConditionPeerReady, drv1alpha1.ConditionAvailable} {
 			if condition(d, c).Status != metav1.ConditionTrue {
 				return fmt.Errorf("%s: %+v", c, condition(d, c))
 			}
@@ -182,7 +182,7 @@ func (z *zone) requireDeployed(app, on, off string) {
 }
 
 func labelledEverywhere(z *zone, app string) error {
-	if l := z.drpc(app).Labels[ramenv1alpha1.GlobalVGRLabel]; l != globalVGR {
+	if l := z.drpc(app).Labels[drv1alpha1.GlobalVGRLabel]; l != globalVGR {
 		return fmt.Errorf("DRPC label %q", l)
 	}
 	for _, c := range []string{env.Primary, env.DR} {
@@ -190,7 +190,7 @@ func labelledEverywhere(z *zone, app string) error {
 		if err != nil {
 			return err
 		}
-		if v.Labels[ramenv1alpha1.GlobalVGRLabel] != globalVGR {
+		if v.Labels[drv1alpha1.GlobalVGRLabel] != globalVGR {
 			return fmt.Errorf("VRG on %s labels %v", c, v.Labels)
 		}
 	}
@@ -201,9 +201,9 @@ func waitBlocked(z *zone, app, message string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, app+" waiting on global action", func() error {
 		d := z.drpc(app)
-		c := condition(d, ramenv1alpha1.ConditionGlobalAction)
-		if d.Status.Progression != ramenv1alpha1.ProgressionWaitOnGlobalAction || c.Status != metav1.ConditionFalse ||
-			c.Reason != ramenv1alpha1.ReasonConsensusNotReached || c.Message != message {
+		c := condition(d, drv1alpha1.ConditionGlobalAction)
+		if d.Status.Progression != drv1alpha1.ProgressionWaitOnGlobalAction || c.Status != metav1.ConditionFalse ||
+			c.Reason != drv1alpha1.ReasonConsensusNotReached || c.Message != message {
 			return fmt.Errorf("progression %s, GlobalAction %+v", d.Status.Progression, c)
 		}
 		if v, ok := consensusMetric(z.t, app); !ok || v != 0 {
@@ -215,9 +215,9 @@ func waitBlocked(z *zone, app, message string) {
 
 func requireReached(z *zone, app, message string) {
 	z.t.Helper()
-	c := condition(z.drpc(app), ramenv1alpha1.ConditionGlobalAction)
+	c := condition(z.drpc(app), drv1alpha1.ConditionGlobalAction)
 	require.Equal(z.t, metav1.ConditionTrue, c.Status)
-	require.Equal(z.t, ramenv1alpha1.ReasonConsensusReached, c.Reason)
+	require.Equal(z.t, drv1alpha1.ReasonConsensusReached, c.Reason)
 	require.Equal(z.t, message, c.Message)
 	v, ok := consensusMetric(z.t, app)
 	require.True(z.t, ok)
@@ -229,12 +229,12 @@ func requireReached(z *zone, app, message string) {
 func requireVRGs(z *zone, app, primary, secondary string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, app+" VRGs", func() error {
-		for c, want := range map[string]ramenv1alpha1.State{primary: ramenv1alpha1.PrimaryState, secondary: ramenv1alpha1.SecondaryState} {
+		for c, want := range map[string]drv1alpha1.State{primary: drv1alpha1.PrimaryState, secondary: drv1alpha1.SecondaryState} {
 			v, err := z.vrg(c, app)
 			if err != nil {
 				return err
 			}
-			if v.Status.State != want || v.Labels[ramenv1alpha1.GlobalVGRLabel] != globalVGR {
+			if v.Status.State != want || v.Labels[drv1alpha1.GlobalVGRLabel] != globalVGR {
 				return fmt.Errorf("VRG on %s: state %s labels %v", c, v.Status.State, v.Labels)
 			}
 		}

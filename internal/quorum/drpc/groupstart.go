@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // groupStartGrace bounds how long a global group's action waits for every peer
@@ -53,7 +53,7 @@ func (r *Reconciler) awaitGroupStart(ctx context.Context, s *scope) (time.Durati
 // group that agrees at once asks this when it records, and a read of the
 // whole group each time made that work grow with the square of its size.
 func (r *Reconciler) groupRecordedConsensus(ctx context.Context, namespace, label string) (bool, error) {
-	unrecorded := &ramenv1alpha1.DRPlacementControlList{}
+	unrecorded := &drv1alpha1.DRPlacementControlList{}
 	if err := r.Client.List(ctx, unrecorded, client.InNamespace(namespace), client.MatchingFields{unrecordedIndex: label},
 		client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
@@ -62,8 +62,8 @@ func (r *Reconciler) groupRecordedConsensus(ctx context.Context, namespace, labe
 }
 
 // recordedConsensus: the DRPC's GlobalAction is True for its current spec.
-func recordedConsensus(d *ramenv1alpha1.DRPlacementControl) bool {
-	c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction)
+func recordedConsensus(d *drv1alpha1.DRPlacementControl) bool {
+	c := meta.FindStatusCondition(d.Status.Conditions, drv1alpha1.ConditionGlobalAction)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation
 }
 
@@ -74,8 +74,8 @@ func consensusRecorded() predicate.Funcs {
 }
 
 // recordsConsensus: n is a labelled DRPC that records consensus o had not.
-func recordsConsensus(o, n *ramenv1alpha1.DRPlacementControl) bool {
-	return n.Labels[ramenv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
+func recordsConsensus(o, n *drv1alpha1.DRPlacementControl) bool {
+	return n.Labels[drv1alpha1.GlobalVGRLabel] != "" && !recordedConsensus(o) && recordedConsensus(n)
 }
 
 // decisionWritten selects the status update in which a labelled DRPC records
@@ -88,7 +88,7 @@ func recordsConsensus(o, n *ramenv1alpha1.DRPlacementControl) bool {
 // whole group agrees at once, that is one reconcile less per peer while the
 // last of them are still writing.
 func decisionWritten() predicate.Funcs {
-	return drpcUpdates(func(o, n *ramenv1alpha1.DRPlacementControl) bool {
+	return drpcUpdates(func(o, n *drv1alpha1.DRPlacementControl) bool {
 		return recordsConsensus(o, n) && statusOnly(o, n) &&
 			n.Status.ActionStartTime != nil && !n.Status.ActionStartTime.Equal(o.Status.ActionStartTime)
 	})
@@ -96,14 +96,14 @@ func decisionWritten() predicate.Funcs {
 
 // drpcUpdates selects the DRPC updates for which match holds, and no other
 // event.
-func drpcUpdates(match func(o, n *ramenv1alpha1.DRPlacementControl) bool) predicate.Funcs {
+func drpcUpdates(match func(o, n *drv1alpha1.DRPlacementControl) bool) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
-			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
+			o, ok1 := e.ObjectOld.(*drv1alpha1.DRPlacementControl)
+			n, ok2 := e.ObjectNew.(*drv1alpha1.DRPlacementControl)
 			return ok1 && ok2 && match(o, n)
 		},
 	}
@@ -111,7 +111,7 @@ func drpcUpdates(match func(o, n *ramenv1alpha1.DRPlacementControl) bool) predic
 
 // statusOnly: nothing but the status (and the resource version) differs
 // between the two versions of a DRPC.
-func statusOnly(o, n *ramenv1alpha1.DRPlacementControl) bool {
+func statusOnly(o, n *drv1alpha1.DRPlacementControl) bool {
 	return o.Generation == n.Generation && n.DeletionTimestamp.IsZero() && o.DeletionTimestamp.IsZero() &&
 		maps.Equal(o.Labels, n.Labels) && maps.Equal(o.Annotations, n.Annotations) && slices.Equal(o.Finalizers, n.Finalizers)
 }
@@ -120,7 +120,7 @@ func statusOnly(o, n *ramenv1alpha1.DRPlacementControl) bool {
 // informer hands events over in order, after updating its cache, so the event
 // of the last member sees every other member's record.
 func (r *Reconciler) groupStarted(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-	label := obj.GetLabels()[ramenv1alpha1.GlobalVGRLabel]
+	label := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]
 	if all, err := r.groupRecordedConsensus(ctx, obj.GetNamespace(), label); err != nil || !all {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -25,13 +25,13 @@ const (
 	ReasonWriteFailed        = "WriteFailed"
 	ReasonReadFailed         = "ReadFailed"
 	// ReasonProgressing is the apis reason for a step that waits on a cluster.
-	ReasonProgressing = ramenv1alpha1.ReasonProgressing
+	ReasonProgressing = drv1alpha1.ReasonProgressing
 )
 
 // load reads the DRPC's policy, group and zone and checks that they fit.
 func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, error) {
 	d := s.drpc
-	s.policy = &ramenv1alpha1.DRPolicy{}
+	s.policy = &drv1alpha1.DRPolicy{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.DRPolicyRef.Name}, s.policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, flow.Stalled(ReasonPolicyNotFound, "DRPolicy %s/%s not found", d.Namespace, d.Spec.DRPolicyRef.Name)
@@ -100,7 +100,7 @@ func vmNamespace(g *srv1alpha1.ProtectionGroup) (string, error) {
 // proceeds without its source.
 func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.remotes, s.unreachable = map[string]*remote.Remote{}, map[string]error{}
-	s.vrgs, s.copies = map[string]*ramenv1alpha1.VolumeReplicationGroup{}, map[string]*srv1alpha1.ProtectionGroup{}
+	s.vrgs, s.copies = map[string]*drv1alpha1.VolumeReplicationGroup{}, map[string]*srv1alpha1.ProtectionGroup{}
 	for _, c := range s.clusters {
 		rc, err := r.Remote.Get(s.key(c))
 		if err == nil {
@@ -116,7 +116,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 			s.unreachable[c] = err
 			continue
 		}
-		vrg := &ramenv1alpha1.VolumeReplicationGroup{}
+		vrg := &drv1alpha1.VolumeReplicationGroup{}
 		switch err := rc.Cached.Get(ctx, client.ObjectKey{Namespace: s.vrgNamespace, Name: s.drpc.Name}, vrg); {
 		case apierrors.IsNotFound(err):
 			vrg = nil
@@ -142,10 +142,10 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 // removed here: the VRG that set it may simply be unreachable.
 func (r *Reconciler) adoptGlobalLabel(ctx context.Context, s *scope) (ctrl.Result, error) {
 	vrg := s.vrgs[s.current()]
-	if s.current() == "" || vrg == nil || vrg.Spec.ReplicationState != ramenv1alpha1.Primary {
+	if s.current() == "" || vrg == nil || vrg.Spec.ReplicationState != drv1alpha1.Primary {
 		return ctrl.Result{}, nil
 	}
-	label := vrg.Labels[ramenv1alpha1.GlobalVGRLabel]
+	label := vrg.Labels[drv1alpha1.GlobalVGRLabel]
 	if label == "" || label == s.globalVGR() {
 		return ctrl.Result{}, nil
 	}
@@ -153,9 +153,9 @@ func (r *Reconciler) adoptGlobalLabel(ctx context.Context, s *scope) (ctrl.Resul
 	if s.drpc.Labels == nil {
 		s.drpc.Labels = map[string]string{}
 	}
-	s.drpc.Labels[ramenv1alpha1.GlobalVGRLabel] = label
+	s.drpc.Labels[drv1alpha1.GlobalVGRLabel] = label
 	if err := r.Client.Patch(ctx, s.drpc, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, flow.Transient(ReasonWriteFailed, fmt.Errorf("labelling DRPC with %s=%s: %w", ramenv1alpha1.GlobalVGRLabel, label, err))
+		return ctrl.Result{}, flow.Transient(ReasonWriteFailed, fmt.Errorf("labelling DRPC with %s=%s: %w", drv1alpha1.GlobalVGRLabel, label, err))
 	}
 	s.before.Labels, s.before.ResourceVersion = s.drpc.Labels, s.drpc.ResourceVersion
 	s.events = append(s.events, flow.Event{Type: corev1.EventTypeNormal, Reason: "GlobalVGRLabelled",

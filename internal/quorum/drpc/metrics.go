@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // Metric names.
@@ -54,7 +54,7 @@ func (m *Metrics) observe(s *scope) {
 	ns, name := d.Namespace, d.Name
 	if v, ok := consensusValue(d); ok {
 		m.consensus.DeletePartialMatch(prometheus.Labels{"obj_namespace": ns, "obj_name": name})
-		m.consensus.WithLabelValues(ns, name, d.Labels[ramenv1alpha1.GlobalVGRLabel]).Set(v)
+		m.consensus.WithLabelValues(ns, name, d.Labels[drv1alpha1.GlobalVGRLabel]).Set(v)
 	}
 	if s.policy == nil {
 		return

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
@@ -22,7 +22,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return r.steady(ctx, s)
 	}
 	if !s.inAction() {
-		s.setPhase(ramenv1alpha1.DRStateInitiating, "%s of %s from %s to %s requested", s.drpc.Spec.Action, s.group.Name, cur, tgt)
+		s.setPhase(drv1alpha1.DRStateInitiating, "%s of %s from %s to %s requested", s.drpc.Spec.Action, s.group.Name, cur, tgt)
 		ok, err := r.gate(ctx, s)
 		if err != nil || !ok {
 			return flow.After(consensusRetry), err
@@ -35,15 +35,15 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 		// starts: when a whole group agrees at once, every write the API server
 		// is spared shortens the time until the last peer may proceed.
 		consensus := ""
-		if msg, ok := s.takeEvent(ramenv1alpha1.ReasonConsensusReached); ok {
+		if msg, ok := s.takeEvent(drv1alpha1.ReasonConsensusReached); ok {
 			consensus = " (" + msg + ")"
 		}
-		if s.drpc.Spec.Action == ramenv1alpha1.ActionFailover {
-			s.setProgression(ramenv1alpha1.ProgressionFailingOverToCluster)
-			s.setPhase(ramenv1alpha1.DRStateFailingOver, "failing over %s from %s to %s%s", s.group.Name, cur, tgt, consensus)
+		if s.drpc.Spec.Action == drv1alpha1.ActionFailover {
+			s.setProgression(drv1alpha1.ProgressionFailingOverToCluster)
+			s.setPhase(drv1alpha1.DRStateFailingOver, "failing over %s from %s to %s%s", s.group.Name, cur, tgt, consensus)
 		} else {
-			s.setProgression(ramenv1alpha1.ProgressionPreparingFinalSync)
-			s.setPhase(ramenv1alpha1.DRStateRelocating, "relocating %s from %s to %s%s", s.group.Name, cur, tgt, consensus)
+			s.setProgression(drv1alpha1.ProgressionPreparingFinalSync)
+			s.setPhase(drv1alpha1.DRStateRelocating, "relocating %s from %s to %s%s", s.group.Name, cur, tgt, consensus)
 		}
 		if s.globalVGR() != "" {
 			// The write of this decision does not wake this DRPC
@@ -56,7 +56,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if wait, err := r.awaitGroupStart(ctx, s); err != nil || wait > 0 {
 		return flow.After(wait), err
 	}
-	if s.drpc.Spec.Action == ramenv1alpha1.ActionFailover {
+	if s.drpc.Spec.Action == drv1alpha1.ActionFailover {
 		return r.failover(ctx, s, cur, tgt)
 	}
 	return r.relocate(ctx, s, cur, tgt)
@@ -66,9 +66,9 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 // primary VRG and the application running there, a secondary VRG and the
 // application stopped on the other cluster.
 func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Result, error) {
-	s.setPhase(ramenv1alpha1.DRStateDeploying, "deploying %s to %s", s.group.Name, tgt)
-	s.setProgression(ramenv1alpha1.ProgressionCreatingMW)
-	if err := r.ensureVRG(ctx, s, tgt, ramenv1alpha1.Primary); err != nil {
+	s.setPhase(drv1alpha1.DRStateDeploying, "deploying %s to %s", s.group.Name, tgt)
+	s.setProgression(drv1alpha1.ProgressionCreatingMW)
+	if err := r.ensureVRG(ctx, s, tgt, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err
 	}
 	running, err := r.ensureDesiredState(ctx, s, tgt, srv1alpha1.StateRunning)
@@ -82,12 +82,12 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Res
 		s.waitFor("the application to run on %s (%s)", tgt, appState(s.copies[tgt]))
 		return flow.After(waitRetry), nil
 	}
-	if !vrgReached(s.vrgs[tgt], ramenv1alpha1.PrimaryState) {
+	if !vrgReached(s.vrgs[tgt], drv1alpha1.PrimaryState) {
 		// Deployed means protected from the start: the data is primary there.
 		s.waitFor("the VRG on %s to become primary (%s)", tgt, vrgState(s.vrgs[tgt]))
 		return flow.After(waitRetry), nil
 	}
-	if err := r.complete(ctx, s, tgt, ramenv1alpha1.DRStateDeployed); err != nil {
+	if err := r.complete(ctx, s, tgt, drv1alpha1.DRStateDeployed); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -103,7 +103,7 @@ func (r *Reconciler) steady(ctx context.Context, s *scope) (ctrl.Result, error) 
 		// Nothing to do until the cluster returns or the user fails over.
 		return flow.After(unreachableRetry), nil
 	}
-	if err := r.ensureVRG(ctx, s, cur, ramenv1alpha1.Primary); err != nil {
+	if err := r.ensureVRG(ctx, s, cur, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := r.ensureDesiredState(ctx, s, cur, srv1alpha1.StateRunning); err != nil {
@@ -113,24 +113,24 @@ func (r *Reconciler) steady(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.inAction() || s.drpc.Status.Phase == ramenv1alpha1.DRStateInitiating {
+	if s.inAction() || s.drpc.Status.Phase == drv1alpha1.DRStateInitiating {
 		// The action was withdrawn before it completed: the application stays.
 		s.setPhase(phaseAtRest(s.drpc), "%s withdrawn; %s stays on %s", s.drpc.Status.Phase, s.group.Name, cur)
 	}
-	if meta.IsStatusConditionFalse(s.drpc.Status.Conditions, ramenv1alpha1.ConditionGlobalAction) {
+	if meta.IsStatusConditionFalse(s.drpc.Status.Conditions, drv1alpha1.ConditionGlobalAction) {
 		// A withdrawn or corrected action must not leave a stale block behind.
 		if _, err := r.gate(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		if s.drpc.Status.Progression == ramenv1alpha1.ProgressionWaitOnGlobalAction {
-			s.setProgression(ramenv1alpha1.ProgressionCompleted)
+		if s.drpc.Status.Progression == drv1alpha1.ProgressionWaitOnGlobalAction {
+			s.setProgression(drv1alpha1.ProgressionCompleted)
 		}
 	}
 	switch {
 	case done:
-		s.setProgression(ramenv1alpha1.ProgressionCompleted)
-	case s.drpc.Status.Phase == ramenv1alpha1.DRStateFailedOver:
-		s.setProgression(ramenv1alpha1.ProgressionCleaningUp)
+		s.setProgression(drv1alpha1.ProgressionCompleted)
+	case s.drpc.Status.Phase == drv1alpha1.DRStateFailedOver:
+		s.setProgression(drv1alpha1.ProgressionCleaningUp)
 	}
 	if !done {
 		return flow.After(waitRetry), nil
@@ -150,38 +150,38 @@ func (r *Reconciler) ensureSecondary(ctx context.Context, s *scope, cluster stri
 	if err != nil || !stopped {
 		return false, err
 	}
-	if err := r.ensureVRG(ctx, s, cluster, ramenv1alpha1.Secondary); err != nil {
+	if err := r.ensureVRG(ctx, s, cluster, drv1alpha1.Secondary); err != nil {
 		return false, err
 	}
-	return vrgReached(s.vrgs[cluster], ramenv1alpha1.SecondaryState), nil
+	return vrgReached(s.vrgs[cluster], drv1alpha1.SecondaryState), nil
 }
 
 // complete records that the application now runs on cluster.
-func (r *Reconciler) complete(ctx context.Context, s *scope, cluster string, phase ramenv1alpha1.DRState) error {
+func (r *Reconciler) complete(ctx context.Context, s *scope, cluster string, phase drv1alpha1.DRState) error {
 	if err := r.flipActiveCluster(ctx, s, cluster); err != nil {
 		return err
 	}
 	st := &s.drpc.Status
 	st.PreferredDecision.ClusterName = cluster
-	if st.ActionStartTime != nil && phase != ramenv1alpha1.DRStateDeployed {
+	if st.ActionStartTime != nil && phase != drv1alpha1.DRStateDeployed {
 		st.ActionDuration = durationSince(s, st.ActionStartTime)
 	}
 	s.setPhase(phase, "%s runs on %s", s.group.Name, cluster)
-	if phase == ramenv1alpha1.DRStateFailedOver {
-		s.setProgression(ramenv1alpha1.ProgressionCleaningUp)
+	if phase == drv1alpha1.DRStateFailedOver {
+		s.setProgression(drv1alpha1.ProgressionCleaningUp)
 	} else {
-		s.setProgression(ramenv1alpha1.ProgressionCompleted)
+		s.setProgression(drv1alpha1.ProgressionCompleted)
 	}
 	return nil
 }
 
 // phaseAtRest is the settled phase matching the DRPC's action.
-func phaseAtRest(d *ramenv1alpha1.DRPlacementControl) ramenv1alpha1.DRState {
+func phaseAtRest(d *drv1alpha1.DRPlacementControl) drv1alpha1.DRState {
 	switch d.Spec.Action {
-	case ramenv1alpha1.ActionFailover:
-		return ramenv1alpha1.DRStateFailedOver
-	case ramenv1alpha1.ActionRelocate:
-		return ramenv1alpha1.DRStateRelocated
+	case drv1alpha1.ActionFailover:
+		return drv1alpha1.DRStateFailedOver
+	case drv1alpha1.ActionRelocate:
+		return drv1alpha1.DRStateRelocated
 	}
-	return ramenv1alpha1.DRStateDeployed
+	return drv1alpha1.DRStateDeployed
 }

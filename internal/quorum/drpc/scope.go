@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -12,11 +12,11 @@ import (
 
 // scope is what one reconcile of a DRPlacementControl works on.
 type scope struct {
-	drpc   *ramenv1alpha1.DRPlacementControl
-	before *ramenv1alpha1.DRPlacementControl
+	drpc   *drv1alpha1.DRPlacementControl
+	before *drv1alpha1.DRPlacementControl
 	now    time.Time
 
-	policy *ramenv1alpha1.DRPolicy
+	policy *drv1alpha1.DRPolicy
 	// group is the quorum copy of the application.
 	group *srv1alpha1.ProtectionGroup
 	zone  string
@@ -30,7 +30,7 @@ type scope struct {
 	unreachable map[string]error
 	// syncing is set when a reachable cluster's cache has not synced yet.
 	syncing bool
-	vrgs    map[string]*ramenv1alpha1.VolumeReplicationGroup
+	vrgs    map[string]*drv1alpha1.VolumeReplicationGroup
 	copies  map[string]*srv1alpha1.ProtectionGroup
 
 	// waiting says what the current step waits for, for the Available message.
@@ -70,11 +70,11 @@ func (s *scope) target() string {
 // preferredCluster for a Relocate, and without an action the current cluster, or
 // before the first deploy the preferredCluster (the group's active cluster if
 // none is set).
-func targetOf(d *ramenv1alpha1.DRPlacementControl, current string, group *srv1alpha1.ProtectionGroup) string {
+func targetOf(d *drv1alpha1.DRPlacementControl, current string, group *srv1alpha1.ProtectionGroup) string {
 	switch d.Spec.Action {
-	case ramenv1alpha1.ActionFailover:
+	case drv1alpha1.ActionFailover:
 		return d.Spec.FailoverCluster
-	case ramenv1alpha1.ActionRelocate:
+	case drv1alpha1.ActionRelocate:
 		return d.Spec.PreferredCluster
 	}
 	if current != "" {
@@ -97,11 +97,11 @@ func (s *scope) other(c string) string {
 }
 
 // globalVGR is the DRPC's global-vgr label, empty when it has none.
-func (s *scope) globalVGR() string { return s.drpc.Labels[ramenv1alpha1.GlobalVGRLabel] }
+func (s *scope) globalVGR() string { return s.drpc.Labels[drv1alpha1.GlobalVGRLabel] }
 
 // inAction reports whether the DRPC has passed the consensus gate of its
 // current action and is moving the application.
 func (s *scope) inAction() bool {
 	p := s.drpc.Status.Phase
-	return p == ramenv1alpha1.DRStateFailingOver || p == ramenv1alpha1.DRStateRelocating
+	return p == drv1alpha1.DRStateFailingOver || p == drv1alpha1.DRStateRelocating
 }

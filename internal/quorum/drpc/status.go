@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -19,7 +19,7 @@ func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, me
 }
 
 // setPhase moves the DRPC to a phase and records the transition as an event.
-func (s *scope) setPhase(p ramenv1alpha1.DRState, format string, args ...any) {
+func (s *scope) setPhase(p drv1alpha1.DRState, format string, args ...any) {
 	if s.drpc.Status.Phase == p {
 		return
 	}
@@ -27,11 +27,11 @@ func (s *scope) setPhase(p ramenv1alpha1.DRState, format string, args ...any) {
 	s.events = append(s.events, flow.Event{Type: corev1.EventTypeNormal, Reason: string(p), Message: fmt.Sprintf(format, args...)})
 }
 
-func (s *scope) setProgression(p ramenv1alpha1.ProgressionStatus) { s.drpc.Status.Progression = p }
+func (s *scope) setProgression(p drv1alpha1.ProgressionStatus) { s.drpc.Status.Progression = p }
 
 // settledPhase reports whether the DRPC rests after a deploy or an action.
-func settledPhase(p ramenv1alpha1.DRState) bool {
-	return p == ramenv1alpha1.DRStateDeployed || p == ramenv1alpha1.DRStateFailedOver || p == ramenv1alpha1.DRStateRelocated
+func settledPhase(p drv1alpha1.DRState) bool {
+	return p == drv1alpha1.DRStateDeployed || p == drv1alpha1.DRStateFailedOver || p == drv1alpha1.DRStateRelocated
 }
 
 // setConditions computes Available, PeerReady and Protected from the scope
@@ -39,26 +39,26 @@ func settledPhase(p ramenv1alpha1.DRState) bool {
 func (r *Reconciler) setConditions(s *scope, err error) {
 	if err != nil && (s.current() == "" || s.policy == nil || s.group == nil || s.remotes == nil) {
 		// Nothing is placed yet and something stops the deploy: say what.
-		reason := flow.ReasonOf(err, ramenv1alpha1.ReasonError)
+		reason := flow.ReasonOf(err, drv1alpha1.ReasonError)
 		msg := "DRPC cannot be processed"
 		if err != nil {
 			msg = err.Error()
 		}
-		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionFalse, reason, msg)
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionFalse, reason, msg)
 		return
 	}
 	cur := s.current()
 	switch {
 	case cur != "" && settledPhase(s.drpc.Status.Phase):
-		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application is placed on "+cur)
-	case cur != "" && s.drpc.Status.Phase == ramenv1alpha1.DRStateInitiating:
-		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application keeps running on "+cur+" until the action starts")
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application is placed on "+cur)
+	case cur != "" && s.drpc.Status.Phase == drv1alpha1.DRStateInitiating:
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application keeps running on "+cur+" until the action starts")
 	default:
 		msg := fmt.Sprintf("%s: %s", s.drpc.Status.Phase, s.drpc.Status.Progression)
 		if s.waiting != "" {
 			msg += ": waiting for " + s.waiting
 		}
-		s.setCondition(ramenv1alpha1.ConditionAvailable, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, msg)
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg)
 	}
 	s.setPeerReady()
 	s.setProtected()
@@ -69,20 +69,20 @@ func (r *Reconciler) setConditions(s *scope, err error) {
 func (s *scope) setPeerReady() {
 	cur := s.current()
 	if cur == "" || s.inAction() {
-		s.setCondition(ramenv1alpha1.ConditionPeerReady, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "an action is in progress")
+		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "an action is in progress")
 		return
 	}
 	peer := s.other(cur)
 	if err, down := s.unreachable[peer]; down {
-		s.setCondition(ramenv1alpha1.ConditionPeerReady, metav1.ConditionFalse, ReasonClusterUnreachable, err.Error())
+		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, ReasonClusterUnreachable, err.Error())
 		return
 	}
-	if !vrgReached(s.vrgs[peer], ramenv1alpha1.SecondaryState) {
-		s.setCondition(ramenv1alpha1.ConditionPeerReady, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing,
+	if !vrgReached(s.vrgs[peer], drv1alpha1.SecondaryState) {
+		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
 			fmt.Sprintf("VRG on %s is not secondary yet (%s)", peer, vrgState(s.vrgs[peer])))
 		return
 	}
-	s.setCondition(ramenv1alpha1.ConditionPeerReady, metav1.ConditionTrue, ramenv1alpha1.ReasonReady, "VRG on "+peer+" is secondary")
+	s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionTrue, drv1alpha1.ReasonReady, "VRG on "+peer+" is secondary")
 }
 
 // setProtected is True when the primary VRG reports its data ready and
@@ -91,27 +91,27 @@ func (s *scope) setPeerReady() {
 func (s *scope) setProtected() {
 	cur := s.current()
 	v := s.vrgs[cur]
-	if cur == "" || s.inAction() || v == nil || !vrgReached(v, ramenv1alpha1.PrimaryState) {
+	if cur == "" || s.inAction() || v == nil || !vrgReached(v, drv1alpha1.PrimaryState) {
 		if _, down := s.unreachable[cur]; down {
 			// Keep the last known protection state while the primary is unreachable.
 			return
 		}
-		s.setCondition(ramenv1alpha1.ConditionProtected, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing,
+		s.setCondition(drv1alpha1.ConditionProtected, metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
 			fmt.Sprintf("VRG on %q is not primary and ready yet (%s)", cur, vrgState(v)))
 		return
 	}
-	if !meta.IsStatusConditionTrue(v.Status.Conditions, ramenv1alpha1.ConditionDataProtected) {
-		s.setCondition(ramenv1alpha1.ConditionProtected, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "VRG on "+cur+" does not report DataProtected")
+	if !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataProtected) {
+		s.setCondition(drv1alpha1.ConditionProtected, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "VRG on "+cur+" does not report DataProtected")
 		return
 	}
 	interval, _ := parseInterval(s.policy.Spec.SchedulingInterval)
 	if interval != 0 {
 		t := v.Status.LastGroupSyncTime
 		if t == nil || t.IsZero() {
-			s.setCondition(ramenv1alpha1.ConditionProtected, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "VRG on "+cur+" reports no lastGroupSyncTime yet")
+			s.setCondition(drv1alpha1.ConditionProtected, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "VRG on "+cur+" reports no lastGroupSyncTime yet")
 			return
 		}
 		s.drpc.Status.LastGroupSyncTime = t.DeepCopy()
 	}
-	s.setCondition(ramenv1alpha1.ConditionProtected, metav1.ConditionTrue, ramenv1alpha1.ReasonDataProtected, "VRG on "+cur+" protects the application's data")
+	s.setCondition(drv1alpha1.ConditionProtected, metav1.ConditionTrue, drv1alpha1.ReasonDataProtected, "VRG on "+cur+" protects the application's data")
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
@@ -22,13 +22,13 @@ import (
 const FieldOwner = "siterecovery-drpc"
 
 // desiredVRG is the VRG spec for a cluster in a replication state.
-func (s *scope) desiredVRG(state ramenv1alpha1.ReplicationState) ramenv1alpha1.VolumeReplicationGroupSpec {
+func (s *scope) desiredVRG(state drv1alpha1.ReplicationState) drv1alpha1.VolumeReplicationGroupSpec {
 	p := s.policy
-	return ramenv1alpha1.VolumeReplicationGroupSpec{
+	return drv1alpha1.VolumeReplicationGroupSpec{
 		PVCSelector:      s.drpc.Spec.PVCSelector,
 		ReplicationState: state,
 		Action:           s.drpc.Spec.Action,
-		Async: &ramenv1alpha1.VRGAsyncSpec{
+		Async: &drv1alpha1.VRGAsyncSpec{
 			SchedulingInterval:          p.Spec.SchedulingInterval,
 			ReplicationClassSelector:    p.Spec.ReplicationClassSelector,
 			VolumeSnapshotClassSelector: p.Spec.VolumeSnapshotClassSelector,
@@ -47,14 +47,14 @@ func (s *scope) vrgLabels() map[string]string {
 		srv1alpha1.ProtectionGroupLabel: s.group.Name,
 	}
 	if g := s.globalVGR(); g != "" {
-		l[ramenv1alpha1.GlobalVGRLabel] = g
+		l[drv1alpha1.GlobalVGRLabel] = g
 	}
 	return l
 }
 
 // ensureVRG creates or updates the VRG on a cluster when it differs from what
 // the DRPC wants; an unchanged VRG is not written.
-func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, state ramenv1alpha1.ReplicationState) error {
+func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, state drv1alpha1.ReplicationState) error {
 	rc := s.remotes[cluster]
 	if rc == nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
@@ -70,7 +70,7 @@ func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, st
 	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: applying VolumeReplicationGroup %s/%s: %w", cluster, s.vrgNamespace, s.drpc.Name, err))
 	}
-	applied := &ramenv1alpha1.VolumeReplicationGroup{}
+	applied := &drv1alpha1.VolumeReplicationGroup{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err == nil {
 		s.vrgs[cluster] = applied
 	}
@@ -79,7 +79,7 @@ func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, st
 
 // vrgApplyConfiguration is the apply configuration of a VRG: its labels and its
 // whole spec, never its status.
-func vrgApplyConfiguration(name, namespace string, labels map[string]string, spec *ramenv1alpha1.VolumeReplicationGroupSpec) (*unstructured.Unstructured, error) {
+func vrgApplyConfiguration(name, namespace string, labels map[string]string, spec *drv1alpha1.VolumeReplicationGroupSpec) (*unstructured.Unstructured, error) {
 	us, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func vrgApplyConfiguration(name, namespace string, labels map[string]string, spe
 		"metadata": map[string]any{"namespace": namespace, "name": name, "labels": l},
 		"spec":     us,
 	}}
-	u.SetGroupVersionKind(ramenv1alpha1.GroupVersion.WithKind("VolumeReplicationGroup"))
+	u.SetGroupVersionKind(drv1alpha1.GroupVersion.WithKind("VolumeReplicationGroup"))
 	return u, nil
 }
 
@@ -107,15 +107,15 @@ func hasLabels(have, want map[string]string) bool {
 
 // vrgReached reports whether a VRG has observed its current spec and reports
 // state; a Primary must also report DataReady.
-func vrgReached(v *ramenv1alpha1.VolumeReplicationGroup, state ramenv1alpha1.State) bool {
+func vrgReached(v *drv1alpha1.VolumeReplicationGroup, state drv1alpha1.State) bool {
 	if v == nil || v.Status.State != state || v.Status.ObservedGeneration != v.Generation {
 		return false
 	}
-	return state != ramenv1alpha1.PrimaryState || meta.IsStatusConditionTrue(v.Status.Conditions, ramenv1alpha1.ConditionDataReady)
+	return state != drv1alpha1.PrimaryState || meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady)
 }
 
 // vrgState describes a VRG for a waiting message.
-func vrgState(v *ramenv1alpha1.VolumeReplicationGroup) string {
+func vrgState(v *drv1alpha1.VolumeReplicationGroup) string {
 	if v == nil {
 		return "absent"
 	}
@@ -136,7 +136,7 @@ func (r *Reconciler) deleteVRG(ctx context.Context, s *scope, cluster string) (d
 	if !v.DeletionTimestamp.IsZero() {
 		return true, nil
 	}
-	obj := &ramenv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: v.Name}}
+	obj := &drv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: v.Name}}
 	if err := rc.Direct.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 		return false, flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: deleting VolumeReplicationGroup %s/%s: %w", cluster, v.Namespace, v.Name, err))
 	}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
@@ -30,13 +30,13 @@ const (
 
 // drpcIndexes are the field indexes on DRPCs: their names and the value each
 // takes from a DRPC ("" for none).
-var drpcIndexes = map[string]func(*ramenv1alpha1.DRPlacementControl) string{
-	globalVGRIndex: func(d *ramenv1alpha1.DRPlacementControl) string { return d.Labels[ramenv1alpha1.GlobalVGRLabel] },
-	policyIndex:    func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.DRPolicyRef.Name },
-	groupIndex:     func(d *ramenv1alpha1.DRPlacementControl) string { return d.Spec.ProtectionGroupRef.Name },
-	unrecordedIndex: func(d *ramenv1alpha1.DRPlacementControl) string {
+var drpcIndexes = map[string]func(*drv1alpha1.DRPlacementControl) string{
+	globalVGRIndex: func(d *drv1alpha1.DRPlacementControl) string { return d.Labels[drv1alpha1.GlobalVGRLabel] },
+	policyIndex:    func(d *drv1alpha1.DRPlacementControl) string { return d.Spec.DRPolicyRef.Name },
+	groupIndex:     func(d *drv1alpha1.DRPlacementControl) string { return d.Spec.ProtectionGroupRef.Name },
+	unrecordedIndex: func(d *drv1alpha1.DRPlacementControl) string {
 		if d.DeletionTimestamp.IsZero() && !recordedConsensus(d) {
-			return d.Labels[ramenv1alpha1.GlobalVGRLabel]
+			return d.Labels[drv1alpha1.GlobalVGRLabel]
 		}
 		return ""
 	},
@@ -44,7 +44,7 @@ var drpcIndexes = map[string]func(*ramenv1alpha1.DRPlacementControl) string{
 
 func indexDRPCs(ctx context.Context, indexer client.FieldIndexer) error {
 	for name, fn := range drpcIndexes {
-		if err := indexer.IndexField(ctx, &ramenv1alpha1.DRPlacementControl{}, name, indexerFunc(fn)); err != nil {
+		if err := indexer.IndexField(ctx, &drv1alpha1.DRPlacementControl{}, name, indexerFunc(fn)); err != nil {
 			return err
 		}
 	}
@@ -53,9 +53,9 @@ func indexDRPCs(ctx context.Context, indexer client.FieldIndexer) error {
 
 // indexerFunc makes the value an index takes from a DRPC the cache's
 // IndexerFunc: no value for "".
-func indexerFunc(value func(*ramenv1alpha1.DRPlacementControl) string) client.IndexerFunc {
+func indexerFunc(value func(*drv1alpha1.DRPlacementControl) string) client.IndexerFunc {
 	return func(obj client.Object) []string {
-		if v := value(obj.(*ramenv1alpha1.DRPlacementControl)); v != "" {
+		if v := value(obj.(*drv1alpha1.DRPlacementControl)); v != "" {
 			return []string{v}
 		}
 		return nil
@@ -71,15 +71,15 @@ func peerTrigger() predicate.Funcs {
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			return e.Object.GetLabels()[ramenv1alpha1.GlobalVGRLabel] != ""
+			return e.Object.GetLabels()[drv1alpha1.GlobalVGRLabel] != ""
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*ramenv1alpha1.DRPlacementControl)
-			n, ok2 := e.ObjectNew.(*ramenv1alpha1.DRPlacementControl)
+			o, ok1 := e.ObjectOld.(*drv1alpha1.DRPlacementControl)
+			n, ok2 := e.ObjectNew.(*drv1alpha1.DRPlacementControl)
 			if !ok1 || !ok2 {
 				return false
 			}
-			ol, nl := o.Labels[ramenv1alpha1.GlobalVGRLabel], n.Labels[ramenv1alpha1.GlobalVGRLabel]
+			ol, nl := o.Labels[drv1alpha1.GlobalVGRLabel], n.Labels[drv1alpha1.GlobalVGRLabel]
 			if ol == "" && nl == "" {
 				return false
 			}
@@ -95,7 +95,7 @@ func peerTrigger() predicate.Funcs {
 // peersOf maps a DRPC to the other DRPCs of its namespace with the same
 // global-vgr label.
 func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	label := obj.GetLabels()[ramenv1alpha1.GlobalVGRLabel]
+	label := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]
 	if label == "" {
 		return nil
 	}
@@ -109,7 +109,7 @@ func (r *Reconciler) drpcsOfPolicy(ctx context.Context, obj client.Object) []rec
 }
 
 func (r *Reconciler) drpcsBy(ctx context.Context, namespace, index, value, except string) []reconcile.Request {
-	list := &ramenv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
+	list := &drv1alpha1.DRPlacementControlList{} // read only: the cache's own objects, not copies
 	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	if index != "" {
 		opts = append(opts, client.MatchingFields{index: value})
@@ -130,7 +130,7 @@ func (r *Reconciler) drpcsBy(ctx context.Context, namespace, index, value, excep
 // watchRemote registers the remote watches and the health listener; every event
 // ends up in the controller's channel source.
 func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&ramenv1alpha1.VolumeReplicationGroup{}, r.drpcOfVRG, r.remoteEvents.Send)
+	r.Remote.Watch(&drv1alpha1.VolumeReplicationGroup{}, r.drpcOfVRG, r.remoteEvents.Send)
 	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.drpcsOfCopy, r.remoteEvents.Send)
 	r.Remote.OnHealthChange(func(k remote.Key) {
 		for _, req := range r.drpcsBy(context.Background(), k.Namespace, "", "", "") {
@@ -149,7 +149,7 @@ func (r *Reconciler) drpcOfVRG(ctx context.Context, key remote.Key, obj client.O
 		return nil
 	}
 	reqs := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: obj.GetName()}}}
-	if label := l[ramenv1alpha1.GlobalVGRLabel]; label != "" {
+	if label := l[drv1alpha1.GlobalVGRLabel]; label != "" {
 		reqs = append(reqs, r.drpcsBy(ctx, key.Namespace, globalVGRIndex, label, obj.GetName())...)
 	}
 	return reqs

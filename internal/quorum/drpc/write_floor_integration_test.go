@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -58,7 +58,7 @@ type writeFloor struct {
 	t     testing.TB
 	c     *harness.Cluster
 	wc    client.WithWatch
-	drpcs []*ramenv1alpha1.DRPlacementControl
+	drpcs []*drv1alpha1.DRPlacementControl
 }
 
 // floorNamespace holds the floor's DRPCs. quorum-manager's cache is scoped to
@@ -67,11 +67,11 @@ const floorNamespace = "floor"
 
 func newWriteFloor(t testing.TB, c *harness.Cluster, n int) *writeFloor {
 	require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace}}))
-	f := &writeFloor{t: t, c: c, drpcs: make([]*ramenv1alpha1.DRPlacementControl, n)}
+	f := &writeFloor{t: t, c: c, drpcs: make([]*drv1alpha1.DRPlacementControl, n)}
 	for i := range f.drpcs {
-		d := &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%02d", i),
-			Labels: map[string]string{ramenv1alpha1.GlobalVGRLabel: "floor"}},
-			Spec: ramenv1alpha1.DRPlacementControlSpec{ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: "floor"},
+		d := &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%02d", i),
+			Labels: map[string]string{drv1alpha1.GlobalVGRLabel: "floor"}},
+			Spec: drv1alpha1.DRPlacementControlSpec{ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: "floor"},
 				DRPolicyRef: srv1alpha1.LocalObjectReference{Name: "floor"}, PreferredCluster: "primary-cluster"}}
 		require.NoError(t, c.Client.Create(ctx, d))
 		f.drpcs[i] = d
@@ -87,8 +87,8 @@ func newWriteFloor(t testing.TB, c *harness.Cluster, n int) *writeFloor {
 // the watch seeing each. The caller settles the zone first.
 func (f *writeFloor) round(r int) []time.Duration {
 	status := metav1.ConditionStatus([]string{"True", "False"}[r%2])
-	arrivals := watchArrivals(f.t, f.wc, floorNamespace, len(f.drpcs), func(d *ramenv1alpha1.DRPlacementControl) bool {
-		return meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, ramenv1alpha1.ConditionGlobalAction, status)
+	arrivals := watchArrivals(f.t, f.wc, floorNamespace, len(f.drpcs), func(d *drv1alpha1.DRPlacementControl) bool {
+		return meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, drv1alpha1.ConditionGlobalAction, status)
 	})
 	cpu := harness.SampleCPU()
 	start := time.Now()
@@ -112,20 +112,20 @@ func (f *writeFloor) round(r int) []time.Duration {
 
 // setFloorStatus gives d the status a DRPC of a moving group has: the four
 // conditions, with GlobalAction at status.
-func setFloorStatus(d *ramenv1alpha1.DRPlacementControl, status metav1.ConditionStatus, now time.Time) {
+func setFloorStatus(d *drv1alpha1.DRPlacementControl, status metav1.ConditionStatus, now time.Time) {
 	for _, c := range []metav1.Condition{
-		{Type: ramenv1alpha1.ConditionAvailable, Status: "False", Reason: "Progressing",
+		{Type: drv1alpha1.ConditionAvailable, Status: "False", Reason: "Progressing",
 			Message: "FailingOver: FailingOverToCluster: waiting for the VRG on dr-cluster to become primary (spec primary, status \"Secondary\")"},
-		{Type: ramenv1alpha1.ConditionPeerReady, Status: "False", Reason: "Progressing", Message: "an action is in progress"},
-		{Type: ramenv1alpha1.ConditionProtected, Status: "False", Reason: "Progressing",
+		{Type: drv1alpha1.ConditionPeerReady, Status: "False", Reason: "Progressing", Message: "an action is in progress"},
+		{Type: drv1alpha1.ConditionProtected, Status: "False", Reason: "Progressing",
 			Message: "VRG on \"primary-cluster\" is not primary and ready yet (spec primary, status \"Primary\")"},
-		{Type: ramenv1alpha1.ConditionGlobalAction, Status: status, Reason: "ConsensusReached", Message: "Consensus reached for action Failover"},
+		{Type: drv1alpha1.ConditionGlobalAction, Status: status, Reason: "ConsensusReached", Message: "Consensus reached for action Failover"},
 	} {
 		c.ObservedGeneration = d.Generation
 		meta.SetStatusCondition(&d.Status.Conditions, c)
 	}
 	d.Status.ObservedGeneration = d.Generation
-	d.Status.Phase = ramenv1alpha1.DRStateFailingOver
+	d.Status.Phase = drv1alpha1.DRStateFailingOver
 	d.Status.Progression = "FailingOverToCluster"
 	d.Status.PreferredDecision.ClusterName = "primary-cluster"
 	d.Status.ActionStartTime = &metav1.Time{Time: now}

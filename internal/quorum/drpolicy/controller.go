@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -73,7 +73,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		For(&ramenv1alpha1.DRPolicy{}).
+		For(&drv1alpha1.DRPolicy{}).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfZone)).
 		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
@@ -82,7 +82,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 // Reconcile discovers one policy's peer classes and writes its status if it
 // changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	p := &ramenv1alpha1.DRPolicy{}
+	p := &drv1alpha1.DRPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // discover reads the classes on both clusters and pairs them.
-func (r *Reconciler) discover(ctx context.Context, p *ramenv1alpha1.DRPolicy) ([]ramenv1alpha1.PeerClass, error) {
+func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]drv1alpha1.PeerClass, error) {
 	if len(p.Spec.DRClusters) != 2 {
 		return nil, flow.Stalled(ReasonClusterNotInZone, "drClusters must name exactly two clusters, got %d", len(p.Spec.DRClusters))
 	}
@@ -144,7 +144,7 @@ func (r *Reconciler) discover(ctx context.Context, p *ramenv1alpha1.DRPolicy) ([
 
 // zoneOf finds the zone of the policy's namespace whose clusters include both
 // drClusters.
-func (r *Reconciler) zoneOf(ctx context.Context, p *ramenv1alpha1.DRPolicy) (string, error) {
+func (r *Reconciler) zoneOf(ctx context.Context, p *drv1alpha1.DRPolicy) (string, error) {
 	zones := &srv1alpha1.ProtectionZoneList{}
 	if err := r.Client.List(ctx, zones, client.InNamespace(p.Namespace)); err != nil {
 		return "", err
@@ -163,7 +163,7 @@ func (r *Reconciler) zoneOf(ctx context.Context, p *ramenv1alpha1.DRPolicy) (str
 
 // writeStatus writes the status only when it changed, and records an event when
 // the Validated condition changed status.
-func (r *Reconciler) writeStatus(ctx context.Context, before, p *ramenv1alpha1.DRPolicy) error {
+func (r *Reconciler) writeStatus(ctx context.Context, before, p *drv1alpha1.DRPolicy) error {
 	p.Status.ObservedGeneration = p.Generation
 	if equality.Semantic.DeepEqual(before.Status, p.Status) {
 		return nil

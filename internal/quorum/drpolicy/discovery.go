@@ -7,7 +7,7 @@ import (
 	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // clusterClasses are the classes discovery reads on one cluster.
@@ -30,9 +30,9 @@ type offloadedClass struct {
 // is global only when both of those VolumeGroupReplicationClasses carry
 // ramendr.openshift.io/global=true. The result is sorted by StorageClass name and
 // GroupReplicationID so that an unchanged inventory gives an unchanged status.
-func discover(a, b clusterClasses) []ramenv1alpha1.PeerClass {
+func discover(a, b clusterClasses) []drv1alpha1.PeerClass {
 	left, right := offloaded(a), offloaded(b)
-	var out []ramenv1alpha1.PeerClass
+	var out []drv1alpha1.PeerClass
 	for name, l := range left {
 		r, ok := right[name]
 		if !ok {
@@ -44,7 +44,7 @@ func discover(a, b clusterClasses) []ramenv1alpha1.PeerClass {
 			if !ok {
 				continue
 			}
-			out = append(out, ramenv1alpha1.PeerClass{
+			out = append(out, drv1alpha1.PeerClass{
 				ClusterIDs:         []string{a.name, b.name},
 				StorageClassName:   name,
 				StorageID:          []string{l.storageID, r.storageID},
@@ -55,7 +55,7 @@ func discover(a, b clusterClasses) []ramenv1alpha1.PeerClass {
 			})
 		}
 	}
-	slices.SortFunc(out, func(x, y ramenv1alpha1.PeerClass) int {
+	slices.SortFunc(out, func(x, y drv1alpha1.PeerClass) int {
 		return cmp.Or(cmp.Compare(x.StorageClassName, y.StorageClassName), cmp.Compare(x.GroupReplicationID, y.GroupReplicationID))
 	})
 	return out
@@ -66,8 +66,8 @@ func offloaded(c clusterClasses) map[string]offloadedClass {
 	out := map[string]offloadedClass{}
 	for i := range c.storageClasses {
 		sc := &c.storageClasses[i]
-		id := sc.Labels[ramenv1alpha1.StorageIDLabel]
-		if sc.Labels[ramenv1alpha1.OffloadedLabel] != "true" || id == "" {
+		id := sc.Labels[drv1alpha1.StorageIDLabel]
+		if sc.Labels[drv1alpha1.OffloadedLabel] != "true" || id == "" {
 			continue
 		}
 		out[sc.Name] = offloadedClass{sc: sc, storageID: id}
@@ -85,8 +85,8 @@ func groupClassesByID(c clusterClasses, sc offloadedClass) map[string]*replicati
 	out := map[string]*replicationv1alpha1.VolumeGroupReplicationClass{}
 	for i := range classes {
 		vc := &classes[i]
-		grID := vc.Labels[ramenv1alpha1.GroupReplicationIDLabel]
-		if grID == "" || vc.Labels[ramenv1alpha1.StorageIDLabel] != sc.storageID {
+		grID := vc.Labels[drv1alpha1.GroupReplicationIDLabel]
+		if grID == "" || vc.Labels[drv1alpha1.StorageIDLabel] != sc.storageID {
 			continue
 		}
 		if vc.Spec.Provisioner != "" && sc.sc.Provisioner != "" && vc.Spec.Provisioner != sc.sc.Provisioner {
@@ -100,5 +100,5 @@ func groupClassesByID(c clusterClasses, sc offloadedClass) map[string]*replicati
 }
 
 func isGlobal(vc *replicationv1alpha1.VolumeGroupReplicationClass) bool {
-	return vc.Labels[ramenv1alpha1.GlobalLabel] == "true"
+	return vc.Labels[drv1alpha1.GlobalLabel] == "true"
 }

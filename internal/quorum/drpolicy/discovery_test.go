@@ -8,21 +8,21 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 func sc(name, sid string, offloaded bool) storagev1.StorageClass {
-	l := map[string]string{ramenv1alpha1.StorageIDLabel: sid}
+	l := map[string]string{drv1alpha1.StorageIDLabel: sid}
 	if offloaded {
-		l[ramenv1alpha1.OffloadedLabel] = "true"
+		l[drv1alpha1.OffloadedLabel] = "true"
 	}
 	return storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}, Provisioner: "array.csi"}
 }
 
 func vgrc(name, sid, grID string, global bool) replicationv1alpha1.VolumeGroupReplicationClass {
-	l := map[string]string{ramenv1alpha1.StorageIDLabel: sid, ramenv1alpha1.GroupReplicationIDLabel: grID}
+	l := map[string]string{drv1alpha1.StorageIDLabel: sid, drv1alpha1.GroupReplicationIDLabel: grID}
 	if global {
-		l[ramenv1alpha1.GlobalLabel] = "true"
+		l[drv1alpha1.GlobalLabel] = "true"
 	}
 	return replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l},
 		Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: "array.csi"}}
@@ -33,23 +33,23 @@ func side(name string, scs []storagev1.StorageClass, vcs ...replicationv1alpha1.
 }
 
 func TestDiscover(t *testing.T) {
-	global := ramenv1alpha1.PeerClass{ClusterIDs: []string{"c1", "c2"}, StorageClassName: "sc-block", StorageID: []string{"sid-1", "sid-2"},
+	global := drv1alpha1.PeerClass{ClusterIDs: []string{"c1", "c2"}, StorageClassName: "sc-block", StorageID: []string{"sid-1", "sid-2"},
 		GroupReplicationID: "replication-group-01", Grouping: true, Offloaded: true, Global: true}
 	notGlobal := global
 	notGlobal.Global = false
 	for _, tc := range []struct {
 		name string
 		a, b clusterClasses
-		want []ramenv1alpha1.PeerClass
+		want []drv1alpha1.PeerClass
 	}{
 		{"global on both sides",
 			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
 			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", true)),
-			[]ramenv1alpha1.PeerClass{global}},
+			[]drv1alpha1.PeerClass{global}},
 		{"global on one side only",
 			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
 			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", false)),
-			[]ramenv1alpha1.PeerClass{notGlobal}},
+			[]drv1alpha1.PeerClass{notGlobal}},
 		{"not offloaded on one side",
 			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
 			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", false)}, vgrc("v", "sid-2", "replication-group-01", true)),
@@ -65,7 +65,7 @@ func TestDiscover(t *testing.T) {
 		{"order follows drClusters",
 			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", true)),
 			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
-			[]ramenv1alpha1.PeerClass{{ClusterIDs: []string{"c2", "c1"}, StorageClassName: "sc-block", StorageID: []string{"sid-2", "sid-1"},
+			[]drv1alpha1.PeerClass{{ClusterIDs: []string{"c2", "c1"}, StorageClassName: "sc-block", StorageID: []string{"sid-2", "sid-1"},
 				GroupReplicationID: "replication-group-01", Grouping: true, Offloaded: true, Global: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

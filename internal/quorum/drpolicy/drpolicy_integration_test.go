@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
@@ -30,25 +30,25 @@ func TestPeerClassDiscovery(t *testing.T) {
 	for i, c := range []string{env.Primary, env.DR} {
 		sid := fmt.Sprintf("sid-%d", i+1)
 		require.NoError(t, e.Client(c).Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc-block",
-			Labels: map[string]string{ramenv1alpha1.OffloadedLabel: "true", ramenv1alpha1.StorageIDLabel: sid}}, Provisioner: "array.csi"}))
-		labels := map[string]string{ramenv1alpha1.StorageIDLabel: sid, ramenv1alpha1.GroupReplicationIDLabel: "replication-group-01"}
+			Labels: map[string]string{drv1alpha1.OffloadedLabel: "true", drv1alpha1.StorageIDLabel: sid}}, Provisioner: "array.csi"}))
+		labels := map[string]string{drv1alpha1.StorageIDLabel: sid, drv1alpha1.GroupReplicationIDLabel: "replication-group-01"}
 		if c == env.Primary {
-			labels[ramenv1alpha1.GlobalLabel] = "true"
+			labels[drv1alpha1.GlobalLabel] = "true"
 		}
 		require.NoError(t, e.Client(c).Create(ctx, &replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: "offloaded-vgrc", Labels: labels},
 			Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: "array.csi"}}))
 	}
 	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
 	key := client.ObjectKey{Namespace: env.Namespace, Name: "policy"}
-	require.NoError(t, e.Client(env.Quorum).Create(ctx, &ramenv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-		Spec: ramenv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}}))
+	require.NoError(t, e.Client(env.Quorum).Create(ctx, &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{env.Primary, env.DR}, SchedulingInterval: "0m"}}))
 
-	want := ramenv1alpha1.PeerClass{ClusterIDs: []string{env.Primary, env.DR}, StorageClassName: "sc-block", StorageID: []string{"sid-1", "sid-2"},
+	want := drv1alpha1.PeerClass{ClusterIDs: []string{env.Primary, env.DR}, StorageClassName: "sc-block", StorageID: []string{"sid-1", "sid-2"},
 		GroupReplicationID: "replication-group-01", Grouping: true, Offloaded: true}
-	waitPeerClasses := func(what string, want ...ramenv1alpha1.PeerClass) {
+	waitPeerClasses := func(what string, want ...drv1alpha1.PeerClass) {
 		t.Helper()
 		env.Eventually(t, 30*time.Second, what, func() error {
-			p := &ramenv1alpha1.DRPolicy{}
+			p := &drv1alpha1.DRPolicy{}
 			if err := e.Client(env.Quorum).Get(ctx, key, p); err != nil {
 				return err
 			}
@@ -63,11 +63,11 @@ func TestPeerClassDiscovery(t *testing.T) {
 	}
 	waitPeerClasses("a non-global peer class: only one side is global", want)
 
-	patchLabels(t, e.Client(env.DR), &replicationv1alpha1.VolumeGroupReplicationClass{}, "offloaded-vgrc", ramenv1alpha1.GlobalLabel, "true")
+	patchLabels(t, e.Client(env.DR), &replicationv1alpha1.VolumeGroupReplicationClass{}, "offloaded-vgrc", drv1alpha1.GlobalLabel, "true")
 	want.Global = true
 	waitPeerClasses("a global peer class once both sides are global", want)
 
-	patchLabels(t, e.Client(env.Primary), &storagev1.StorageClass{}, "sc-block", ramenv1alpha1.OffloadedLabel, "false")
+	patchLabels(t, e.Client(env.Primary), &storagev1.StorageClass{}, "sc-block", drv1alpha1.OffloadedLabel, "false")
 	waitPeerClasses("no peer class once the StorageClass is not offloaded")
 }
 

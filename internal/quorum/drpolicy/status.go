@@ -7,13 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 type transition struct{ kind, reason, message string }
 
 // setValidated sets the Validated condition; an unchanged status keeps its time.
-func setValidated(p *ramenv1alpha1.DRPolicy, status metav1.ConditionStatus, reason, message string) {
+func setValidated(p *drv1alpha1.DRPolicy, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
 		Type: ConditionValidated, Status: status, Reason: reason, Message: message, ObservedGeneration: p.Generation,
 	})
@@ -22,7 +22,7 @@ func setValidated(p *ramenv1alpha1.DRPolicy, status metav1.ConditionStatus, reas
 // validatedTransition is the event for a change of the Validated condition's
 // status or reason; a changed message alone (another peer-class count) is not a
 // transition.
-func validatedTransition(before, after *ramenv1alpha1.DRPolicy) (transition, bool) {
+func validatedTransition(before, after *drv1alpha1.DRPolicy) (transition, bool) {
 	now := meta.FindStatusCondition(after.Status.Conditions, ConditionValidated)
 	if now == nil {
 		return transition{}, false
@@ -38,4 +38,4 @@ func validatedTransition(before, after *ramenv1alpha1.DRPolicy) (transition, boo
 	return transition{kind: kind, reason: now.Reason, message: now.Message}, true
 }
 
-func joinClusters(p *ramenv1alpha1.DRPolicy) string { return strings.Join(p.Spec.DRClusters, " and ") }
+func joinClusters(p *drv1alpha1.DRPolicy) string { return strings.Join(p.Spec.DRClusters, " and ") }

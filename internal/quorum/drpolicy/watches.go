@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -19,7 +19,7 @@ func (r *Reconciler) policiesOfRemote(ctx context.Context, key remote.Key, _ cli
 }
 
 func (r *Reconciler) policiesOfCluster(ctx context.Context, namespace, cluster string) []reconcile.Request {
-	list := &ramenv1alpha1.DRPolicyList{}
+	list := &drv1alpha1.DRPolicyList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "listing DRPolicies for a remote class change", "cluster", cluster)
 		return nil

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -63,7 +63,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		For(&srv1alpha1.FailoverRequest{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
 		// A DRPC change wakes the requests of its group that mirror it.
-		Watches(&ramenv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfDRPC)).
+		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfDRPC)).
 		WatchesRawSource(r.remoteEvents.Source()).
 		Complete(r)
 }

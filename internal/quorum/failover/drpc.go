@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -65,22 +65,22 @@ func onDRPCPath(s *scope) bool {
 }
 
 // drpcAction is the DRPC action of the request and its target.
-func (s *scope) drpcAction() ramenv1alpha1.DRAction {
+func (s *scope) drpcAction() drv1alpha1.DRAction {
 	if s.unplanned() {
-		return ramenv1alpha1.ActionFailover
+		return drv1alpha1.ActionFailover
 	}
-	return ramenv1alpha1.ActionRelocate
+	return drv1alpha1.ActionRelocate
 }
 
 // findDRPC returns the one DRPC of the request's namespace whose
 // protectionGroupRef names the group; it fails the request when there is none
 // or more than one.
-func (r *Reconciler) findDRPC(ctx context.Context, s *scope) (*ramenv1alpha1.DRPlacementControl, error) {
-	list := &ramenv1alpha1.DRPlacementControlList{}
+func (r *Reconciler) findDRPC(ctx context.Context, s *scope) (*drv1alpha1.DRPlacementControl, error) {
+	list := &drv1alpha1.DRPlacementControlList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.req.Namespace)); err != nil {
 		return nil, err
 	}
-	var found []*ramenv1alpha1.DRPlacementControl
+	var found []*drv1alpha1.DRPlacementControl
 	var names []string
 	for i := range list.Items {
 		if list.Items[i].Spec.ProtectionGroupRef.Name == s.group.Name {
@@ -122,13 +122,13 @@ func (r *Reconciler) startDRPC(ctx context.Context, s *scope) (*time.Duration, e
 }
 
 // askDRPC sets the DRPC's action and its target cluster, when they differ.
-func (r *Reconciler) askDRPC(ctx context.Context, d *ramenv1alpha1.DRPlacementControl, action ramenv1alpha1.DRAction, tgt string) error {
+func (r *Reconciler) askDRPC(ctx context.Context, d *drv1alpha1.DRPlacementControl, action drv1alpha1.DRAction, tgt string) error {
 	if d.Spec.Action == action && actionTargetOf(d) == tgt {
 		return nil
 	}
 	before := d.DeepCopy()
 	d.Spec.Action = action
-	if action == ramenv1alpha1.ActionFailover {
+	if action == drv1alpha1.ActionFailover {
 		d.Spec.FailoverCluster = tgt
 	} else {
 		d.Spec.PreferredCluster = tgt
@@ -187,7 +187,7 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, 
 			r.enterMirrored(s, next, d)
 		}
 	}
-	blocked := meta.FindStatusCondition(st.Conditions, ramenv1alpha1.ConditionGlobalAction)
+	blocked := meta.FindStatusCondition(st.Conditions, drv1alpha1.ConditionGlobalAction)
 	switch {
 	case blocked != nil && blocked.Status == metav1.ConditionFalse:
 		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, blocked.Reason, blocked.Message)
@@ -200,7 +200,7 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, 
 
 // enterMirrored moves the request to the phase its DRPC reached, setting the
 // conditions of the phases it passed.
-func (r *Reconciler) enterMirrored(s *scope, phase srv1alpha1.FailoverPhase, d *ramenv1alpha1.DRPlacementControl) {
+func (r *Reconciler) enterMirrored(s *scope, phase srv1alpha1.FailoverPhase, d *drv1alpha1.DRPlacementControl) {
 	if rank(phase) > rank(srv1alpha1.FailoverStoppingOnSource) && !s.unplanned() {
 		s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped",
 			fmt.Sprintf("DRPlacementControl %s stopped %s on %s and made its volumes secondary", d.Name, s.group.Name, s.source()))
@@ -215,15 +215,15 @@ func (r *Reconciler) enterMirrored(s *scope, phase srv1alpha1.FailoverPhase, d *
 // mirroredPhase maps a DRPC's phase and progression to the request phase (see
 // the table at the top of this file). A DRPC at rest maps to StoppingOnSource:
 // completion is decided by the caller, which also checks the target.
-func mirroredPhase(d *ramenv1alpha1.DRPlacementControl) srv1alpha1.FailoverPhase {
+func mirroredPhase(d *drv1alpha1.DRPlacementControl) srv1alpha1.FailoverPhase {
 	switch d.Status.Progression {
-	case ramenv1alpha1.ProgressionFailingOverToCluster:
-		if d.Status.Phase == ramenv1alpha1.DRStateFailingOver {
+	case drv1alpha1.ProgressionFailingOverToCluster:
+		if d.Status.Phase == drv1alpha1.DRStateFailingOver {
 			return srv1alpha1.FailoverWaitingForDRBD
 		}
-	case ramenv1alpha1.ProgressionWaitForReadiness:
+	case drv1alpha1.ProgressionWaitForReadiness:
 		return srv1alpha1.FailoverWaitingForDRBD
-	case ramenv1alpha1.ProgressionUpdatedPlacement:
+	case drv1alpha1.ProgressionUpdatedPlacement:
 		return srv1alpha1.FailoverStartingOnTarget
 	}
 	return srv1alpha1.FailoverStoppingOnSource
@@ -243,9 +243,9 @@ func rank(p srv1alpha1.FailoverPhase) int {
 
 // drpcSummary describes where a DRPC is, with what its current step waits for
 // when its Available condition says so.
-func drpcSummary(d *ramenv1alpha1.DRPlacementControl) string {
+func drpcSummary(d *drv1alpha1.DRPlacementControl) string {
 	msg := fmt.Sprintf("DRPC %s: phase %s, progression %s", d.Name, d.Status.Phase, d.Status.Progression)
-	if c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(d.Status.Conditions, drv1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		if _, detail, ok := strings.Cut(c.Message, "waiting for "); ok {
 			msg += ", waiting for " + detail
 		}
@@ -254,16 +254,16 @@ func drpcSummary(d *ramenv1alpha1.DRPlacementControl) string {
 }
 
 // atRest is the DRPC phase that ends an action.
-func atRest(a ramenv1alpha1.DRAction) ramenv1alpha1.DRState {
-	if a == ramenv1alpha1.ActionFailover {
-		return ramenv1alpha1.DRStateFailedOver
+func atRest(a drv1alpha1.DRAction) drv1alpha1.DRState {
+	if a == drv1alpha1.ActionFailover {
+		return drv1alpha1.DRStateFailedOver
 	}
-	return ramenv1alpha1.DRStateRelocated
+	return drv1alpha1.DRStateRelocated
 }
 
 // actionTargetOf is the target cluster of a DRPC's action.
-func actionTargetOf(d *ramenv1alpha1.DRPlacementControl) string {
-	if d.Spec.Action == ramenv1alpha1.ActionFailover {
+func actionTargetOf(d *drv1alpha1.DRPlacementControl) string {
+	if d.Spec.Action == drv1alpha1.ActionFailover {
 		return d.Spec.FailoverCluster
 	}
 	return d.Spec.PreferredCluster
@@ -279,7 +279,7 @@ func ignoreStop(err error) error {
 // requestsOfDRPC wakes the unfinished requests of a DRPC's group when the DRPC
 // changes.
 func (r *Reconciler) requestsOfDRPC(ctx context.Context, obj client.Object) []reconcile.Request {
-	d, ok := obj.(*ramenv1alpha1.DRPlacementControl)
+	d, ok := obj.(*drv1alpha1.DRPlacementControl)
 	if !ok || d.Spec.ProtectionGroupRef.Name == "" {
 		return nil
 	}
@@ -289,7 +289,7 @@ func (r *Reconciler) requestsOfDRPC(ctx context.Context, obj client.Object) []re
 // settledProgression reports whether the application runs on the target. A
 // Failover whose old primary is down stays in Cleaning Up until that cluster
 // returns, but its application already runs on the target, so that counts.
-func settledProgression(action ramenv1alpha1.DRAction, p ramenv1alpha1.ProgressionStatus) bool {
-	return p == ramenv1alpha1.ProgressionCompleted ||
-		(action == ramenv1alpha1.ActionFailover && p == ramenv1alpha1.ProgressionCleaningUp)
+func settledProgression(action drv1alpha1.DRAction, p drv1alpha1.ProgressionStatus) bool {
+	return p == drv1alpha1.ProgressionCompleted ||
+		(action == drv1alpha1.ActionFailover && p == drv1alpha1.ProgressionCleaningUp)
 }

@@ -13,7 +13,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/failover"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
@@ -44,14 +44,14 @@ func TestOffloadedFailoverViaDRPC(t *testing.T) {
 
 	// A group with a DRPC deployed on the primary.
 	z.addGroup("app-1", "app-1-drpc")
-	z.waitDRPC("app-1-drpc", ramenv1alpha1.DRStateDeployed, env.Primary)
+	z.waitDRPC("app-1-drpc", drv1alpha1.DRStateDeployed, env.Primary)
 	fr = z.waitEnd(z.request("app-1-to-dr", "app-1", env.DR, srv1alpha1.FailoverPlanned))
 	require.Equal(t, srv1alpha1.FailoverCompleted, fr.Status.Phase, fr.Status.Message)
 	require.Equal(t, env.Primary, fr.Status.SourceCluster)
 	d := z.drpc("app-1-drpc")
-	require.Equal(t, ramenv1alpha1.ActionRelocate, d.Spec.Action)
+	require.Equal(t, drv1alpha1.ActionRelocate, d.Spec.Action)
 	require.Equal(t, env.DR, d.Spec.PreferredCluster)
-	require.Equal(t, ramenv1alpha1.DRStateRelocated, d.Status.Phase)
+	require.Equal(t, drv1alpha1.DRStateRelocated, d.Status.Phase)
 	require.Equal(t, env.DR, d.Status.PreferredDecision.ClusterName)
 	require.True(t, meta.IsStatusConditionTrue(fr.Status.Conditions, srv1alpha1.ConditionReady))
 	require.NotNil(t, meta.FindStatusCondition(fr.Status.Conditions, failover.ConditionDRPlacementControl))
@@ -74,7 +74,7 @@ func TestOffloadedUnplannedFailoverViaDRPC(t *testing.T) {
 	z := newOffloadedZone(t)
 	P, D := env.Primary, env.DR
 	z.addGroup("app-1", "app-1-drpc")
-	z.waitDRPC("app-1-drpc", ramenv1alpha1.DRStateDeployed, P)
+	z.waitDRPC("app-1-drpc", drv1alpha1.DRStateDeployed, P)
 
 	// Both clusters up.
 	fr := z.waitEnd(z.request("to-dr", "app-1", D, srv1alpha1.FailoverUnplanned))
@@ -87,7 +87,7 @@ func TestOffloadedUnplannedFailoverViaDRPC(t *testing.T) {
 	fr = z.waitEnd(z.request("back-to-primary", "app-1", P, srv1alpha1.FailoverUnplanned))
 	z.requireFailedOver(fr, D, P)
 	z.requireVGR(P, replicationv1alpha1.Primary)
-	require.Equal(t, ramenv1alpha1.ProgressionCleaningUp, z.drpc("app-1-drpc").Status.Progression,
+	require.Equal(t, drv1alpha1.ProgressionCleaningUp, z.drpc("app-1-drpc").Status.Progression,
 		"the old primary is cleaned up only once it is back")
 	require.NoError(t, z.Clusters[D].StartAPIServer())
 	z.requireCleanedUp(D)
@@ -143,8 +143,8 @@ func (z *offloadedZone) addGroup(name string, drpcs ...string) {
 		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: env.AppVMName(name)}},
 			ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}})
 	for _, d := range drpcs {
-		z.create(env.Quorum, &ramenv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: d},
-			Spec: ramenv1alpha1.DRPlacementControlSpec{
+		z.create(env.Quorum, &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: d},
+			Spec: drv1alpha1.DRPlacementControlSpec{
 				ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: name},
 				DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: offloadedPolicy},
 				PVCSelector:        metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
@@ -153,24 +153,24 @@ func (z *offloadedZone) addGroup(name string, drpcs ...string) {
 	}
 }
 
-func (z *offloadedZone) drpc(name string) *ramenv1alpha1.DRPlacementControl {
+func (z *offloadedZone) drpc(name string) *drv1alpha1.DRPlacementControl {
 	z.t.Helper()
-	d := &ramenv1alpha1.DRPlacementControl{}
+	d := &drv1alpha1.DRPlacementControl{}
 	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, d))
 	return d
 }
 
 // waitDRPC waits for a DRPC to settle in a phase on a cluster, protected.
-func (z *offloadedZone) waitDRPC(name string, phase ramenv1alpha1.DRState, cluster string) {
+func (z *offloadedZone) waitDRPC(name string, phase drv1alpha1.DRState, cluster string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, name+" "+string(phase)+" on "+cluster, func() error {
 		d := z.drpc(name)
-		if d.Status.Phase != phase || d.Status.Progression != ramenv1alpha1.ProgressionCompleted || d.Status.PreferredDecision.ClusterName != cluster {
+		if d.Status.Phase != phase || d.Status.Progression != drv1alpha1.ProgressionCompleted || d.Status.PreferredDecision.ClusterName != cluster {
 			return fmt.Errorf("phase %s progression %s on %q", d.Status.Phase, d.Status.Progression, d.Status.PreferredDecision.ClusterName)
 		}
 		// Deployed does not wait for the data: a failover before it is
 		// protected would leave the source without a VGR to clean up.
-		if c := meta.FindStatusCondition(d.Status.Conditions, ramenv1alpha1.ConditionProtected); c == nil || c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(d.Status.Conditions, drv1alpha1.ConditionProtected); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("not protected: %+v", c)
 		}
 		return nil
@@ -229,9 +229,9 @@ func (z *offloadedZone) requireFailedOver(fr *srv1alpha1.FailoverRequest, from, 
 	require.Equal(z.t, "Pending", trail[0])
 	require.Equal(z.t, "Completed", trail[len(trail)-1])
 	d := z.drpc("app-1-drpc")
-	require.Equal(z.t, ramenv1alpha1.ActionFailover, d.Spec.Action)
+	require.Equal(z.t, drv1alpha1.ActionFailover, d.Spec.Action)
 	require.Equal(z.t, to, d.Spec.FailoverCluster)
-	require.Equal(z.t, ramenv1alpha1.DRStateFailedOver, d.Status.Phase)
+	require.Equal(z.t, drv1alpha1.DRStateFailedOver, d.Status.Phase)
 	require.Equal(z.t, to, d.Status.PreferredDecision.ClusterName)
 	require.Equal(z.t, to, z.quorumGroup("app-1").Spec.ActiveCluster)
 	g := &srv1alpha1.ProtectionGroup{}
@@ -244,18 +244,18 @@ func (z *offloadedZone) requireFailedOver(fr *srv1alpha1.FailoverRequest, from, 
 func (z *offloadedZone) requireCleanedUp(old string) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, "app-1 cleaned up on "+old, func() error {
-		if p := z.drpc("app-1-drpc").Status.Progression; p != ramenv1alpha1.ProgressionCompleted {
+		if p := z.drpc("app-1-drpc").Status.Progression; p != drv1alpha1.ProgressionCompleted {
 			return fmt.Errorf("progression %s", p)
 		}
 		g := &srv1alpha1.ProtectionGroup{}
 		if err := z.Client(old).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: "app-1"}, g); err != nil {
 			return err
 		}
-		v := &ramenv1alpha1.VolumeReplicationGroup{}
+		v := &drv1alpha1.VolumeReplicationGroup{}
 		if err := z.Client(old).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "app-1-drpc"}, v); err != nil {
 			return err
 		}
-		if g.Status.CurrentState != srv1alpha1.StateStopped || v.Status.State != ramenv1alpha1.SecondaryState {
+		if g.Status.CurrentState != srv1alpha1.StateStopped || v.Status.State != drv1alpha1.SecondaryState {
 			return fmt.Errorf("group %s, VRG %s", g.Status.CurrentState, v.Status.State)
 		}
 		return nil
@@ -269,7 +269,7 @@ func (z *offloadedZone) requireVGR(cluster string, want replicationv1alpha1.Repl
 	z.t.Helper()
 	env.Eventually(z.t, timeout, fmt.Sprintf("global VGR %s on %s", want, cluster), func() error {
 		v := &replicationv1alpha1.VolumeGroupReplication{}
-		key := client.ObjectKey{Namespace: vrg.DefaultOperatorNamespace, Name: ramenv1alpha1.GlobalVGRName(offloadedGroupID)}
+		key := client.ObjectKey{Namespace: vrg.DefaultOperatorNamespace, Name: drv1alpha1.GlobalVGRName(offloadedGroupID)}
 		if err := z.Client(cluster).Get(z.ctx, key, v); err != nil {
 			return err
 		}

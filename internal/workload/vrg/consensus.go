@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -34,26 +34,26 @@ func (r *Reconciler) reachConsensus(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	state := s.vrg.Spec.ReplicationState
-	pending := pendingPeers(s.peers, func(p *ramenv1alpha1.VolumeReplicationGroup) bool {
+	pending := pendingPeers(s.peers, func(p *drv1alpha1.VolumeReplicationGroup) bool {
 		return p.Spec.ReplicationState == state
 	})
-	cond := metav1.Condition{Type: ramenv1alpha1.ConditionGlobalState, ObservedGeneration: s.vrg.Generation}
+	cond := metav1.Condition{Type: drv1alpha1.ConditionGlobalState, ObservedGeneration: s.vrg.Generation}
 	if len(pending) == 0 {
-		cond.Status, cond.Reason = metav1.ConditionTrue, ramenv1alpha1.ReasonConsensusReached
-		cond.Message = fmt.Sprintf(ramenv1alpha1.MessageConsensusStateFmt, state)
+		cond.Status, cond.Reason = metav1.ConditionTrue, drv1alpha1.ReasonConsensusReached
+		cond.Message = fmt.Sprintf(drv1alpha1.MessageConsensusStateFmt, state)
 		meta.SetStatusCondition(&s.vrg.Status.Conditions, cond)
 		s.consensus = true
 		return ctrl.Result{}, nil
 	}
-	cond.Status, cond.Reason = metav1.ConditionFalse, ramenv1alpha1.ReasonConsensusNotReached
-	cond.Message = fmt.Sprintf(ramenv1alpha1.MessageWaitingStateFmt, state, strings.Join(pending, ", "))
+	cond.Status, cond.Reason = metav1.ConditionFalse, drv1alpha1.ReasonConsensusNotReached
+	cond.Message = fmt.Sprintf(drv1alpha1.MessageWaitingStateFmt, state, strings.Join(pending, ", "))
 	meta.SetStatusCondition(&s.vrg.Status.Conditions, cond)
 	s.progress = cond.Message
 	return ctrl.Result{}, flow.Waiting(reasonConsensus, consensusRetry, "%s", cond.Message)
 }
 
 // pendingPeers returns "<namespace>/<name>" of the peers that do not satisfy ok, sorted.
-func pendingPeers(peers []ramenv1alpha1.VolumeReplicationGroup, ok func(*ramenv1alpha1.VolumeReplicationGroup) bool) []string {
+func pendingPeers(peers []drv1alpha1.VolumeReplicationGroup, ok func(*drv1alpha1.VolumeReplicationGroup) bool) []string {
 	var pending []string
 	for i := range peers {
 		if !ok(&peers[i]) {
@@ -67,14 +67,14 @@ func pendingPeers(peers []ramenv1alpha1.VolumeReplicationGroup, ok func(*ramenv1
 // setGlobalSecondary advertises whether this VRG's PVCs let the shared VGR turn
 // secondary (spec 000 §4.4).
 func setGlobalSecondary(s *scope, notReady []string) {
-	cond := metav1.Condition{Type: ramenv1alpha1.ConditionGlobalSecondary, ObservedGeneration: s.vrg.Generation}
+	cond := metav1.Condition{Type: drv1alpha1.ConditionGlobalSecondary, ObservedGeneration: s.vrg.Generation}
 	switch {
 	case s.primary():
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ramenv1alpha1.ReasonUnused, ramenv1alpha1.MessageUnusedWhenPrimary
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, drv1alpha1.ReasonUnused, drv1alpha1.MessageUnusedWhenPrimary
 	case len(notReady) == 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ramenv1alpha1.ReasonPVCsNotInUse, ramenv1alpha1.MessagePVCsNotInUse
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, drv1alpha1.ReasonPVCsNotInUse, drv1alpha1.MessagePVCsNotInUse
 	default:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ramenv1alpha1.ReasonPVCsInUse, ramenv1alpha1.MessagePVCsInUse
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, drv1alpha1.ReasonPVCsInUse, drv1alpha1.MessagePVCsInUse
 	}
 	meta.SetStatusCondition(&s.vrg.Status.Conditions, cond)
 }
@@ -82,9 +82,9 @@ func setGlobalSecondary(s *scope, notReady []string) {
 // siblingsNotReady lists the peers whose GlobalSecondary is not True/PVCsNotInUse for
 // their current generation.
 func siblingsNotReady(s *scope) []string {
-	return pendingPeers(s.peers, func(p *ramenv1alpha1.VolumeReplicationGroup) bool {
-		c := meta.FindStatusCondition(p.Status.Conditions, ramenv1alpha1.ConditionGlobalSecondary)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ramenv1alpha1.ReasonPVCsNotInUse &&
+	return pendingPeers(s.peers, func(p *drv1alpha1.VolumeReplicationGroup) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, drv1alpha1.ConditionGlobalSecondary)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == drv1alpha1.ReasonPVCsNotInUse &&
 			c.ObservedGeneration == p.Generation
 	})
 }

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
@@ -66,9 +66,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// Every change, the controller's own status writes included: a reconcile
 		// that decided on a stale cached copy runs again once the cache has
 		// caught up, and ends without a write when nothing is left to change.
-		For(&ramenv1alpha1.VolumeReplicationGroup{}).
+		For(&drv1alpha1.VolumeReplicationGroup{}).
 		// Peers: state, GlobalSecondary and deletions of the group's other VRGs.
-		Watches(&ramenv1alpha1.VolumeReplicationGroup{}, handler.EnqueueRequestsFromMapFunc(r.peersOf)).
+		Watches(&drv1alpha1.VolumeReplicationGroup{}, handler.EnqueueRequestsFromMapFunc(r.peersOf)).
 		Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfVGR), builder.WithPredicates(inOperatorNamespace)).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
@@ -80,7 +80,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 // Reconcile drives one VRG's PVCs and the shared global VGR towards
 // spec.replicationState and reports status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vrg := &ramenv1alpha1.VolumeReplicationGroup{}
+	vrg := &drv1alpha1.VolumeReplicationGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vrg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // patchMeta changes the VRG's metadata and keeps the scope's copies in step, so that
 // the later status patch carries only status.
-func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func(*ramenv1alpha1.VolumeReplicationGroup)) error {
+func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func(*drv1alpha1.VolumeReplicationGroup)) error {
 	patched := s.vrg.DeepCopy()
 	mutate(patched)
 	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(s.vrg, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -128,18 +128,18 @@ func (r *Reconciler) recordTransitions(s *scope) {
 	from, to := s.before.Status.State, s.vrg.Status.State
 	if from != to {
 		if from == "" {
-			from = ramenv1alpha1.UnknownState
+			from = drv1alpha1.UnknownState
 		}
 		r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonStateChanged, "state %s -> %s (desired %s)", from, to, s.vrg.Spec.ReplicationState)
 	}
-	for _, t := range []string{ramenv1alpha1.ConditionGlobalState, ramenv1alpha1.ConditionGlobalSecondary, ramenv1alpha1.ConditionDataReady} {
+	for _, t := range []string{drv1alpha1.ConditionGlobalState, drv1alpha1.ConditionGlobalSecondary, drv1alpha1.ConditionDataReady} {
 		was := meta.FindStatusCondition(s.before.Status.Conditions, t)
 		now := meta.FindStatusCondition(s.vrg.Status.Conditions, t)
 		if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
 			continue
 		}
 		kind := corev1.EventTypeNormal
-		if now.Reason == ramenv1alpha1.ReasonError {
+		if now.Reason == drv1alpha1.ReasonError {
 			kind = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(s.vrg, kind, now.Reason, "%s %s: %s", t, now.Status, now.Message)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 )
 
@@ -32,7 +32,7 @@ func TestGlobalVGR(t *testing.T) {
 func enableJoinGateDelete(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	const grID = "replication-group-01"
-	vgrName := ramenv1alpha1.GlobalVGRName(grID)
+	vgrName := drv1alpha1.GlobalVGRName(grID)
 	storage(t, c, "sc-block", "sid-1", classNoConditions, grID, "0m")
 	pc := peerClass("sc-block", "sid-1", grID)
 	apps := []string{"app-1", "app-2", "app-3"}
@@ -44,19 +44,19 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	// Enable: both VRGs at once, so that both try to create the VGR.
 	errs := make(chan error, 2)
 	for _, app := range apps[:2] {
-		go func() { errs <- c.Create(ctx, newVRG(app+"-ns", app, app, ramenv1alpha1.Primary, "0m", pc)) }()
+		go func() { errs <- c.Create(ctx, newVRG(app+"-ns", app, app, drv1alpha1.Primary, "0m", pc)) }()
 	}
 	require.NoError(t, errors.Join(<-errs, <-errs))
 	for _, app := range apps[:2] {
 		ns := app + "-ns"
-		eventually(t, app+" primary", hasState(c, ns, app, ramenv1alpha1.PrimaryState))
+		eventually(t, app+" primary", hasState(c, ns, app, drv1alpha1.PrimaryState))
 		v := getVRG(t, c, ns, app)
-		require.Equal(t, vgrName, v.Labels[ramenv1alpha1.GlobalVGRLabel], "%s self-labels", app)
+		require.Equal(t, vgrName, v.Labels[drv1alpha1.GlobalVGRLabel], "%s self-labels", app)
 		require.Contains(t, v.Finalizers, vrg.VRGFinalizer)
 		requirePrimaryConditions(t, v)
 		pvc := &corev1.PersistentVolumeClaim{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app + "-pvc"}, pvc))
-		require.Equal(t, grID, pvc.Labels[ramenv1alpha1.ConsistencyGroupLabel])
+		require.Equal(t, grID, pvc.Labels[drv1alpha1.ConsistencyGroupLabel])
 		require.Contains(t, pvc.Finalizers, vrg.PVCFinalizer)
 		require.Equal(t, app, pvc.Annotations[vrg.PVCOwnerAnnotation])
 	}
@@ -65,18 +65,18 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	require.Len(t, vgrs.Items, 1, "exactly one global VGR for two VRGs")
 	shared := vgrs.Items[0]
 	require.Equal(t, vgrName, shared.Name)
-	require.Equal(t, "true", shared.Labels[ramenv1alpha1.CreatedByRamenLabel])
+	require.Equal(t, "true", shared.Labels[drv1alpha1.CreatedByRamenLabel])
 	require.Empty(t, shared.OwnerReferences)
 	require.Equal(t, classNoConditions, shared.Spec.VolumeGroupReplicationClassName)
 	require.True(t, shared.Spec.External)
 	require.False(t, shared.Spec.AutoResync)
 	require.Equal(t, replicationv1alpha1.Primary, shared.Spec.ReplicationState)
-	require.Equal(t, &metav1.LabelSelector{MatchLabels: map[string]string{ramenv1alpha1.ConsistencyGroupLabel: grID}}, shared.Spec.Source.Selector)
+	require.Equal(t, &metav1.LabelSelector{MatchLabels: map[string]string{drv1alpha1.ConsistencyGroupLabel: grID}}, shared.Spec.Source.Selector)
 	require.Empty(t, shared.Status.Conditions, "the quiet simulator reports no conditions")
 
 	// app-3 joins later and picks up the existing VGR.
-	require.NoError(t, c.Create(ctx, newVRG("app-3-ns", "app-3", "app-3", ramenv1alpha1.Primary, "0m", pc)))
-	eventually(t, "app-3 primary", hasState(c, "app-3-ns", "app-3", ramenv1alpha1.PrimaryState))
+	require.NoError(t, c.Create(ctx, newVRG("app-3-ns", "app-3", "app-3", drv1alpha1.Primary, "0m", pc)))
+	eventually(t, "app-3 primary", hasState(c, "app-3-ns", "app-3", drv1alpha1.PrimaryState))
 	requirePrimaryConditions(t, getVRG(t, c, "app-3-ns", "app-3"))
 	again, err := getVGR(c, vgrName)
 	require.NoError(t, err)
@@ -94,30 +94,30 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	}
 	require.NoError(t, c.Create(ctx, pod))
 	for _, app := range apps {
-		setState(t, c, app+"-ns", app, ramenv1alpha1.Secondary, ramenv1alpha1.ActionFailover)
+		setState(t, c, app+"-ns", app, drv1alpha1.Secondary, drv1alpha1.ActionFailover)
 	}
 	for _, app := range []string{"app-1", "app-3"} {
-		eventually(t, app+" GlobalSecondary", hasCondition(c, app+"-ns", app, ramenv1alpha1.ConditionGlobalSecondary,
-			metav1.ConditionTrue, ramenv1alpha1.ReasonPVCsNotInUse, ramenv1alpha1.MessagePVCsNotInUse))
-		eventually(t, app+" GlobalState", hasCondition(c, app+"-ns", app, ramenv1alpha1.ConditionGlobalState,
-			metav1.ConditionTrue, ramenv1alpha1.ReasonConsensusReached, "Consensus reached for state secondary"))
+		eventually(t, app+" GlobalSecondary", hasCondition(c, app+"-ns", app, drv1alpha1.ConditionGlobalSecondary,
+			metav1.ConditionTrue, drv1alpha1.ReasonPVCsNotInUse, drv1alpha1.MessagePVCsNotInUse))
+		eventually(t, app+" GlobalState", hasCondition(c, app+"-ns", app, drv1alpha1.ConditionGlobalState,
+			metav1.ConditionTrue, drv1alpha1.ReasonConsensusReached, "Consensus reached for state secondary"))
 	}
-	eventually(t, "app-2 PVCs in use", hasCondition(c, "app-2-ns", "app-2", ramenv1alpha1.ConditionGlobalSecondary,
-		metav1.ConditionFalse, ramenv1alpha1.ReasonPVCsInUse, ramenv1alpha1.MessagePVCsInUse))
+	eventually(t, "app-2 PVCs in use", hasCondition(c, "app-2-ns", "app-2", drv1alpha1.ConditionGlobalSecondary,
+		metav1.ConditionFalse, drv1alpha1.ReasonPVCsInUse, drv1alpha1.MessagePVCsInUse))
 	consistently(t, "VGR stays primary while app-2's PVC is mounted", 2*time.Second,
 		vgrState(c, vgrName, replicationv1alpha1.Primary, replicationv1alpha1.PrimaryState))
 	for _, app := range apps {
-		require.NoError(t, hasState(c, app+"-ns", app, ramenv1alpha1.UnknownState)())
-		require.NoError(t, hasCondition(c, app+"-ns", app, ramenv1alpha1.ConditionDataReady, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "")())
+		require.NoError(t, hasState(c, app+"-ns", app, drv1alpha1.UnknownState)())
+		require.NoError(t, hasCondition(c, app+"-ns", app, drv1alpha1.ConditionDataReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "")())
 	}
 
 	require.NoError(t, c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	eventually(t, "VGR secondary", vgrState(c, vgrName, replicationv1alpha1.Secondary, replicationv1alpha1.SecondaryState))
 	for _, app := range apps {
 		ns := app + "-ns"
-		eventually(t, app+" secondary", hasState(c, ns, app, ramenv1alpha1.SecondaryState))
-		eventually(t, app+" DataReady", hasCondition(c, ns, app, ramenv1alpha1.ConditionDataReady,
-			metav1.ConditionTrue, ramenv1alpha1.ReasonReplicated, ramenv1alpha1.MessagePVCReady))
+		eventually(t, app+" secondary", hasState(c, ns, app, drv1alpha1.SecondaryState))
+		eventually(t, app+" DataReady", hasCondition(c, ns, app, drv1alpha1.ConditionDataReady,
+			metav1.ConditionTrue, drv1alpha1.ReasonReplicated, drv1alpha1.MessagePVCReady))
 		eventually(t, app+" PVC released", func() error {
 			pvc := &corev1.PersistentVolumeClaim{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app + "-pvc"}, pvc); err != nil {
@@ -137,7 +137,7 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	for _, app := range apps[:2] {
 		require.NoError(t, c.Delete(ctx, getVRG(t, c, app+"-ns", app)))
 		eventually(t, app+" deleted", func() error {
-			err := c.Get(ctx, client.ObjectKey{Namespace: app + "-ns", Name: app}, &ramenv1alpha1.VolumeReplicationGroup{})
+			err := c.Get(ctx, client.ObjectKey{Namespace: app + "-ns", Name: app}, &drv1alpha1.VolumeReplicationGroup{})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -155,13 +155,13 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	})
 }
 
-func requirePrimaryConditions(t *testing.T, v *ramenv1alpha1.VolumeReplicationGroup) {
+func requirePrimaryConditions(t *testing.T, v *drv1alpha1.VolumeReplicationGroup) {
 	t.Helper()
 	want := map[string][3]string{
-		ramenv1alpha1.ConditionDataReady:       {"True", ramenv1alpha1.ReasonReady, ramenv1alpha1.MessagePVCReady},
-		ramenv1alpha1.ConditionDataProtected:   {"True", ramenv1alpha1.ReasonDataProtected, ramenv1alpha1.MessagePVCDataProtected},
-		ramenv1alpha1.ConditionGlobalState:     {"True", ramenv1alpha1.ReasonConsensusReached, "Consensus reached for state primary"},
-		ramenv1alpha1.ConditionGlobalSecondary: {"True", ramenv1alpha1.ReasonUnused, ramenv1alpha1.MessageUnusedWhenPrimary},
+		drv1alpha1.ConditionDataReady:       {"True", drv1alpha1.ReasonReady, drv1alpha1.MessagePVCReady},
+		drv1alpha1.ConditionDataProtected:   {"True", drv1alpha1.ReasonDataProtected, drv1alpha1.MessagePVCDataProtected},
+		drv1alpha1.ConditionGlobalState:     {"True", drv1alpha1.ReasonConsensusReached, "Consensus reached for state primary"},
+		drv1alpha1.ConditionGlobalSecondary: {"True", drv1alpha1.ReasonUnused, drv1alpha1.MessageUnusedWhenPrimary},
 	}
 	for typ, w := range want {
 		got := meta.FindStatusCondition(v.Status.Conditions, typ)
@@ -169,7 +169,7 @@ func requirePrimaryConditions(t *testing.T, v *ramenv1alpha1.VolumeReplicationGr
 		require.Equal(t, w, [3]string{string(got.Status), got.Reason, got.Message}, "%s/%s %s", v.Namespace, v.Name, typ)
 	}
 	require.Len(t, v.Status.ProtectedPVCs, 1)
-	for _, typ := range []string{ramenv1alpha1.ConditionDataReady, ramenv1alpha1.ConditionDataProtected} {
+	for _, typ := range []string{drv1alpha1.ConditionDataReady, drv1alpha1.ConditionDataProtected} {
 		got := meta.FindStatusCondition(v.Status.ProtectedPVCs[0].Conditions, typ)
 		require.NotNil(t, got, typ)
 		require.Equal(t, want[typ], [3]string{string(got.Status), got.Reason, got.Message}, "PVC %s", typ)
@@ -182,23 +182,23 @@ func requirePrimaryConditions(t *testing.T, v *ramenv1alpha1.VolumeReplicationGr
 func consensusOnFailover(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	const grID = "replication-group-02"
-	vgrName := ramenv1alpha1.GlobalVGRName(grID)
+	vgrName := drv1alpha1.GlobalVGRName(grID)
 	storage(t, c, "sc-block-2", "sid-2", classNoConditions2, grID, "0m")
 	pc := peerClass("sc-block-2", "sid-2", grID)
 	for _, app := range []string{"app-a", "app-b"} {
 		namespace(t, c, app+"-ns")
-		v := newVRG(app+"-ns", app, app, ramenv1alpha1.Secondary, "0m", pc)
-		v.Labels = map[string]string{ramenv1alpha1.GlobalVGRLabel: vgrName} // as the DRPC writes it
+		v := newVRG(app+"-ns", app, app, drv1alpha1.Secondary, "0m", pc)
+		v.Labels = map[string]string{drv1alpha1.GlobalVGRLabel: vgrName} // as the DRPC writes it
 		require.NoError(t, c.Create(ctx, v))
 	}
 	for _, app := range []string{"app-a", "app-b"} {
 		ns := app + "-ns"
-		eventually(t, app+" secondary", hasState(c, ns, app, ramenv1alpha1.SecondaryState))
-		for _, typ := range []string{ramenv1alpha1.ConditionDataReady, ramenv1alpha1.ConditionDataProtected} {
-			require.NoError(t, hasCondition(c, ns, app, typ, metav1.ConditionTrue, ramenv1alpha1.ReasonUnused, ramenv1alpha1.MessageNoPVCsAsSecondary)())
+		eventually(t, app+" secondary", hasState(c, ns, app, drv1alpha1.SecondaryState))
+		for _, typ := range []string{drv1alpha1.ConditionDataReady, drv1alpha1.ConditionDataProtected} {
+			require.NoError(t, hasCondition(c, ns, app, typ, metav1.ConditionTrue, drv1alpha1.ReasonUnused, drv1alpha1.MessageNoPVCsAsSecondary)())
 		}
-		require.NoError(t, hasCondition(c, ns, app, ramenv1alpha1.ConditionGlobalSecondary, metav1.ConditionTrue, ramenv1alpha1.ReasonPVCsNotInUse, ramenv1alpha1.MessagePVCsNotInUse)())
-		require.NoError(t, hasCondition(c, ns, app, ramenv1alpha1.ConditionGlobalState, metav1.ConditionTrue, ramenv1alpha1.ReasonConsensusReached, "Consensus reached for state secondary")())
+		require.NoError(t, hasCondition(c, ns, app, drv1alpha1.ConditionGlobalSecondary, metav1.ConditionTrue, drv1alpha1.ReasonPVCsNotInUse, drv1alpha1.MessagePVCsNotInUse)())
+		require.NoError(t, hasCondition(c, ns, app, drv1alpha1.ConditionGlobalState, metav1.ConditionTrue, drv1alpha1.ReasonConsensusReached, "Consensus reached for state secondary")())
 		require.Empty(t, getVRG(t, c, ns, app).Status.ProtectedPVCs)
 	}
 	_, err := getVGR(c, vgrName)
@@ -208,10 +208,10 @@ func consensusOnFailover(t *testing.T, c client.Client) {
 	for _, app := range []string{"app-a", "app-b"} {
 		require.NoError(t, c.Create(ctx, newPVC(app+"-ns", app+"-pvc", app, "sc-block-2")))
 	}
-	setState(t, c, "app-a-ns", "app-a", ramenv1alpha1.Primary, ramenv1alpha1.ActionFailover)
-	eventually(t, "app-a waits for app-b", hasCondition(c, "app-a-ns", "app-a", ramenv1alpha1.ConditionGlobalState,
-		metav1.ConditionFalse, ramenv1alpha1.ReasonConsensusNotReached, "Waiting for VRGs to agree on state primary, pending: app-b-ns/app-b"))
-	require.NoError(t, hasCondition(c, "app-a-ns", "app-a", ramenv1alpha1.ConditionDataReady, metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "")())
+	setState(t, c, "app-a-ns", "app-a", drv1alpha1.Primary, drv1alpha1.ActionFailover)
+	eventually(t, "app-a waits for app-b", hasCondition(c, "app-a-ns", "app-a", drv1alpha1.ConditionGlobalState,
+		metav1.ConditionFalse, drv1alpha1.ReasonConsensusNotReached, "Waiting for VRGs to agree on state primary, pending: app-b-ns/app-b"))
+	require.NoError(t, hasCondition(c, "app-a-ns", "app-a", drv1alpha1.ConditionDataReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "")())
 	consistently(t, "no VGR before consensus", time.Second, func() error {
 		if _, err := getVGR(c, vgrName); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("VGR exists or unreadable: %v", err)
@@ -219,9 +219,9 @@ func consensusOnFailover(t *testing.T, c client.Client) {
 		return nil
 	})
 
-	setState(t, c, "app-b-ns", "app-b", ramenv1alpha1.Primary, ramenv1alpha1.ActionFailover)
+	setState(t, c, "app-b-ns", "app-b", drv1alpha1.Primary, drv1alpha1.ActionFailover)
 	for _, app := range []string{"app-a", "app-b"} {
-		eventually(t, app+" primary", hasState(c, app+"-ns", app, ramenv1alpha1.PrimaryState))
+		eventually(t, app+" primary", hasState(c, app+"-ns", app, drv1alpha1.PrimaryState))
 		requirePrimaryConditions(t, getVRG(t, c, app+"-ns", app))
 	}
 	require.NoError(t, vgrState(c, vgrName, replicationv1alpha1.Primary, replicationv1alpha1.PrimaryState)())
@@ -237,15 +237,15 @@ func schedulingInterval(t *testing.T, c client.Client) {
 	namespace(t, c, "interval-ns")
 	require.NoError(t, c.Create(ctx, newPVC("interval-ns", "quiet-pvc", "quiet", "sc-quiet")))
 	require.NoError(t, c.Create(ctx, newPVC("interval-ns", "cond-pvc", "cond", "sc-cond")))
-	require.NoError(t, c.Create(ctx, newVRG("interval-ns", "quiet", "quiet", ramenv1alpha1.Primary, "5m", peerClass("sc-quiet", "sid-quiet", "rg-quiet"))))
-	require.NoError(t, c.Create(ctx, newVRG("interval-ns", "cond", "cond", ramenv1alpha1.Primary, "5m", peerClass("sc-cond", "sid-cond", "rg-cond"))))
+	require.NoError(t, c.Create(ctx, newVRG("interval-ns", "quiet", "quiet", drv1alpha1.Primary, "5m", peerClass("sc-quiet", "sid-quiet", "rg-quiet"))))
+	require.NoError(t, c.Create(ctx, newVRG("interval-ns", "cond", "cond", drv1alpha1.Primary, "5m", peerClass("sc-cond", "sid-cond", "rg-cond"))))
 
-	eventually(t, "cond ready from VGR conditions", hasState(c, "interval-ns", "cond", ramenv1alpha1.PrimaryState))
+	eventually(t, "cond ready from VGR conditions", hasState(c, "interval-ns", "cond", drv1alpha1.PrimaryState))
 	requirePrimaryConditions(t, getVRG(t, c, "interval-ns", "cond"))
 
-	eventually(t, "quiet VGR primary", vgrState(c, ramenv1alpha1.GlobalVGRName("rg-quiet"), replicationv1alpha1.Primary, replicationv1alpha1.PrimaryState))
-	eventually(t, "quiet not ready without Completed", hasCondition(c, "interval-ns", "quiet", ramenv1alpha1.ConditionDataReady,
-		metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "PVC interval-ns/quiet-pvc: VolumeGroupReplication global-rg-quiet has not completed the transition to primary"))
+	eventually(t, "quiet VGR primary", vgrState(c, drv1alpha1.GlobalVGRName("rg-quiet"), replicationv1alpha1.Primary, replicationv1alpha1.PrimaryState))
+	eventually(t, "quiet not ready without Completed", hasCondition(c, "interval-ns", "quiet", drv1alpha1.ConditionDataReady,
+		metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "PVC interval-ns/quiet-pvc: VolumeGroupReplication global-rg-quiet has not completed the transition to primary"))
 }
 
 // differentGroups: PVCs of two replication groups in one VRG are an error.
@@ -256,13 +256,13 @@ func differentGroups(t *testing.T, c client.Client) {
 	namespace(t, c, "mixed-ns")
 	require.NoError(t, c.Create(ctx, newPVC("mixed-ns", "pvc-x", "mixed", "sc-x")))
 	require.NoError(t, c.Create(ctx, newPVC("mixed-ns", "pvc-y", "mixed", "sc-y")))
-	require.NoError(t, c.Create(ctx, newVRG("mixed-ns", "mixed", "mixed", ramenv1alpha1.Primary, "0m",
+	require.NoError(t, c.Create(ctx, newVRG("mixed-ns", "mixed", "mixed", drv1alpha1.Primary, "0m",
 		peerClass("sc-x", "sid-x", "rg-x"), peerClass("sc-y", "sid-y", "rg-y"))))
 	msg := "PVCs map to different GroupReplicationIDs: mixed-ns/pvc-x=rg-x, mixed-ns/pvc-y=rg-y"
-	eventually(t, "error condition", hasCondition(c, "mixed-ns", "mixed", ramenv1alpha1.ConditionDataReady, metav1.ConditionFalse, ramenv1alpha1.ReasonError, msg))
+	eventually(t, "error condition", hasCondition(c, "mixed-ns", "mixed", drv1alpha1.ConditionDataReady, metav1.ConditionFalse, drv1alpha1.ReasonError, msg))
 	v := getVRG(t, c, "mixed-ns", "mixed")
-	require.NotContains(t, v.Labels, ramenv1alpha1.GlobalVGRLabel)
-	require.Equal(t, ramenv1alpha1.UnknownState, v.Status.State)
+	require.NotContains(t, v.Labels, drv1alpha1.GlobalVGRLabel)
+	require.Equal(t, drv1alpha1.UnknownState, v.Status.State)
 	for _, name := range []string{"global-rg-x", "global-rg-y"} {
 		_, err := getVGR(c, name)
 		require.True(t, apierrors.IsNotFound(err), "%s: %v", name, err)

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -18,7 +18,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if controllerutil.ContainsFinalizer(s.vrg, VRGFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.patchMeta(ctx, s, func(v *ramenv1alpha1.VolumeReplicationGroup) { controllerutil.AddFinalizer(v, VRGFinalizer) }); err != nil {
+	if err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) { controllerutil.AddFinalizer(v, VRGFinalizer) }); err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("adding finalizer: %w", err))
 	}
 	return ctrl.Result{}, nil
@@ -40,7 +40,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 		if err != nil {
 			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
 		}
-		alive := pendingPeers(members, func(v *ramenv1alpha1.VolumeReplicationGroup) bool { return !v.DeletionTimestamp.IsZero() })
+		alive := pendingPeers(members, func(v *drv1alpha1.VolumeReplicationGroup) bool { return !v.DeletionTimestamp.IsZero() })
 		if len(alive) == 0 {
 			if err := r.deleteVGR(ctx, s, name); err != nil {
 				return ctrl.Result{}, err
@@ -50,7 +50,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 			r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonVGRKept, "VolumeGroupReplication %s kept for %d VRGs not being deleted", name, len(alive))
 		}
 	}
-	if err := r.patchMeta(ctx, s, func(v *ramenv1alpha1.VolumeReplicationGroup) { controllerutil.RemoveFinalizer(v, VRGFinalizer) }); err != nil {
+	if err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) { controllerutil.RemoveFinalizer(v, VRGFinalizer) }); err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("removing finalizer: %w", err))
 	}
 	return ctrl.Result{}, nil

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -70,12 +70,12 @@ func storage(t *testing.T, c client.Client, sc, storageID, vgrc, grID, interval 
 	t.Helper()
 	ctx := t.Context()
 	require.NoError(t, c.Create(ctx, &storagev1.StorageClass{
-		ObjectMeta:  metav1.ObjectMeta{Name: sc, Labels: map[string]string{ramenv1alpha1.OffloadedLabel: "true", ramenv1alpha1.StorageIDLabel: storageID}},
+		ObjectMeta:  metav1.ObjectMeta{Name: sc, Labels: map[string]string{drv1alpha1.OffloadedLabel: "true", drv1alpha1.StorageIDLabel: storageID}},
 		Provisioner: "array.example.com",
 	}))
 	require.NoError(t, c.Create(ctx, &replicationv1alpha1.VolumeGroupReplicationClass{
 		ObjectMeta: metav1.ObjectMeta{Name: vgrc, Labels: map[string]string{
-			ramenv1alpha1.GroupReplicationIDLabel: grID, ramenv1alpha1.GlobalLabel: "true", ramenv1alpha1.StorageIDLabel: storageID,
+			drv1alpha1.GroupReplicationIDLabel: grID, drv1alpha1.GlobalLabel: "true", drv1alpha1.StorageIDLabel: storageID,
 		}},
 		Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{
 			Provisioner: "array.example.com",
@@ -84,8 +84,8 @@ func storage(t *testing.T, c client.Client, sc, storageID, vgrc, grID, interval 
 	}))
 }
 
-func peerClass(sc, storageID, grID string) ramenv1alpha1.PeerClass {
-	return ramenv1alpha1.PeerClass{
+func peerClass(sc, storageID, grID string) drv1alpha1.PeerClass {
+	return drv1alpha1.PeerClass{
 		ClusterIDs: []string{"cl-1", "cl-2"}, StorageClassName: sc, StorageID: []string{storageID, storageID + "-peer"},
 		GroupReplicationID: grID, Grouping: true, Offloaded: true, Global: true,
 	}
@@ -107,13 +107,13 @@ func newPVC(ns, name, app, sc string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-func newVRG(ns, name, app string, state ramenv1alpha1.ReplicationState, interval string, classes ...ramenv1alpha1.PeerClass) *ramenv1alpha1.VolumeReplicationGroup {
-	return &ramenv1alpha1.VolumeReplicationGroup{
+func newVRG(ns, name, app string, state drv1alpha1.ReplicationState, interval string, classes ...drv1alpha1.PeerClass) *drv1alpha1.VolumeReplicationGroup {
+	return &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: ramenv1alpha1.VolumeReplicationGroupSpec{
+		Spec: drv1alpha1.VolumeReplicationGroupSpec{
 			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			ReplicationState: state,
-			Async:            &ramenv1alpha1.VRGAsyncSpec{SchedulingInterval: interval, PeerClasses: classes},
+			Async:            &drv1alpha1.VRGAsyncSpec{SchedulingInterval: interval, PeerClasses: classes},
 		},
 	}
 }
@@ -143,9 +143,9 @@ func consistently(t *testing.T, what string, d time.Duration, cond func() error)
 	}
 }
 
-func getVRG(t *testing.T, c client.Client, ns, name string) *ramenv1alpha1.VolumeReplicationGroup {
+func getVRG(t *testing.T, c client.Client, ns, name string) *drv1alpha1.VolumeReplicationGroup {
 	t.Helper()
-	v := &ramenv1alpha1.VolumeReplicationGroup{}
+	v := &drv1alpha1.VolumeReplicationGroup{}
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, v))
 	return v
 }
@@ -153,7 +153,7 @@ func getVRG(t *testing.T, c client.Client, ns, name string) *ramenv1alpha1.Volum
 // hasCondition checks one condition of a VRG (message "" matches any message).
 func hasCondition(c client.Client, ns, name, condType string, status metav1.ConditionStatus, reason, message string) func() error {
 	return func() error {
-		v := &ramenv1alpha1.VolumeReplicationGroup{}
+		v := &drv1alpha1.VolumeReplicationGroup{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, v); err != nil {
 			return err
 		}
@@ -168,9 +168,9 @@ func hasCondition(c client.Client, ns, name, condType string, status metav1.Cond
 	}
 }
 
-func hasState(c client.Client, ns, name string, want ramenv1alpha1.State) func() error {
+func hasState(c client.Client, ns, name string, want drv1alpha1.State) func() error {
 	return func() error {
-		v := &ramenv1alpha1.VolumeReplicationGroup{}
+		v := &drv1alpha1.VolumeReplicationGroup{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, v); err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func vgrState(c client.Client, name string, spec replicationv1alpha1.Replication
 	}
 }
 
-func setState(t *testing.T, c client.Client, ns, name string, state ramenv1alpha1.ReplicationState, action ramenv1alpha1.DRAction) {
+func setState(t *testing.T, c client.Client, ns, name string, state drv1alpha1.ReplicationState, action drv1alpha1.DRAction) {
 	t.Helper()
 	v := getVRG(t, c, ns, name)
 	before := v.DeepCopy()

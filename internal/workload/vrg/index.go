@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -27,8 +27,8 @@ const (
 )
 
 func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &ramenv1alpha1.VolumeReplicationGroup{}, globalVGRIndex, func(obj client.Object) []string {
-		if v := obj.GetLabels()[ramenv1alpha1.GlobalVGRLabel]; v != "" {
+	if err := indexer.IndexField(ctx, &drv1alpha1.VolumeReplicationGroup{}, globalVGRIndex, func(obj client.Object) []string {
+		if v := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]; v != "" {
 			return []string{v}
 		}
 		return nil
@@ -45,8 +45,8 @@ func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(ctx, &ramenv1alpha1.VolumeReplicationGroup{}, groupNameIndex, func(obj client.Object) []string {
-		if g := obj.(*ramenv1alpha1.VolumeReplicationGroup).Spec.ProtectionGroupRef; g != "" {
+	if err := indexer.IndexField(ctx, &drv1alpha1.VolumeReplicationGroup{}, groupNameIndex, func(obj client.Object) []string {
+		if g := obj.(*drv1alpha1.VolumeReplicationGroup).Spec.ProtectionGroupRef; g != "" {
 			return []string{g}
 		}
 		return nil
@@ -61,7 +61,7 @@ func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 // vrgsOfGroup maps a ProtectionGroup copy to the VRGs of its group: a Relocate
 // waits for the group to stop on this cluster.
 func (r *Reconciler) vrgsOfGroup(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{groupNameIndex: obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing VolumeReplicationGroups of ProtectionGroup", "group", obj.GetName())
 		return nil
@@ -94,15 +94,15 @@ func vmiClaims(vmi *kubevirtv1.VirtualMachineInstance) []string {
 }
 
 // groupMembers lists the VRGs of this cluster with the given global-vgr label.
-func (r *Reconciler) groupMembers(ctx context.Context, name string) ([]ramenv1alpha1.VolumeReplicationGroup, error) {
-	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+func (r *Reconciler) groupMembers(ctx context.Context, name string) ([]drv1alpha1.VolumeReplicationGroup, error) {
+	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{globalVGRIndex: name}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
 }
 
-func requests(vrgs []ramenv1alpha1.VolumeReplicationGroup, skip client.Object) []ctrlreconcile.Request {
+func requests(vrgs []drv1alpha1.VolumeReplicationGroup, skip client.Object) []ctrlreconcile.Request {
 	reqs := make([]ctrlreconcile.Request, 0, len(vrgs))
 	for i := range vrgs {
 		if skip != nil && vrgs[i].Namespace == skip.GetNamespace() && vrgs[i].Name == skip.GetName() {
@@ -116,7 +116,7 @@ func requests(vrgs []ramenv1alpha1.VolumeReplicationGroup, skip client.Object) [
 // peersOf maps a VRG to the other VRGs of its global group, so that a peer's change
 // of state, GlobalSecondary condition or deletion reaches them at once.
 func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-	name := obj.GetLabels()[ramenv1alpha1.GlobalVGRLabel]
+	name := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]
 	if name == "" {
 		return nil
 	}
@@ -144,7 +144,7 @@ func (r *Reconciler) vrgsOfVGR(ctx context.Context, obj client.Object) []ctrlrec
 
 // vrgsInNamespace maps a PVC, pod or VMI to the VRGs of its namespace.
 func (r *Reconciler) vrgsInNamespace(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
-	list := &ramenv1alpha1.VolumeReplicationGroupList{}
+	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		log.FromContext(ctx).Error(err, "listing VRGs", "namespace", obj.GetNamespace())
 		return nil

@@ -8,7 +8,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -22,7 +22,7 @@ import (
 // group, the group's copy on this cluster having stopped stands for "deployment
 // and PVC deleted"; a VRG without a group keeps the spec's rule.
 func (r *Reconciler) readyForSecondary(ctx context.Context, s *scope) ([]string, error) {
-	relocate := s.vrg.Spec.Action == ramenv1alpha1.ActionRelocate
+	relocate := s.vrg.Spec.Action == drv1alpha1.ActionRelocate
 	removed := false
 	if relocate {
 		var err error
@@ -50,7 +50,7 @@ func (r *Reconciler) readyForSecondary(ctx context.Context, s *scope) ([]string,
 
 // applicationStopped reports whether the VRG's ProtectionGroup has a copy on
 // this cluster that was asked to stop, observed that and reports stopped.
-func (r *Reconciler) applicationStopped(ctx context.Context, vrg *ramenv1alpha1.VolumeReplicationGroup) (bool, error) {
+func (r *Reconciler) applicationStopped(ctx context.Context, vrg *drv1alpha1.VolumeReplicationGroup) (bool, error) {
 	if vrg.Spec.ProtectionGroupRef == "" {
 		return false, nil
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -26,7 +26,7 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 	sel, err := metav1.LabelSelectorAsSelector(&s.vrg.Spec.PVCSelector)
 	if err != nil {
 		s.mappingError = fmt.Sprintf("invalid spec.pvcSelector: %v", err)
-		return ctrl.Result{}, flow.Stalled(ramenv1alpha1.ReasonError, "%s", s.mappingError)
+		return ctrl.Result{}, flow.Stalled(drv1alpha1.ReasonError, "%s", s.mappingError)
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.vrg.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
@@ -43,7 +43,7 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 			case err != nil:
 				return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading StorageClass %s: %w", sc, err))
 			default:
-				info.storageID = class.Labels[ramenv1alpha1.StorageIDLabel]
+				info.storageID = class.Labels[drv1alpha1.StorageIDLabel]
 			}
 			info.peerClass = matchPeerClass(s.vrg, sc, info.storageID)
 		}
@@ -51,7 +51,7 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	s.grID, s.mappingError = groupOf(s.pvcs)
 	if s.mappingError != "" {
-		return ctrl.Result{}, flow.Stalled(ramenv1alpha1.ReasonError, "%s", s.mappingError)
+		return ctrl.Result{}, flow.Stalled(drv1alpha1.ReasonError, "%s", s.mappingError)
 	}
 	return ctrl.Result{}, nil
 }
@@ -64,7 +64,7 @@ func storageClassName(pvc *corev1.PersistentVolumeClaim) string {
 }
 
 // matchPeerClass finds the peer class of a StorageClass name and storage ID.
-func matchPeerClass(vrg *ramenv1alpha1.VolumeReplicationGroup, scName, storageID string) *ramenv1alpha1.PeerClass {
+func matchPeerClass(vrg *drv1alpha1.VolumeReplicationGroup, scName, storageID string) *drv1alpha1.PeerClass {
 	if vrg.Spec.Async == nil {
 		return nil
 	}
@@ -120,15 +120,15 @@ func (r *Reconciler) labelGroup(ctx context.Context, s *scope) (ctrl.Result, err
 	if s.grID == "" {
 		return ctrl.Result{}, nil
 	}
-	want := ramenv1alpha1.GlobalVGRName(s.grID)
+	want := drv1alpha1.GlobalVGRName(s.grID)
 	if s.globalName() == want {
 		return ctrl.Result{}, nil
 	}
-	err := r.patchMeta(ctx, s, func(v *ramenv1alpha1.VolumeReplicationGroup) {
+	err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) {
 		if v.Labels == nil {
 			v.Labels = map[string]string{}
 		}
-		v.Labels[ramenv1alpha1.GlobalVGRLabel] = want
+		v.Labels[drv1alpha1.GlobalVGRLabel] = want
 	})
 	if err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("labelling VRG with %s: %w", want, err))
@@ -145,7 +145,7 @@ func (r *Reconciler) protectPVCs(ctx context.Context, s *scope, hold bool) error
 		if patched.Labels == nil {
 			patched.Labels = map[string]string{}
 		}
-		patched.Labels[ramenv1alpha1.ConsistencyGroupLabel] = s.grID
+		patched.Labels[drv1alpha1.ConsistencyGroupLabel] = s.grID
 		if hold && pvc.DeletionTimestamp.IsZero() {
 			controllerutil.AddFinalizer(patched, PVCFinalizer)
 			if patched.Annotations == nil {

@@ -6,14 +6,14 @@ import (
 	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // scope is what one reconcile of a VRG works on.
 type scope struct {
-	vrg *ramenv1alpha1.VolumeReplicationGroup
+	vrg *drv1alpha1.VolumeReplicationGroup
 	// before is the VRG as read, to patch only what changed.
-	before *ramenv1alpha1.VolumeReplicationGroup
+	before *drv1alpha1.VolumeReplicationGroup
 	now    time.Time
 
 	// pvcs are the PVCs spec.pvcSelector selects, sorted by name.
@@ -24,7 +24,7 @@ type scope struct {
 	mappingError string
 
 	// peers are the other VRGs on this cluster with the same global-vgr label.
-	peers []ramenv1alpha1.VolumeReplicationGroup
+	peers []drv1alpha1.VolumeReplicationGroup
 	// consensus is true once every peer wants the same replicationState.
 	consensus bool
 	// vgr is the shared global VGR; nil when it does not exist on this cluster.
@@ -42,17 +42,17 @@ type scope struct {
 type pvcInfo struct {
 	pvc       *corev1.PersistentVolumeClaim
 	storageID string
-	peerClass *ramenv1alpha1.PeerClass
+	peerClass *drv1alpha1.PeerClass
 }
 
 // globalName is the value of the VRG's global-vgr label, which is also the name of
 // the shared VGR; empty for a VRG outside any global group.
 func (s *scope) globalName() string {
-	return s.vrg.Labels[ramenv1alpha1.GlobalVGRLabel]
+	return s.vrg.Labels[drv1alpha1.GlobalVGRLabel]
 }
 
 func (s *scope) primary() bool {
-	return s.vrg.Spec.ReplicationState == ramenv1alpha1.Primary
+	return s.vrg.Spec.ReplicationState == drv1alpha1.Primary
 }
 
 func (s *scope) key() string {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 // messageNoPVCsAsPrimary is the DataReady/DataProtected message of a primary VRG that
@@ -27,7 +27,7 @@ func setStatus(s *scope) {
 		}
 	}
 	if st.ProtectedPVCs == nil {
-		st.ProtectedPVCs = []ramenv1alpha1.ProtectedPVC{}
+		st.ProtectedPVCs = []drv1alpha1.ProtectedPVC{}
 	}
 	st.State = observedState(s)
 	ready, protected := aggregate(s)
@@ -40,20 +40,20 @@ func setStatus(s *scope) {
 
 // observedState is Primary or Secondary once the shared VGR reports the VRG's desired
 // state (or, as secondary, when no VGR replicates on this cluster), else Unknown.
-func observedState(s *scope) ramenv1alpha1.State {
+func observedState(s *scope) drv1alpha1.State {
 	if s.mappingError != "" || !s.consensus {
-		return ramenv1alpha1.UnknownState
+		return drv1alpha1.UnknownState
 	}
 	if s.primary() {
 		if s.pvcsProcessed && (len(s.pvcs) == 0 || vgrIs(s.vgr, replicationv1alpha1.Primary)) {
-			return ramenv1alpha1.PrimaryState
+			return drv1alpha1.PrimaryState
 		}
-		return ramenv1alpha1.UnknownState
+		return drv1alpha1.UnknownState
 	}
 	if s.pvcsProcessed && (s.vgr == nil || vgrIs(s.vgr, replicationv1alpha1.Secondary)) {
-		return ramenv1alpha1.SecondaryState
+		return drv1alpha1.SecondaryState
 	}
-	return ramenv1alpha1.UnknownState
+	return drv1alpha1.UnknownState
 }
 
 func vgrIs(vgr *replicationv1alpha1.VolumeGroupReplication, desired replicationv1alpha1.ReplicationState) bool {
@@ -68,11 +68,11 @@ func stateOf(desired replicationv1alpha1.ReplicationState) replicationv1alpha1.S
 }
 
 // protectedPVCs is status.protectedPVCs for the PVCs processed in this reconcile.
-func protectedPVCs(s *scope) []ramenv1alpha1.ProtectedPVC {
+func protectedPVCs(s *scope) []drv1alpha1.ProtectedPVC {
 	ready, protected := pvcConditions(s)
-	out := make([]ramenv1alpha1.ProtectedPVC, 0, len(s.pvcs))
+	out := make([]drv1alpha1.ProtectedPVC, 0, len(s.pvcs))
 	for _, p := range s.pvcs {
-		ppvc := ramenv1alpha1.ProtectedPVC{
+		ppvc := drv1alpha1.ProtectedPVC{
 			Name:             p.pvc.Name,
 			Namespace:        p.pvc.Namespace,
 			StorageClassName: storageClassName(p.pvc),
@@ -100,11 +100,11 @@ func protectedPVCs(s *scope) []ramenv1alpha1.ProtectedPVC {
 // gets from the shared VGR (spec 000 §4.6).
 func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 	gen := s.vrg.Generation
-	ready = metav1.Condition{Type: ramenv1alpha1.ConditionDataReady, ObservedGeneration: gen}
-	protected = metav1.Condition{Type: ramenv1alpha1.ConditionDataProtected, ObservedGeneration: gen}
+	ready = metav1.Condition{Type: drv1alpha1.ConditionDataReady, ObservedGeneration: gen}
+	protected = metav1.Condition{Type: drv1alpha1.ConditionDataProtected, ObservedGeneration: gen}
 	progressing := func(msg string) (metav1.Condition, metav1.Condition) {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, msg
-		protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, msg
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg
+		protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg
 		return ready, protected
 	}
 	desired := replicationv1alpha1.ReplicationState(s.vrg.Spec.ReplicationState)
@@ -119,12 +119,12 @@ func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 	case vgr.Status.State != stateOf(desired):
 		return progressing(fmt.Sprintf("VolumeGroupReplication %s is %q, waiting for %s", vgr.Name, vgr.Status.State, stateOf(desired)))
 	}
-	readyReason := ramenv1alpha1.ReasonReady
+	readyReason := drv1alpha1.ReasonReady
 	if desired == replicationv1alpha1.Secondary {
-		readyReason = ramenv1alpha1.ReasonReplicated
+		readyReason = drv1alpha1.ReasonReplicated
 	}
-	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, readyReason, ramenv1alpha1.MessagePVCReady
-	protected.Status, protected.Reason, protected.Message = metav1.ConditionTrue, ramenv1alpha1.ReasonDataProtected, ramenv1alpha1.MessagePVCDataProtected
+	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, readyReason, drv1alpha1.MessagePVCReady
+	protected.Status, protected.Reason, protected.Message = metav1.ConditionTrue, drv1alpha1.ReasonDataProtected, drv1alpha1.MessagePVCDataProtected
 	if zeroInterval(s.vrg) {
 		// Spec 000 §4.6/§4.7: the provider reports no conditions; the state is enough.
 		return ready, protected
@@ -138,8 +138,8 @@ func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 	}
 	if c := cond(replicationv1alpha1.ConditionValidated); c != nil && c.Status == metav1.ConditionFalse {
 		msg := fmt.Sprintf("VolumeGroupReplication %s failed validation: %s", vgr.Name, c.Message)
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ramenv1alpha1.ReasonError, msg
-		protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, ramenv1alpha1.ReasonError, msg
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, drv1alpha1.ReasonError, msg
+		protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, drv1alpha1.ReasonError, msg
 		return ready, protected
 	}
 	if c := cond(replicationv1alpha1.ConditionCompleted); c == nil || c.Status != metav1.ConditionTrue {
@@ -149,10 +149,10 @@ func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 		c := cond(t)
 		switch {
 		case c == nil:
-			protected.Status, protected.Reason = metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing
+			protected.Status, protected.Reason = metav1.ConditionFalse, drv1alpha1.ReasonProgressing
 			protected.Message = fmt.Sprintf("VolumeGroupReplication %s does not report %s", vgr.Name, t)
 		case c.Status == metav1.ConditionTrue:
-			protected.Status, protected.Reason = metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing
+			protected.Status, protected.Reason = metav1.ConditionFalse, drv1alpha1.ReasonProgressing
 			protected.Message = fmt.Sprintf("VolumeGroupReplication %s is %s: %s", vgr.Name, t, c.Message)
 		default:
 			continue
@@ -166,7 +166,7 @@ var intervalPattern = regexp.MustCompile(`^(\d+)[mhd]$`)
 
 // zeroInterval reports a schedulingInterval of zero ("0m", "0h", "0d"): replication
 // is managed by the storage provider and its VGR may report no conditions.
-func zeroInterval(vrg *ramenv1alpha1.VolumeReplicationGroup) bool {
+func zeroInterval(vrg *drv1alpha1.VolumeReplicationGroup) bool {
 	if vrg.Spec.Async == nil {
 		return false
 	}
@@ -182,7 +182,7 @@ func zeroInterval(vrg *ramenv1alpha1.VolumeReplicationGroup) bool {
 // condition older than the VRG's generation counts as Progressing (spec 000 §4.6),
 // since the consensus gate can hold PVC processing after a spec change.
 func aggregate(s *scope) (ready, protected metav1.Condition) {
-	return aggregateOne(s, ramenv1alpha1.ConditionDataReady), aggregateOne(s, ramenv1alpha1.ConditionDataProtected)
+	return aggregateOne(s, drv1alpha1.ConditionDataReady), aggregateOne(s, drv1alpha1.ConditionDataProtected)
 }
 
 func aggregateOne(s *scope, condType string) metav1.Condition {
@@ -193,19 +193,19 @@ func aggregateOne(s *scope, condType string) metav1.Condition {
 		return out
 	}
 	if s.mappingError != "" {
-		return set(metav1.ConditionFalse, ramenv1alpha1.ReasonError, s.mappingError)
+		return set(metav1.ConditionFalse, drv1alpha1.ReasonError, s.mappingError)
 	}
 	pvcs := s.vrg.Status.ProtectedPVCs
 	if len(pvcs) == 0 {
 		switch {
 		case s.progress != "":
-			return set(metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, s.progress)
+			return set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, s.progress)
 		case !s.pvcsProcessed:
-			return set(metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, "PVCs not processed yet for generation "+strconv.FormatInt(gen, 10))
+			return set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "PVCs not processed yet for generation "+strconv.FormatInt(gen, 10))
 		case s.primary():
-			return set(metav1.ConditionTrue, ramenv1alpha1.ReasonUnused, messageNoPVCsAsPrimary)
+			return set(metav1.ConditionTrue, drv1alpha1.ReasonUnused, messageNoPVCsAsPrimary)
 		default:
-			return set(metav1.ConditionTrue, ramenv1alpha1.ReasonUnused, ramenv1alpha1.MessageNoPVCsAsSecondary)
+			return set(metav1.ConditionTrue, drv1alpha1.ReasonUnused, drv1alpha1.MessageNoPVCsAsSecondary)
 		}
 	}
 	var firstTrue *metav1.Condition
@@ -221,7 +221,7 @@ func aggregateOne(s *scope, condType string) metav1.Condition {
 			if firstTrue == nil {
 				firstTrue = c
 			}
-		case c.Reason == ramenv1alpha1.ReasonError:
+		case c.Reason == drv1alpha1.ReasonError:
 			if failed == "" {
 				failed = fmt.Sprintf("PVC %s/%s: %s", p.Namespace, p.Name, c.Message)
 			}
@@ -233,11 +233,11 @@ func aggregateOne(s *scope, condType string) metav1.Condition {
 	}
 	switch {
 	case failed != "":
-		return set(metav1.ConditionFalse, ramenv1alpha1.ReasonError, failed)
+		return set(metav1.ConditionFalse, drv1alpha1.ReasonError, failed)
 	case progressing != "" && s.progress != "":
-		return set(metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, s.progress)
+		return set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, s.progress)
 	case progressing != "":
-		return set(metav1.ConditionFalse, ramenv1alpha1.ReasonProgressing, progressing)
+		return set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, progressing)
 	default:
 		return set(metav1.ConditionTrue, firstTrue.Reason, firstTrue.Message)
 	}

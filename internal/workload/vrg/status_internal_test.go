@@ -12,12 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
 
-func pvcOn(name string, pc *ramenv1alpha1.PeerClass) pvcInfo {
+func pvcOn(name string, pc *drv1alpha1.PeerClass) pvcInfo {
 	return pvcInfo{pvc: &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("sc")},
@@ -25,9 +25,9 @@ func pvcOn(name string, pc *ramenv1alpha1.PeerClass) pvcInfo {
 }
 
 func TestGroupOf(t *testing.T) {
-	a := &ramenv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-a", Global: true}
-	b := &ramenv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-b", Global: true}
-	local := &ramenv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-c"}
+	a := &drv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-a", Global: true}
+	b := &drv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-b", Global: true}
+	local := &drv1alpha1.PeerClass{StorageClassName: "sc", GroupReplicationID: "rg-c"}
 
 	id, problem := groupOf([]pvcInfo{pvcOn("p1", a), pvcOn("p2", a)})
 	require.Equal(t, "rg-a", id)
@@ -44,8 +44,8 @@ func TestGroupOf(t *testing.T) {
 }
 
 func TestMatchPeerClassByStorageID(t *testing.T) {
-	v := &ramenv1alpha1.VolumeReplicationGroup{Spec: ramenv1alpha1.VolumeReplicationGroupSpec{Async: &ramenv1alpha1.VRGAsyncSpec{
-		PeerClasses: []ramenv1alpha1.PeerClass{
+	v := &drv1alpha1.VolumeReplicationGroup{Spec: drv1alpha1.VolumeReplicationGroupSpec{Async: &drv1alpha1.VRGAsyncSpec{
+		PeerClasses: []drv1alpha1.PeerClass{
 			{StorageClassName: "sc", StorageID: []string{"sid-1", "sid-2"}, GroupReplicationID: "one"},
 			{StorageClassName: "sc", StorageID: []string{"sid-3", "sid-4"}, GroupReplicationID: "two"},
 		},
@@ -58,35 +58,35 @@ func TestMatchPeerClassByStorageID(t *testing.T) {
 
 func TestZeroInterval(t *testing.T) {
 	for in, want := range map[string]bool{"0m": true, "0h": true, "00d": true, "5m": false, "": false, "1h": false} {
-		v := &ramenv1alpha1.VolumeReplicationGroup{Spec: ramenv1alpha1.VolumeReplicationGroupSpec{Async: &ramenv1alpha1.VRGAsyncSpec{SchedulingInterval: in}}}
+		v := &drv1alpha1.VolumeReplicationGroup{Spec: drv1alpha1.VolumeReplicationGroupSpec{Async: &drv1alpha1.VRGAsyncSpec{SchedulingInterval: in}}}
 		require.Equal(t, want, zeroInterval(v), in)
 	}
-	require.False(t, zeroInterval(&ramenv1alpha1.VolumeReplicationGroup{}))
+	require.False(t, zeroInterval(&drv1alpha1.VolumeReplicationGroup{}))
 }
 
 // A per-PVC DataReady from an older generation counts as Progressing even when True
 // (spec 000 §4.6): the consensus gate held PVC processing after a spec change.
 func TestAggregateTreatsStalePVCConditionsAsProgressing(t *testing.T) {
 	ready := func(gen int64) []metav1.Condition {
-		return []metav1.Condition{{Type: ramenv1alpha1.ConditionDataReady, Status: metav1.ConditionTrue, Reason: ramenv1alpha1.ReasonReady,
-			Message: ramenv1alpha1.MessagePVCReady, ObservedGeneration: gen}}
+		return []metav1.Condition{{Type: drv1alpha1.ConditionDataReady, Status: metav1.ConditionTrue, Reason: drv1alpha1.ReasonReady,
+			Message: drv1alpha1.MessagePVCReady, ObservedGeneration: gen}}
 	}
-	v := &ramenv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	v.Spec.ReplicationState = ramenv1alpha1.Primary
-	v.Status.ProtectedPVCs = []ramenv1alpha1.ProtectedPVC{{Name: "p1", Namespace: "ns", Conditions: ready(3)}, {Name: "p2", Namespace: "ns", Conditions: ready(2)}}
+	v := &drv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	v.Spec.ReplicationState = drv1alpha1.Primary
+	v.Status.ProtectedPVCs = []drv1alpha1.ProtectedPVC{{Name: "p1", Namespace: "ns", Conditions: ready(3)}, {Name: "p2", Namespace: "ns", Conditions: ready(2)}}
 	s := &scope{vrg: v, before: v.DeepCopy()}
-	got := aggregateOne(s, ramenv1alpha1.ConditionDataReady)
+	got := aggregateOne(s, drv1alpha1.ConditionDataReady)
 	require.Equal(t, metav1.ConditionFalse, got.Status)
-	require.Equal(t, ramenv1alpha1.ReasonProgressing, got.Reason)
+	require.Equal(t, drv1alpha1.ReasonProgressing, got.Reason)
 	require.Contains(t, got.Message, "ns/p2")
 
 	s.progress = "Waiting for VRGs to agree on state primary, pending: b/b"
-	require.Equal(t, s.progress, aggregateOne(s, ramenv1alpha1.ConditionDataReady).Message)
+	require.Equal(t, s.progress, aggregateOne(s, drv1alpha1.ConditionDataReady).Message)
 
 	v.Status.ProtectedPVCs[1].Conditions = ready(3)
 	s.progress = ""
-	got = aggregateOne(s, ramenv1alpha1.ConditionDataReady)
-	require.Equal(t, [3]string{"True", ramenv1alpha1.ReasonReady, ramenv1alpha1.MessagePVCReady}, [3]string{string(got.Status), got.Reason, got.Message})
+	got = aggregateOne(s, drv1alpha1.ConditionDataReady)
+	require.Equal(t, [3]string{"True", drv1alpha1.ReasonReady, drv1alpha1.MessagePVCReady}, [3]string{string(got.Status), got.Reason, got.Message})
 }
 
 func TestReadyForSecondaryByAction(t *testing.T) {
@@ -126,8 +126,8 @@ func TestReadyForSecondaryByAction(t *testing.T) {
 		Build()
 	r := &Reconciler{Client: c}
 	group := ""
-	check := func(action ramenv1alpha1.DRAction, pvcs ...*corev1.PersistentVolumeClaim) []string {
-		s := &scope{vrg: &ramenv1alpha1.VolumeReplicationGroup{Spec: ramenv1alpha1.VolumeReplicationGroupSpec{Action: action, ProtectionGroupRef: group}}}
+	check := func(action drv1alpha1.DRAction, pvcs ...*corev1.PersistentVolumeClaim) []string {
+		s := &scope{vrg: &drv1alpha1.VolumeReplicationGroup{Spec: drv1alpha1.VolumeReplicationGroupSpec{Action: action, ProtectionGroupRef: group}}}
 		for _, p := range pvcs {
 			s.pvcs = append(s.pvcs, pvcInfo{pvc: p})
 		}
@@ -135,23 +135,23 @@ func TestReadyForSecondaryByAction(t *testing.T) {
 		require.NoError(t, err)
 		return notReady
 	}
-	require.Empty(t, check(ramenv1alpha1.ActionFailover, pvc("free", false)))
-	require.Empty(t, check(ramenv1alpha1.ActionFailover))
+	require.Empty(t, check(drv1alpha1.ActionFailover, pvc("free", false)))
+	require.Empty(t, check(drv1alpha1.ActionFailover))
 	require.Equal(t, []string{"ns/used-by-pod (used by pod running)", "ns/used-by-vmi (used by VirtualMachineInstance vm)"},
-		check(ramenv1alpha1.ActionFailover, pvc("used-by-pod", false), pvc("used-by-vmi", false)))
+		check(drv1alpha1.ActionFailover, pvc("used-by-pod", false), pvc("used-by-vmi", false)))
 	notDeleted := "ns/free (not deleted, and its application has not stopped here)"
-	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
-	require.Empty(t, check(ramenv1alpha1.ActionRelocate, pvc("free", true)))
-	require.Equal(t, []string{"ns/used-by-pod (used by pod running)"}, check(ramenv1alpha1.ActionRelocate, pvc("used-by-pod", true)))
+	require.Equal(t, []string{notDeleted}, check(drv1alpha1.ActionRelocate, pvc("free", false)))
+	require.Empty(t, check(drv1alpha1.ActionRelocate, pvc("free", true)))
+	require.Equal(t, []string{"ns/used-by-pod (used by pod running)"}, check(drv1alpha1.ActionRelocate, pvc("used-by-pod", true)))
 
 	// A VRG of a ProtectionGroup: a group stopped on this cluster stands for the
 	// application deleted with its PVCs; a group still stopping does not, and
 	// a stopped group's PVC still in use is not ready either.
 	group = "stopping"
-	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
+	require.Equal(t, []string{notDeleted}, check(drv1alpha1.ActionRelocate, pvc("free", false)))
 	group = "stopped"
-	require.Empty(t, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
-	require.Equal(t, []string{"ns/used-by-vmi (used by VirtualMachineInstance vm)"}, check(ramenv1alpha1.ActionRelocate, pvc("used-by-vmi", false)))
+	require.Empty(t, check(drv1alpha1.ActionRelocate, pvc("free", false)))
+	require.Equal(t, []string{"ns/used-by-vmi (used by VirtualMachineInstance vm)"}, check(drv1alpha1.ActionRelocate, pvc("used-by-vmi", false)))
 	group = "absent"
-	require.Equal(t, []string{notDeleted}, check(ramenv1alpha1.ActionRelocate, pvc("free", false)))
+	require.Equal(t, []string{notDeleted}, check(drv1alpha1.ActionRelocate, pvc("free", false)))
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	ramenv1alpha1 "github.com/siterecovery/siterecovery/apis/ramendr/v1alpha1"
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -96,9 +96,9 @@ func (r *Reconciler) createVGR(ctx context.Context, s *scope, state replicationv
 func newGlobalVGR(namespace, grID, class string, state replicationv1alpha1.ReplicationState) *replicationv1alpha1.VolumeGroupReplication {
 	return &replicationv1alpha1.VolumeGroupReplication{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ramenv1alpha1.GlobalVGRName(grID),
+			Name:      drv1alpha1.GlobalVGRName(grID),
 			Namespace: namespace,
-			Labels:    map[string]string{ramenv1alpha1.CreatedByRamenLabel: "true"},
+			Labels:    map[string]string{drv1alpha1.CreatedByRamenLabel: "true"},
 		},
 		Spec: replicationv1alpha1.VolumeGroupReplicationSpec{
 			VolumeGroupReplicationClassName: class,
@@ -106,7 +106,7 @@ func newGlobalVGR(namespace, grID, class string, state replicationv1alpha1.Repli
 			AutoResync:                      false,
 			External:                        true,
 			Source: replicationv1alpha1.VolumeGroupReplicationSource{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{ramenv1alpha1.ConsistencyGroupLabel: grID}},
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{drv1alpha1.ConsistencyGroupLabel: grID}},
 			},
 		},
 	}
@@ -117,11 +117,11 @@ func newGlobalVGR(namespace, grID, class string, state replicationv1alpha1.Repli
 // global one, the one of the PVCs' storage ID, the one of the VRG's scheduling
 // interval, and then the first by name.
 func (r *Reconciler) findClass(ctx context.Context, s *scope) (string, error) {
-	sel := labels.SelectorFromSet(labels.Set{ramenv1alpha1.GroupReplicationIDLabel: s.grID})
+	sel := labels.SelectorFromSet(labels.Set{drv1alpha1.GroupReplicationIDLabel: s.grID})
 	if async := s.vrg.Spec.Async; async != nil && (len(async.ReplicationClassSelector.MatchLabels) > 0 || len(async.ReplicationClassSelector.MatchExpressions) > 0) {
 		extra, err := metav1.LabelSelectorAsSelector(&async.ReplicationClassSelector)
 		if err != nil {
-			return "", flow.Stalled(ramenv1alpha1.ReasonError, "invalid spec.async.replicationClassSelector: %v", err)
+			return "", flow.Stalled(drv1alpha1.ReasonError, "invalid spec.async.replicationClassSelector: %v", err)
 		}
 		reqs, _ := extra.Requirements()
 		sel = sel.Add(reqs...)
@@ -131,7 +131,7 @@ func (r *Reconciler) findClass(ctx context.Context, s *scope) (string, error) {
 		return "", flow.Transient("ReadFailed", fmt.Errorf("listing VolumeGroupReplicationClasses: %w", err))
 	}
 	if len(list.Items) == 0 {
-		return "", flow.Waiting(reasonNoClass, classRetry, "no VolumeGroupReplicationClass with label %s=%s", ramenv1alpha1.GroupReplicationIDLabel, s.grID)
+		return "", flow.Waiting(reasonNoClass, classRetry, "no VolumeGroupReplicationClass with label %s=%s", drv1alpha1.GroupReplicationIDLabel, s.grID)
 	}
 	var storageIDs []string
 	for _, p := range s.pvcs {
@@ -143,10 +143,10 @@ func (r *Reconciler) findClass(ctx context.Context, s *scope) (string, error) {
 	}
 	score := func(c *replicationv1alpha1.VolumeGroupReplicationClass) int {
 		n := 0
-		if c.Labels[ramenv1alpha1.GlobalLabel] == "true" {
+		if c.Labels[drv1alpha1.GlobalLabel] == "true" {
 			n += 4
 		}
-		if slices.Contains(storageIDs, c.Labels[ramenv1alpha1.StorageIDLabel]) {
+		if slices.Contains(storageIDs, c.Labels[drv1alpha1.StorageIDLabel]) {
 			n += 2
 		}
 		if interval != "" && c.Spec.Parameters[schedulingIntervalParameter] == interval {
