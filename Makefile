@@ -10,7 +10,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build sim-binaries sandbox demo generate verify kube-binaries test test-unit lint fmt bench clean
+.PHONY: all build sim-binaries sandbox demo generate verify kube-binaries test test-unit test-integration lint fmt bench clean
 
 all: build
 
@@ -49,15 +49,17 @@ lint: ## gofmt and go vet.
 		if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
 
-test: lint ## Unit and integration tests (real API servers).
+test: lint test-unit test-integration ## Lint, the unit tier with -race, then every test on real API servers.
+
+test-unit: ## The unit tier: no API server starts (the harness skips under -short), with the race detector.
+	$(GO) test -short -race -count=1 $(PKGS)
+
+test-integration: ## Every test, including those on real kube-apiserver + etcd processes.
 	@# Compile every test binary in parallel first, then run the packages one at a
 	@# time: each integration package starts up to three API servers, and two such
 	@# packages at once overload a 2-core machine into timeouts.
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) $(PKGS)
-
-test-unit: ## Tests that need no API server.
-	$(GO) test -short $(PKGS)
 
 bench: ## Benchmarks whose figures the issues ask for.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -27,9 +27,7 @@ import (
 // TestAgent runs two agents (node-a, node-b) against one real API server and the
 // DRBD simulator. The subtests build on each other and run in order.
 func TestAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver")
-	}
+	harness.RequireAPIServers(t)
 	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, harness.Primary)
 	cl := z.Clusters[harness.Primary]
 	dir := t.TempDir()

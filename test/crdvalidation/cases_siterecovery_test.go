@@ -158,7 +158,7 @@ spec:
 	},
 	{
 		kind: "FailoverRequest",
-		// The manifest of spec 004 §1, verbatim but for the namespace the test uses.
+		// The documented planned-failover manifest, verbatim but for the namespace the test uses.
 		valid: `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: FailoverRequest

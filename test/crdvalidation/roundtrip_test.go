@@ -13,7 +13,7 @@ import (
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
-// peerClassExample is the DRPolicy status of spec 000 §2, verbatim.
+// peerClassExample is a DRPolicy status with the peer classes the Offloaded backend documents.
 const peerClassExample = `
 peerClasses:
   - clusterIDs: [cl-id-1, cl-id-2]

@@ -54,12 +54,12 @@ func (e *Env) registerOffloaded(cluster string, mgr ctrl.Manager, o WorkloadOpti
 		return err
 	}
 	// The array reports no conditions, as a LUN-level array with
-	// schedulingInterval 0m does (spec 000 §4.6).
+	// schedulingInterval 0m does.
 	return storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay})
 }
 
-// GlobalStorage is one cluster's storage of a global replication group
-// (spec 000 §2): an offloaded StorageClass with a StorageID, and a global
+// GlobalStorage is one cluster's storage of a global replication group:
+// an offloaded StorageClass with a StorageID, and a global
 // VolumeGroupReplicationClass of that StorageID and GroupReplicationID.
 type GlobalStorage struct {
 	StorageClass, ReplicationClass, StorageID, GroupReplicationID string

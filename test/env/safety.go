@@ -22,7 +22,7 @@ import (
 
 // Safety records the VRGs, VGRs and VMIs of each workload cluster of an
 // Offloaded zone from watches and replays them in resourceVersion order (one
-// etcd per cluster orders every kind), to find the moments spec 000 §4.4 and
+// etcd per cluster orders every kind), to find the moments that the PVC-unused check before secondary and
 // the DRPC's stop-before-secondary ordering exist to prevent. It knows an
 // application's claim by AppPVCName of its VRG's pvcSelector app label.
 type Safety struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -41,28 +42,31 @@ func TestWaitQuiet(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
+	// One spinner per CPU: on a machine other processes also load, a single
+	// spinner can get less than the quiet budget and look idle.
 	stop := make(chan struct{})
-	spun := make(chan struct{})
-	go func() {
-		defer close(spun)
-		x := 0
-		for {
-			select {
-			case <-stop:
-				_ = x
-				return
-			default:
-				for i := range 100_000 {
-					x += i
+	var spinners sync.WaitGroup
+	for range runtime.NumCPU() {
+		spinners.Go(func() {
+			x := 0
+			for {
+				select {
+				case <-stop:
+					_ = x
+					return
+				default:
+					for i := range 100_000 {
+						x += i
+					}
 				}
 			}
-		}
-	}()
+		})
+	}
 	if WaitQuiet(t.Context(), time.Second) {
 		t.Error("WaitQuiet reported quiet while a goroutine kept a CPU busy")
 	}
 	close(stop)
-	<-spun
+	spinners.Wait()
 	if !WaitQuiet(t.Context(), 10*time.Second) {
 		t.Error("WaitQuiet did not report quiet once the goroutine stopped")
 	}

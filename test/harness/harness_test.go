@@ -124,6 +124,7 @@ func TestZone(t *testing.T) {
 // TestStopLeavesNoProcesses starts a zone with StartE, stops it and checks (through
 // /proc) that no etcd or kube-apiserver of that zone is left and its directory is gone.
 func TestStopLeavesNoProcesses(t *testing.T) {
+	harness.RequireAPIServers(t)
 	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
 		t.Skip("needs /proc")
 	}

@@ -32,6 +32,7 @@ func TestHelperAbandonZone(t *testing.T) {
 // -timeout` panic would end it, without cleanups) and checks that the next StartE kills
 // the abandoned etcd and kube-apiserver and keeps only their logs.
 func TestReapsZonesOfKilledTests(t *testing.T) {
+	harness.RequireAPIServers(t)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc")
 	}

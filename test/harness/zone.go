@@ -56,6 +56,7 @@ const startTimeout = 3 * time.Minute
 // logs is kept and its path logged.
 func Start(t testing.TB, opts Options, names ...string) *Zone {
 	t.Helper()
+	RequireAPIServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	began := time.Now()
@@ -76,6 +77,17 @@ func Start(t testing.TB, opts Options, names ...string) *Zone {
 	return z
 }
 
+// RequireAPIServers skips t in the unit tier (go test -short): it is the one place
+// that decides which tests start kube-apiserver and etcd, so `make test-unit` runs
+// without them and a test cannot forget the check. StartE refuses to start a zone
+// under -short, so a test that bypasses Start fails instead of slowing the tier.
+func RequireAPIServers(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; the unit tier (-short) runs none")
+	}
+}
+
 var validName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // StartE starts the named clusters in parallel and returns when all of them answer
@@ -91,6 +103,9 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 			return nil, fmt.Errorf("cluster names must be unique DNS labels, got %q", names)
 		}
 		seen[n] = true
+	}
+	if testing.Testing() && testing.Short() {
+		return nil, errors.New("the unit tier (-short) starts no API server: call harness.Start, which skips, or harness.RequireAPIServers first")
 	}
 	binDir, err := BinaryDir()
 	if err != nil {

@@ -15,7 +15,7 @@ const (
 	FailoverUnplanned FailoverType = "unplanned"
 )
 
-// FailoverPhase is a step of the failover flow (spec 004 §1-8).
+// FailoverPhase is a step of the failover flow.
 // +kubebuilder:validation:Enum=Pending;StoppingOnSource;WaitingForDRBD;StartingOnTarget;Completed;Failed
 type FailoverPhase string
 

@@ -16,7 +16,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
-// failover moves the application from src to tgt without needing src (§6.2):
+// failover moves the application from src to tgt without needing src:
 // the target's VRG becomes primary, then the application starts there. A
 // reachable source is asked to stop the application first, so that no VM runs
 // on both clusters; its VRG becomes secondary in the steady state that follows,
@@ -38,7 +38,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (c
 	return r.start(ctx, s, tgt, drv1alpha1.DRStateFailedOver)
 }
 
-// relocate moves the application from src to tgt with both reachable (§6.3):
+// relocate moves the application from src to tgt with both reachable:
 // the application stops on src, both VRGs become secondary, then the target's
 // VRG becomes primary and the application starts there.
 func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
@@ -111,9 +111,8 @@ func durationSince(s *scope, t *metav1.Time) *metav1.Duration {
 	return &metav1.Duration{Duration: s.now.Sub(t.Time).Round(time.Millisecond)}
 }
 
-// peersNotSecondary is the barrier of a global group's Relocate (spec 000 §6.3:
-// "Ramen first ensures all VRGs on both clusters are secondary", then promotes
-// the target). The VRGs of a group on one cluster reach a state only together
+// peersNotSecondary is the barrier of a global group's Relocate: every VRG
+// of the group on both clusters is secondary before the target is promoted. The VRGs of a group on one cluster reach a state only together
 // (GlobalState consensus), so a peer that promoted its target VRG while another
 // peer's was still turning secondary would leave both waiting for each other.
 // It lists the group's other VRGs that are not secondary yet. Once a peer has

@@ -16,7 +16,7 @@ import (
 )
 
 // pendingPeers returns, as sorted "namespace/name", the peers that do not ask
-// for the same action and target as self (§5.1): failoverCluster for a
+// for the same action and target as self: failoverCluster for a
 // Failover, preferredCluster for a Relocate. Peers being deleted are leaving
 // the group and do not count.
 func pendingPeers(self *drv1alpha1.DRPlacementControl, peers []drv1alpha1.DRPlacementControl) []string {
@@ -43,7 +43,7 @@ func actionTarget(d *drv1alpha1.DRPlacementControl) string {
 	return d.Spec.PreferredCluster
 }
 
-// gate is the action consensus gate of §5.1, run after the DRPC is Initiating
+// gate is the action consensus gate (every DRPC of a global group asks for the same action and target), run after the DRPC is Initiating
 // and before the switch. It reports whether the action may proceed; a DRPC
 // without a global-vgr label always may.
 func (r *Reconciler) gate(ctx context.Context, s *scope) (bool, error) {

@@ -58,7 +58,7 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller, its field indexes, the peer
-// watcher of §5.2 and the remote watches on VRGs and workload ProtectionGroups.
+// watcher (a change of one DRPC of a global group wakes all its peers) and the remote watches on VRGs and workload ProtectionGroups.
 // Call it before the manager starts, so that the watches exist before any
 // cluster connects.
 func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {

@@ -1,7 +1,6 @@
 // Package drpc is the DRPlacementControl controller of quorum-manager: the
 // placement state machine of one application (a ProtectionGroup) of the
-// Offloaded and VolSync backends, with the global action consensus of spec 000
-// §5.
+// Offloaded and VolSync backends, with the global action consensus.
 //
 // For every DRPlacementControl it writes a VolumeReplicationGroup on each
 // cluster of its DRPolicy through internal/quorum/remote (name: the DRPC's name; namespace:

@@ -13,7 +13,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
-// finalize disables DR for the application (§6.4): it deletes the VRGs on both
+// finalize disables DR for the application: it deletes the VRGs on both
 // clusters, leaves the application running where it is, drops the DRPC's
 // metrics and releases the DRPC. A cluster that is unreachable holds the DRPC
 // until it returns.

@@ -17,7 +17,7 @@ import (
 
 var globalVGR = drv1alpha1.GlobalVGRName(grID)
 
-// TestGlobalVGRFlows runs spec 000 §6 end to end on three real API servers:
+// TestGlobalVGRFlows runs the global VGR flows end to end on three real API servers:
 // enable (app-1, app-2 sharing one replication group), failover with the
 // consensus gate, app-3 joining later, a mismatched preferredCluster that
 // never reaches consensus, and disable. The workload clusters run the real VRG
@@ -27,7 +27,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	z := newZone(t)
 	P, D := env.Primary, env.DR
 
-	// §6.1 enable: both apps deploy on the primary; the label flows from the
+	// Enable: both apps deploy on the primary; the label flows from the
 	// primary VRG to the DRPC and from there to the secondary VRG.
 	z.addApp("app-1", P)
 	z.addApp("app-2", P)
@@ -40,9 +40,9 @@ func TestGlobalVGRFlows(t *testing.T) {
 		require.Len(t, v.Spec.Async.PeerClasses, 1, "the VRG carries the policy's peer classes")
 	}
 	requireVGR(z, P, replicationv1alpha1.Primary)
-	requireNoVGR(z, D, "a secondary cluster gets its VGR only when it becomes primary (§6.1.4)")
+	requireNoVGR(z, D, "a secondary cluster gets its VGR only when it becomes primary")
 
-	// §6.2 failover: app-1 first waits for app-2; the applications keep running.
+	// Failover: app-1 first waits for app-2; the applications keep running.
 	failover := func(d *drv1alpha1.DRPlacementControl) {
 		d.Spec.Action, d.Spec.FailoverCluster = drv1alpha1.ActionFailover, D
 	}
@@ -58,7 +58,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		require.NotNil(t, z.drpc(app).Status.ActionDuration)
 	}
 	// The DR cluster's VGR is created on promotion; the reachable old primary is
-	// cleaned up to secondary once both applications stopped there (§6.2.4-6).
+	// cleaned up to secondary once both applications stopped there.
 	requireVGR(z, D, replicationv1alpha1.Primary)
 	requireVGR(z, P, replicationv1alpha1.Secondary)
 
@@ -67,7 +67,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	z.waitDRPC("app-3", drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted, D)
 	env.Eventually(t, timeout, "app-3 labelled everywhere", func() error { return labelledEverywhere(z, "app-3") })
 
-	// §5.1 mismatch: every DRPC asks for Relocate, app-1 to another cluster
+	// Mismatch: every DRPC asks for Relocate, app-1 to another cluster
 	// than the others (which stay where they run); it never reaches consensus,
 	// app-3 included, and every application keeps running; correcting it
 	// clears the block.
@@ -90,7 +90,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 
 	require.Empty(t, z.safety.Violations(), "storage turned secondary under a running VM, or a VM booted on secondary storage")
 
-	// §6.4 disable: deleting a DRPC deletes its VRGs on both clusters and its
+	// Disable: deleting a DRPC deletes its VRGs on both clusters and its
 	// metric; the other applications keep theirs.
 	require.NoError(t, z.Client(env.Quorum).Delete(ctx, z.drpc("app-1")))
 	env.Eventually(t, timeout, "app-1 finalized", func() error {
@@ -113,7 +113,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		z.requireRunsOn(app, D, P)
 	}
 	z.requireRunsOn("app-1", D, P)
-	// The shared VGRs outlive app-1's VRGs: app-2 and app-3 still use them (§4.3).
+	// The shared VGRs outlive app-1's VRGs: app-2 and app-3 still use them.
 	requireVGR(z, D, replicationv1alpha1.Primary)
 	requireVGR(z, P, replicationv1alpha1.Secondary)
 	require.Empty(t, z.safety.Violations())
@@ -124,7 +124,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	}
 }
 
-// TestGlobalVGRRelocate runs spec 000 §6.3 with three applications: the first
+// TestGlobalVGRRelocate runs a global group's Relocate with three applications: the first
 // two wait for the third, then all move to the DR cluster (whose VGR is
 // created) and back (whose VGR is promoted).
 func TestGlobalVGRRelocate(t *testing.T) {

@@ -26,7 +26,7 @@ const groupStartGrace = 5 * time.Second
 // generation), or until groupStartGrace after this DRPC's action started.
 //
 // Nothing is lost by waiting: the VRGs of a global group change state on a
-// cluster only together (the GlobalState consensus of §4.1), so a peer that
+// cluster only together (the GlobalState consensus), so a peer that
 // starts first only waits there. And much is won when a whole group agrees at
 // once: the consensus writes of the last peers do not compete with the VRG
 // writes of the first ones. The wait writes nothing; the last peer to record

@@ -138,7 +138,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 }
 
 // adoptGlobalLabel copies the global-vgr label from the primary VRG onto the
-// DRPC (§3.2); the VRGs written afterwards carry it (§3.3). A label is never
+// DRPC; the VRGs written afterwards carry it. A label is never
 // removed here: the VRG that set it may simply be unreachable.
 func (r *Reconciler) adoptGlobalLabel(ctx context.Context, s *scope) (ctrl.Result, error) {
 	vrg := s.vrgs[s.current()]

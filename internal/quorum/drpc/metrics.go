@@ -12,7 +12,7 @@ import (
 // Metric names.
 const (
 	// MetricConsensusStatus is 1 while the DRPC's peers agree on its action, 0
-	// while they block it (§5.3); alert GlobalActionConsensusBlocked fires on 0.
+	// while they block it; alert GlobalActionConsensusBlocked fires on 0.
 	MetricConsensusStatus = "ramen_global_action_consensus_status"
 	// MetricLastSyncTimestamp is the lastGroupSyncTime of the primary VRG.
 	MetricLastSyncTimestamp = "ramen_last_sync_timestamp_seconds"
@@ -61,7 +61,7 @@ func (m *Metrics) observe(s *scope) {
 	}
 	interval, ok := parseInterval(s.policy.Spec.SchedulingInterval)
 	if !ok || interval == 0 {
-		// §4.7.3: no RPO tracking when the provider replicates on its own.
+		// No RPO tracking when the provider replicates on its own.
 		m.deleteSync(ns, name)
 		return
 	}
@@ -77,7 +77,7 @@ func (m *Metrics) deleteSync(ns, name string) {
 	m.interval.DeletePartialMatch(l)
 }
 
-// forget deletes every series of a finalized DRPC (§6.4.6).
+// forget deletes every series of a finalized DRPC.
 func (m *Metrics) forget(ns, name string) {
 	m.consensus.DeletePartialMatch(prometheus.Labels{"obj_namespace": ns, "obj_name": name})
 	m.deleteSync(ns, name)

@@ -62,7 +62,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return r.relocate(ctx, s, cur, tgt)
 }
 
-// deploy places the application on the target for the first time (§6.1): a
+// deploy places the application on the target for the first time: a
 // primary VRG and the application running there, a secondary VRG and the
 // application stopped on the other cluster.
 func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Result, error) {
@@ -95,7 +95,7 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Res
 
 // steady keeps the application where it is: primary VRG and running on the
 // current cluster, stopped and secondary VRG on the other one. After a
-// Failover this is also the cleanup of the old primary (§6.2.6), whenever it
+// Failover this is also the cleanup of the old primary, whenever it
 // is reachable again.
 func (r *Reconciler) steady(ctx context.Context, s *scope) (ctrl.Result, error) {
 	cur := s.current()

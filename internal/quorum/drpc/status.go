@@ -86,7 +86,7 @@ func (s *scope) setPeerReady() {
 }
 
 // setProtected is True when the primary VRG reports its data ready and
-// protected and, unless the policy's schedulingInterval is 0m (§4.7.2), a
+// protected and, unless the policy's schedulingInterval is 0m, a
 // lastGroupSyncTime, which it copies into the status.
 func (s *scope) setProtected() {
 	cur := s.current()

@@ -39,7 +39,7 @@ func (s *scope) desiredVRG(state drv1alpha1.ReplicationState) drv1alpha1.VolumeR
 }
 
 // vrgLabels are the labels this controller puts on every VRG: ownership, zone
-// and, once the DRPC has it, the global-vgr label (§3.3).
+// and, once the DRPC has it, the global-vgr label.
 func (s *scope) vrgLabels() map[string]string {
 	l := map[string]string{
 		srv1alpha1.ManagedByLabel:       srv1alpha1.ManagedByValue,
@@ -123,7 +123,7 @@ func vrgState(v *drv1alpha1.VolumeReplicationGroup) string {
 }
 
 // deleteVRG deletes the VRG on a cluster; done reports whether it is gone or
-// being deleted (the workload-side VRG controller finishes the cleanup, §4.3).
+// being deleted (the workload-side VRG controller finishes the cleanup).
 func (r *Reconciler) deleteVRG(ctx context.Context, s *scope, cluster string) (done bool, err error) {
 	rc := s.remotes[cluster]
 	if rc == nil {

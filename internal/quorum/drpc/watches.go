@@ -63,7 +63,7 @@ func indexerFunc(value func(*drv1alpha1.DRPlacementControl) string) client.Index
 }
 
 // peerTrigger selects the DRPC events that can change the consensus of its
-// peers (§5.2): an update of action, failoverCluster or preferredCluster, a
+// peers: an update of action, failoverCluster or preferredCluster, a
 // change of the global-vgr label (a DRPC joining or leaving the group), the
 // start of a deletion, and the deletion of a labelled DRPC.
 func peerTrigger() predicate.Funcs {

@@ -1,5 +1,5 @@
 // Package drpolicy is the DRPolicy controller of quorum-manager. It discovers the
-// peer classes of a policy (spec 000 §2) from the StorageClasses and
+// peer classes of a policy from the StorageClasses and
 // VolumeGroupReplicationClasses on both of its drClusters, which it reaches only
 // through internal/quorum/remote, and writes them to status.peerClasses together with the
 // Validated condition. Changes of those classes on either cluster, and changes of

@@ -1,6 +1,5 @@
 // Package failover is the failover-controller of quorum-manager: it executes a
-// FailoverRequest for a ProtectionGroup of the DRBD backend exactly as spec 004
-// §1-8 describes — a per-group Lease, stop on the source through the source's
+// FailoverRequest for a ProtectionGroup of the DRBD backend — a per-group Lease, stop on the source through the source's
 // ProtectionGroup, DRBD demotion and promotion through DRBDResource specs after the
 // taint safety check, start on the target through the target's ProtectionGroup —
 // and records every step in the request's status, which is the audit trail. Each

@@ -15,7 +15,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// waitingForDRBD moves the DRBD primary role from source to target (spec 004 §5):
+// waitingForDRBD moves the DRBD primary role from source to target:
 // demote the source (planned), run the taint safety check and remove the
 // lost-quorum taint from the target's replica nodes, then promote the target once
 // it is promotable — forcing only in an unplanned failover.

@@ -19,7 +19,7 @@ import (
 // remote watches usually wake it earlier.
 const unreachableRetry = 5 * time.Second
 
-// pending validates the request and takes the group's Lease (spec 004 §2).
+// pending validates the request and takes the group's Lease.
 func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, error) {
 	if reason, err := r.loadGroupAndZone(ctx, s); err != nil {
 		if reason == "" {
@@ -67,7 +67,7 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, err
 }
 
 // stoppingOnSource asks the source's ProtectionGroup to stop and waits until it
-// reports stopped (spec 004 §3-4). An unplanned failover asks, but does not wait.
+// reports stopped. An unplanned failover asks, but does not wait.
 func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (*time.Duration, error) {
 	if err := r.reload(ctx, s); err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remot
 }
 
 // startingOnTarget asks the target's ProtectionGroup to run and waits until every
-// VM runs (spec 004 §6-8).
+// VM runs.
 func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (*time.Duration, error) {
 	if err := r.reload(ctx, s); err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 // Package protection is the protection-controller of quorum-manager. It drives a
 // ProtectionRequest through Validating, ProvisioningTarget, CreatingReplication,
 // WaitingForInitialSync, SwitchingFrontend and AddingToGroup to Protected (or
-// Failed), building the DRBD storage stack of DESIGN §2a for every disk of one VM:
+// Failed), building the DRBD storage stack for every disk of one VM:
 // a backing PVC on the DR cluster, a replica holder pod per side, a DRBDResource
 // pair, and a frontend PV/PVC per disk that the VM is switched to.
 //

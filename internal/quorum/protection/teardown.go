@@ -19,7 +19,7 @@ import (
 // not watch (pods and PVs), while it waits for them to go.
 const teardownPoll = 2 * time.Second
 
-// tier is one layer of the storage stack of DESIGN §2a. Layers go top-down and a
+// tier is one layer of a VM disk's DRBD storage stack. Layers go top-down and a
 // layer is deleted only once the layers above it are gone on both clusters:
 // DRBD must not be taken down under a frontend in use, nor a holder pod (which
 // keeps the backing device attached) under DRBD.

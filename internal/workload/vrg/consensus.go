@@ -14,7 +14,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
-// reachConsensus is the GlobalState check of spec 000 §4.1, on both the primary and
+// reachConsensus is the GlobalState check, on both the primary and
 // the secondary path: every VRG of the group on this cluster must want the same
 // replicationState before the shared VGR is touched.
 func (r *Reconciler) reachConsensus(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -65,7 +65,7 @@ func pendingPeers(peers []drv1alpha1.VolumeReplicationGroup, ok func(*drv1alpha1
 }
 
 // setGlobalSecondary advertises whether this VRG's PVCs let the shared VGR turn
-// secondary (spec 000 §4.4).
+// secondary.
 func setGlobalSecondary(s *scope, notReady []string) {
 	cond := metav1.Condition{Type: drv1alpha1.ConditionGlobalSecondary, ObservedGeneration: s.vrg.Generation}
 	switch {

@@ -19,7 +19,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 )
 
-// TestGlobalVGR runs the flows of spec 000 §6 on one workload cluster. Each subtest
+// TestGlobalVGR runs the global VGR flows (enable, failover, relocate, disable) on one workload cluster. Each subtest
 // uses its own replication group, so they share the cluster.
 func TestGlobalVGR(t *testing.T) {
 	c := startCluster(t)
@@ -178,7 +178,7 @@ func requirePrimaryConditions(t *testing.T, v *drv1alpha1.VolumeReplicationGroup
 }
 
 // consensusOnFailover: two secondary VRGs with the propagated label and no PVCs are
-// steady-state secondaries; app-a turning primary waits for app-b (spec 000 §4.1).
+// steady-state secondaries; app-a turning primary waits for app-b.
 func consensusOnFailover(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	const grID = "replication-group-02"
@@ -227,7 +227,7 @@ func consensusOnFailover(t *testing.T, c client.Client) {
 	require.NoError(t, vgrState(c, vgrName, replicationv1alpha1.Primary, replicationv1alpha1.PrimaryState)())
 }
 
-// schedulingInterval: with 0m the VGR's state is enough (spec 000 §4.6); with a
+// schedulingInterval: with 0m the VGR's state is enough; with a
 // non-zero interval the VGR's conditions are checked, so an array that reports none
 // leaves the VRG progressing and one that reports them makes it ready.
 func schedulingInterval(t *testing.T, c client.Client) {

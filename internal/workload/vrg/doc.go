@@ -1,5 +1,5 @@
 // Package vrg is the workload-cluster VolumeReplicationGroup controller of
-// pg-controller for global VolumeGroupReplication (spec 000 §3, §4, §6). It talks to
+// pg-controller for global VolumeGroupReplication. It talks to
 // its own cluster only.
 //
 // A VRG selects its application's PVCs (spec.pvcSelector, VRG namespace) and maps each

@@ -24,7 +24,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// finalize is the cleanup path of spec 000 §4.3 for a VRG being deleted: it lets go of
+// finalize is the cleanup path for a VRG being deleted: it lets go of
 // its PVCs, deletes the shared VGR only when every VRG of the group is being deleted,
 // and removes its own finalizer last. A VRG whose peers live on does not wait for
 // them: the VGR is kept and the last VRG of the group deletes it.

@@ -128,7 +128,7 @@ func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []ctrlrecon
 	return requests(vrgs, obj)
 }
 
-// vrgsOfVGR is the VGR watcher of spec 000 §4.5: a change of a VGR in the operator
+// vrgsOfVGR is the VGR watcher: a change of a VGR in the operator
 // namespace enqueues every VRG labelled with its name.
 func (r *Reconciler) vrgsOfVGR(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 	if _, ok := obj.(*replicationv1alpha1.VolumeGroupReplication); !ok || obj.GetNamespace() != r.Options.OperatorNamespace {

@@ -12,12 +12,12 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// readyForSecondary is isPVCReadyForSecondary of spec 000 §4.4 for every PVC of the
-// VRG: Failover needs each PVC unused; Relocate needs it deleted and unused. It
+// readyForSecondary checks that every PVC of the VRG may go secondary.
+// Failover needs each PVC unused; Relocate needs it deleted and unused. It
 // returns the PVCs that are not ready, with why.
 //
 // Ramen's Relocate sees the application removed from the source with its PVCs.
-// Here an application is moved by stopping its ProtectionGroup (DESIGN §3): its
+// Here an application is moved by stopping its ProtectionGroup: its
 // VMs stay, Halted, and keep their PVCs for the way back. So for a VRG of a
 // group, the group's copy on this cluster having stopped stands for "deployment
 // and PVC deleted"; a VRG without a group keeps the spec's rule.

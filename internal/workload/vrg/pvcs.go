@@ -82,8 +82,8 @@ func matchPeerClass(vrg *drv1alpha1.VolumeReplicationGroup, scName, storageID st
 }
 
 // groupOf returns the GroupReplicationID shared by every PVC, or why there is none:
-// a PVC without a global peer class, or PVCs of different replication groups
-// (spec 000 §2). No PVCs is no group and no error.
+// a PVC without a global peer class, or PVCs of different replication groups.
+// No PVCs is no group and no error.
 func groupOf(pvcs []pvcInfo) (grID, problem string) {
 	ids := map[string][]string{}
 	var unmapped []string
@@ -115,7 +115,7 @@ func groupOf(pvcs []pvcInfo) (grID, problem string) {
 }
 
 // labelGroup puts the global-vgr label on the VRG when its PVCs map to one global
-// replication group (spec 000 §3: the primary self-labels; peers get it from the DRPC).
+// replication group (the primary self-labels; peers get it from the DRPC).
 func (r *Reconciler) labelGroup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.grID == "" {
 		return ctrl.Result{}, nil

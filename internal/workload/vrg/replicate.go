@@ -43,8 +43,8 @@ func (r *Reconciler) replicateAsPrimary(ctx context.Context, s *scope) error {
 }
 
 // replicateAsSecondary demotes the shared VGR once every VRG of the group on this
-// cluster reports its PVCs unused (spec 000 §4.4), and lets go of the PVCs once the
-// VGR is secondary. A VGR is never created or deleted here (spec 000 §4.3).
+// cluster reports its PVCs unused, and lets go of the PVCs once the
+// VGR is secondary. A VGR is never created or deleted here.
 func (r *Reconciler) replicateAsSecondary(ctx context.Context, s *scope) error {
 	notReady, err := r.readyForSecondary(ctx, s)
 	if err != nil {

@@ -97,7 +97,7 @@ func protectedPVCs(s *scope) []drv1alpha1.ProtectedPVC {
 }
 
 // pvcConditions are the DataReady and DataProtected conditions every PVC of the VRG
-// gets from the shared VGR (spec 000 §4.6).
+// gets from the shared VGR.
 func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 	gen := s.vrg.Generation
 	ready = metav1.Condition{Type: drv1alpha1.ConditionDataReady, ObservedGeneration: gen}
@@ -126,7 +126,7 @@ func pvcConditions(s *scope) (ready, protected metav1.Condition) {
 	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, readyReason, drv1alpha1.MessagePVCReady
 	protected.Status, protected.Reason, protected.Message = metav1.ConditionTrue, drv1alpha1.ReasonDataProtected, drv1alpha1.MessagePVCDataProtected
 	if zeroInterval(s.vrg) {
-		// Spec 000 §4.6/§4.7: the provider reports no conditions; the state is enough.
+		// The provider reports no conditions; the state is enough.
 		return ready, protected
 	}
 	cond := func(t string) *metav1.Condition {
@@ -179,7 +179,7 @@ func zeroInterval(vrg *drv1alpha1.VolumeReplicationGroup) bool {
 }
 
 // aggregate computes the VRG's DataReady and DataProtected from its PVCs. A PVC
-// condition older than the VRG's generation counts as Progressing (spec 000 §4.6),
+// condition older than the VRG's generation counts as Progressing,
 // since the consensus gate can hold PVC processing after a spec change.
 func aggregate(s *scope) (ready, protected metav1.Condition) {
 	return aggregateOne(s, drv1alpha1.ConditionDataReady), aggregateOne(s, drv1alpha1.ConditionDataProtected)

@@ -64,8 +64,8 @@ func TestZeroInterval(t *testing.T) {
 	require.False(t, zeroInterval(&drv1alpha1.VolumeReplicationGroup{}))
 }
 
-// A per-PVC DataReady from an older generation counts as Progressing even when True
-// (spec 000 §4.6): the consensus gate held PVC processing after a spec change.
+// A per-PVC DataReady from an older generation counts as Progressing even when True:
+// the consensus gate held PVC processing after a spec change.
 func TestAggregateTreatsStalePVCConditionsAsProgressing(t *testing.T) {
 	ready := func(gen int64) []metav1.Condition {
 		return []metav1.Condition{{Type: drv1alpha1.ConditionDataReady, Status: metav1.ConditionTrue, Reason: drv1alpha1.ReasonReady,

@@ -41,7 +41,7 @@ func (r *Reconciler) loadVGR(ctx context.Context, s *scope) error {
 }
 
 // ensureVGR makes the shared VGR ask for state, creating it when create is set and it
-// does not exist (spec 000 §4.2). A peer creating it at the same moment is fine: the
+// does not exist. A peer creating it at the same moment is fine: the
 // VGR it created is read back and used.
 func (r *Reconciler) ensureVGR(ctx context.Context, s *scope, state replicationv1alpha1.ReplicationState, create bool) error {
 	if s.vgr == nil {
@@ -92,7 +92,7 @@ func (r *Reconciler) createVGR(ctx context.Context, s *scope, state replicationv
 }
 
 // newGlobalVGR is the shared VGR of a replication group: CG-only selector, no owner,
-// external controller, no auto-resync (spec 000 §4.2).
+// external controller, no auto-resync.
 func newGlobalVGR(namespace, grID, class string, state replicationv1alpha1.ReplicationState) *replicationv1alpha1.VolumeGroupReplication {
 	return &replicationv1alpha1.VolumeGroupReplication{
 		ObjectMeta: metav1.ObjectMeta{
