@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -16,7 +17,6 @@ import (
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
-	"k8s.io/utils/ptr"
 )
 
 // Names of the sandbox zone.
