@@ -96,7 +96,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	env.Eventually(t, timeout, "app-1 finalized", func() error {
 		for _, c := range []string{P, D} {
 			if _, err := z.vrg(c, "app-1"); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("VRG on %s: %v", c, err)
+				return fmt.Errorf("VRG on %s: %w", c, err)
 			}
 		}
 		if _, ok := consensusMetric(t, "app-1"); ok {
@@ -104,7 +104,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		}
 		d := &drv1alpha1.DRPlacementControl{}
 		if err := z.Client(env.Quorum).Get(ctx, keyOf("app-1"), d); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("DRPC still there: %v", err)
+			return fmt.Errorf("DRPC still there: %w", err)
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -270,7 +271,7 @@ func actionTargetOf(d *drv1alpha1.DRPlacementControl) string {
 }
 
 func ignoreStop(err error) error {
-	if err == errStop {
+	if errors.Is(err, errStop) {
 		return nil
 	}
 	return err

@@ -87,7 +87,7 @@ func TestTestFailover(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		})
 		z.assertLeavesNothing(tf)
 		z.assertProductionUntouched(prod)
