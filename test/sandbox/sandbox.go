@@ -74,7 +74,8 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.startSimulators(simCtx); err != nil {
 		return sb, err
 	}
-	return sb, sb.startProcesses()
+	err = sb.startProcesses()
+	return sb, err
 }
 
 func (sb *sandbox) kubeconfig(cluster string) string {
