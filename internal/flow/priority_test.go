@@ -47,7 +47,7 @@ func TestWithPriority(t *testing.T) {
 	}
 
 	// Without a priority queue the handler gets the controller's queue as it is.
-	var fifo workqueue.TypedRateLimitingInterface[reconcile.Request] = workqueue.NewTypedRateLimitingQueue(
+	fifo := workqueue.NewTypedRateLimitingQueue(
 		workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer fifo.ShutDown()
 	if got := (prioritized{inner: inner, priority: HighPriority}).wrap(fifo); got != fifo {
