@@ -23,7 +23,7 @@ func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, er
 	rem, err := r.connect(s, active)
 	if err != nil {
 		s.sourcesErr = err
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil //nolint:nilerr // kept in s.sourcesErr: syncStandbys reports it as drift and leaves standbys alone
 	}
 	s.sources = map[string]*kubevirtv1.VirtualMachine{}
 	for _, ref := range s.group.Spec.VirtualMachines {
@@ -32,7 +32,7 @@ func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, er
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			s.sourcesErr = flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s/%s: %w", active, ref.Namespace, ref.Name, err))
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, nil //nolint:nilerr // as above
 		default:
 			s.sources[vmKey(ref.Namespace, ref.Name)] = vm
 		}
