@@ -32,7 +32,7 @@ func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, er
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			s.sourcesErr = flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s/%s: %w", active, ref.Namespace, ref.Name, err))
-			return ctrl.Result{}, nil //nolint:nilerr // as above
+			return ctrl.Result{}, nil
 		default:
 			s.sources[vmKey(ref.Namespace, ref.Name)] = vm
 		}
@@ -47,7 +47,7 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 	if s.sourcesErr != nil {
 		c.drift = append(c.drift, fmt.Sprintf("standby VMs not verified: cannot read the VMs of active cluster %s (%s)",
 			active, flow.ReasonOf(s.sourcesErr, reasonReadFailed)))
-		return nil
+		return nil //nolint:nilerr // the unread sources are reported as drift, not as a reconcile error
 	}
 	labels := pgSyncLabels(s.group)
 	for _, ref := range s.group.Spec.VirtualMachines {
