@@ -4,13 +4,17 @@
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
+# golangci-lint is pinned in its own modfile: required from go.mod it would raise
+# product dependencies (golang.org/x/*, grpc, otel, logr) to the versions it
+# wants. `go tool` builds it from the module proxy on first use (cached after).
+GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 BIN := bin
 # Integration tests start real kube-apiserver + etcd processes found here.
 KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build sim-binaries sandbox demo generate verify kube-binaries test test-unit test-integration lint fmt bench clean
+.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries test test-unit test-integration lint fmt bench clean
 
 all: build
 
@@ -34,20 +38,28 @@ generate: ## Regenerate deepcopy code and CRDs, and copy CRDs into the charts.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	scripts/dev/copy-crds.sh
 
-verify: generate ## Fail when generated files are stale.
+verify: generate tidy-check ## Fail when generated files are stale or go.mod is untidy.
 	@if [ -n "$$(git status --porcelain -- apis config charts)" ]; then \
 		echo "generated files are stale; run 'make generate' and commit:"; \
 		git status --porcelain -- apis config charts; \
 		git --no-pager diff --stat -- apis config charts; exit 1; fi
 	@echo "generated files are up to date"
 
+tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the module or the lint tool).
+	$(GO) mod tidy -diff
+	cd tools/golangci-lint && $(GO) mod tidy -diff
+
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
 
-lint: ## gofmt and go vet.
+lint: ## gofmt, go vet and golangci-lint (.golangci.yml: import rules by tier, aliases, linters).
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \
 		if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
+
+fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
+	$(GOLANGCI_LINT) fmt ./...
 
 test: lint test-unit test-integration ## Lint, the unit tier with -race, then every test on real API servers.
 

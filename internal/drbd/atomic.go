@@ -48,7 +48,7 @@ func WriteFileAtomic(dir, name string, data []byte) (changed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", target, err)
 	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
 		return false, err
 	}
 	if d, derr := os.Open(dir); derr == nil {

@@ -128,7 +128,7 @@ func (e *Event) counterField(key, val string) error {
 }
 
 func (e *Event) intField(f Field, key, val string) (int, error) {
-	neg := len(val) > 0 && val[0] == '-'
+	neg := val != "" && val[0] == '-'
 	if neg {
 		val = val[1:]
 	}

@@ -96,7 +96,7 @@ func (s *Streamer) consume(r io.Reader) (sawMarker bool) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if len(line) == 0 {
+		if line == "" {
 			continue
 		}
 		ev, err := ParseEvent(line)

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // HighPriority is the queue priority of work that unblocks other objects: it
@@ -28,7 +28,7 @@ type prioritized struct {
 	priority int
 }
 
-type queue = workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (h prioritized) Create(ctx context.Context, e event.CreateEvent, q queue) {
 	h.inner.Create(ctx, e, h.wrap(q))
@@ -47,7 +47,7 @@ func (h prioritized) Generic(ctx context.Context, e event.GenericEvent, q queue)
 }
 
 func (h prioritized) wrap(q queue) queue {
-	pq, ok := q.(priorityqueue.PriorityQueue[ctrlreconcile.Request])
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	if !ok {
 		return q
 	}
@@ -56,23 +56,23 @@ func (h prioritized) wrap(q queue) queue {
 
 // priorityQueue adds at a default priority.
 type priorityQueue struct {
-	priorityqueue.PriorityQueue[ctrlreconcile.Request]
+	priorityqueue.PriorityQueue[reconcile.Request]
 	priority int
 }
 
-func (q priorityQueue) Add(item ctrlreconcile.Request) {
+func (q priorityQueue) Add(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{}, item)
 }
 
-func (q priorityQueue) AddAfter(item ctrlreconcile.Request, after time.Duration) {
+func (q priorityQueue) AddAfter(item reconcile.Request, after time.Duration) {
 	q.AddWithOpts(priorityqueue.AddOpts{After: after}, item)
 }
 
-func (q priorityQueue) AddRateLimited(item ctrlreconcile.Request) {
+func (q priorityQueue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
-func (q priorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...ctrlreconcile.Request) {
+func (q priorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	if o.Priority == nil {
 		o.Priority = &q.priority
 	}

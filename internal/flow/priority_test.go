@@ -9,32 +9,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // recordingQueue is a priority queue that records the priority of each add.
 type recordingQueue struct {
-	priorityqueue.PriorityQueue[ctrlreconcile.Request]
+	priorityqueue.PriorityQueue[reconcile.Request]
 	got map[string]*int
 }
 
-func (q *recordingQueue) AddWithOpts(o priorityqueue.AddOpts, items ...ctrlreconcile.Request) {
+func (q *recordingQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	for _, it := range items {
 		q.got[it.Name] = o.Priority
 	}
 }
 
-func (q *recordingQueue) Add(it ctrlreconcile.Request) { q.got[it.Name] = nil }
+func (q *recordingQueue) Add(it reconcile.Request) { q.got[it.Name] = nil }
 
 func TestWithPriority(t *testing.T) {
-	req := func(name string) ctrlreconcile.Request {
-		return ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
 	inner := handler.Funcs{
-		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]) {
+		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(req("plain"))
 			low := -100
-			q.(priorityqueue.PriorityQueue[ctrlreconcile.Request]).AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req("own"))
+			q.(priorityqueue.PriorityQueue[reconcile.Request]).AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req("own"))
 		},
 	}
 	q := &recordingQueue{got: map[string]*int{}}
@@ -47,8 +47,8 @@ func TestWithPriority(t *testing.T) {
 	}
 
 	// Without a priority queue the handler gets the controller's queue as it is.
-	var fifo workqueue.TypedRateLimitingInterface[ctrlreconcile.Request] = workqueue.NewTypedRateLimitingQueue(
-		workqueue.DefaultTypedControllerRateLimiter[ctrlreconcile.Request]())
+	fifo := workqueue.NewTypedRateLimitingQueue(
+		workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer fifo.ShutDown()
 	if got := (prioritized{inner: inner, priority: HighPriority}).wrap(fifo); got != fifo {
 		t.Errorf("a plain queue was wrapped: %T", got)

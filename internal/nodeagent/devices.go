@@ -73,7 +73,7 @@ func devPath(p string) (string, error) {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrDeviceMissing, err)
+		return "", fmt.Errorf("%w: %w", ErrDeviceMissing, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {

@@ -1,4 +1,4 @@
-// Package agent is the drbd-node-agent: the per-node controller that turns the
+// Package nodeagent is the drbd-node-agent: the per-node controller that turns the
 // DRBDResources assigned to its node (spec.nodeName) into running DRBD 9 resources
 // and reports what DRBD does back into their status.
 //

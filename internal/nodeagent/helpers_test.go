@@ -2,6 +2,7 @@ package nodeagent_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -100,7 +101,8 @@ func (e *simExec) Run(ctx context.Context, bin string, args ...string) ([]byte, 
 	out, err := cmd.Output()
 	if err != nil {
 		code := -1
-		if xe, ok := err.(*exec.ExitError); ok {
+		var xe *exec.ExitError
+		if errors.As(err, &xe) {
 			code = xe.ExitCode()
 		}
 		return out, &drbd.ExitError{Cmd: bin + " " + strings.Join(args, " "), ExitCode: code,

@@ -94,7 +94,7 @@ func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
 	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: boot.CacheOptions(Namespace)},
 		func(mgr ctrl.Manager) error {
 			var err error
-			quorum, err = setup.SetupQuorum(mgr, q)
+			quorum, err = setup.AddToManager(mgr, q)
 			return err
 		})
 	p.Quorum = quorum

@@ -243,12 +243,12 @@ func (c *Cluster) StartAPIServer() error {
 		return nil
 	}
 	api := c.env.ControlPlane.APIServer
-	before := api.SecureServing.HostPort()
+	before := api.HostPort()
 	if err := api.Start(); err != nil {
 		_ = api.Stop()
 		return c.failure("restart kube-apiserver", err)
 	}
-	if after := api.SecureServing.HostPort(); after != before {
+	if after := api.HostPort(); after != before {
 		return c.failure("restart kube-apiserver", fmt.Errorf("came back on %s instead of %s", after, before))
 	}
 	c.apiDown = false

@@ -56,7 +56,7 @@ func (c *Cluster) CollectGarbage(ctx context.Context) error {
 	}}
 	defer hc.CloseIdleConnections()
 	// The heap profile endpoint runs runtime.GC before it writes the profile.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://apiserver/debug/pprof/heap?gc=1", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://apiserver/debug/pprof/heap?gc=1", http.NoBody)
 	if err != nil {
 		return err
 	}

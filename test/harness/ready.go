@@ -21,7 +21,7 @@ func waitReady(ctx context.Context, cfg *rest.Config) error {
 	url := strings.TrimSuffix(cfg.Host, "/") + "/readyz"
 	var last string
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
 			return err
 		}

@@ -33,13 +33,12 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := 0
-	if err := run(ctx, o); err != nil {
+	err := run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
-		code = 1
+		os.Exit(1)
 	}
-	os.Exit(code)
 }
 
 type options struct {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -16,7 +17,6 @@ import (
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
-	"k8s.io/utils/ptr"
 )
 
 // Names of the sandbox zone.
@@ -74,7 +74,8 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.startSimulators(simCtx); err != nil {
 		return sb, err
 	}
-	return sb, sb.startProcesses()
+	err = sb.startProcesses()
+	return sb, err
 }
 
 func (sb *sandbox) kubeconfig(cluster string) string {

@@ -7,9 +7,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type ReplicationState string
 
 const (
-	// Primary: the application runs here and its data replicates out.
+	// Primary means the application runs here and its data replicates out.
 	Primary ReplicationState = "primary"
-	// Secondary: this cluster receives the replicated data.
+	// Secondary means this cluster receives the replicated data.
 	Secondary ReplicationState = "secondary"
 )
 

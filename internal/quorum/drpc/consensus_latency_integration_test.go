@@ -295,7 +295,7 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // waitAll waits until every DRPC completed its move to cluster.
 func (z *zone) waitAll(names []string, phase drv1alpha1.DRState, cluster string) {
 	for _, name := range names {
-		z.waitDRPC(name, phase, drv1alpha1.ProgressionCompleted, cluster)
+		z.waitDRPC(name, phase, cluster)
 	}
 }
 

@@ -51,7 +51,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	z.requireRunsOn("app-1", P, D)
 	z.updateDRPC("app-2", failover)
 	for _, app := range []string{"app-1", "app-2"} {
-		z.waitDRPC(app, drv1alpha1.DRStateFailedOver, drv1alpha1.ProgressionCompleted, D)
+		z.waitDRPC(app, drv1alpha1.DRStateFailedOver, D)
 		z.requireRunsOn(app, D, P)
 		requireReached(z, app, "Consensus reached for action Failover")
 		requireVRGs(z, app, D, P)
@@ -64,7 +64,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 
 	// app-3 joins the replication group later, on the cluster the others run on.
 	z.addApp("app-3", D)
-	z.waitDRPC("app-3", drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted, D)
+	z.waitDRPC("app-3", drv1alpha1.DRStateDeployed, D)
 	env.Eventually(t, timeout, "app-3 labelled everywhere", func() error { return labelledEverywhere(z, "app-3") })
 
 	// Mismatch: every DRPC asks for Relocate, app-1 to another cluster
@@ -85,7 +85,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		z.requireRunsOn(app, D, P)
 	}
 	z.updateDRPC("app-1", relocate(D))
-	z.waitDRPC("app-1", drv1alpha1.DRStateRelocated, drv1alpha1.ProgressionCompleted, D)
+	z.waitDRPC("app-1", drv1alpha1.DRStateRelocated, D)
 	requireReached(z, "app-1", "Consensus reached for action Relocate")
 
 	require.Empty(t, z.safety.Violations(), "storage turned secondary under a running VM, or a VM booted on secondary storage")
@@ -96,7 +96,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 	env.Eventually(t, timeout, "app-1 finalized", func() error {
 		for _, c := range []string{P, D} {
 			if _, err := z.vrg(c, "app-1"); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("VRG on %s: %v", c, err)
+				return fmt.Errorf("VRG on %s: %w", c, err)
 			}
 		}
 		if _, ok := consensusMetric(t, "app-1"); ok {
@@ -104,7 +104,7 @@ func TestGlobalVGRFlows(t *testing.T) {
 		}
 		d := &drv1alpha1.DRPlacementControl{}
 		if err := z.Client(env.Quorum).Get(ctx, keyOf("app-1"), d); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("DRPC still there: %v", err)
+			return fmt.Errorf("DRPC still there: %w", err)
 		}
 		return nil
 	})
@@ -164,7 +164,7 @@ func relocate(to string) func(d *drv1alpha1.DRPlacementControl) {
 // labelled, protected and peer ready.
 func (z *zone) requireDeployed(app, on, off string) {
 	z.t.Helper()
-	z.waitDRPC(app, drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted, on)
+	z.waitDRPC(app, drv1alpha1.DRStateDeployed, on)
 	z.requireRunsOn(app, on, off)
 	env.Eventually(z.t, timeout, app+" labelled everywhere", func() error { return labelledEverywhere(z, app) })
 	env.Eventually(z.t, timeout, app+" protected and peer ready", func() error {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
@@ -119,7 +119,7 @@ func statusOnly(o, n *drv1alpha1.DRPlacementControl) bool {
 // groupStarted wakes a whole group when its last member records consensus. The
 // informer hands events over in order, after updating its cache, so the event
 // of the last member sees every other member's record.
-func (r *Reconciler) groupStarted(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+func (r *Reconciler) groupStarted(ctx context.Context, obj client.Object) []reconcile.Request {
 	label := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]
 	if all, err := r.groupRecordedConsensus(ctx, obj.GetNamespace(), label); err != nil || !all {
 		return nil

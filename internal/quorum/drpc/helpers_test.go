@@ -114,11 +114,11 @@ func (z *zone) updateDRPC(name string, mutate func(*drv1alpha1.DRPlacementContro
 	require.NoError(z.t, z.Client(env.Quorum).Patch(ctx, d, client.MergeFrom(before)))
 }
 
-// waitDRPC waits for a DRPC to reach a phase and progression on a cluster.
-func (z *zone) waitDRPC(name string, phase drv1alpha1.DRState, progression drv1alpha1.ProgressionStatus, cluster string) {
+// waitDRPC waits for a DRPC to reach a phase on a cluster, its progression Completed.
+func (z *zone) waitDRPC(name string, phase drv1alpha1.DRState, cluster string) {
 	z.t.Helper()
-	env.Eventually(z.t, timeout, name+" "+string(phase)+"/"+string(progression), func() error {
-		return z.drpcAt(name, phase, progression, cluster)
+	env.Eventually(z.t, timeout, name+" "+string(phase)+"/"+string(drv1alpha1.ProgressionCompleted), func() error {
+		return z.drpcAt(name, phase, drv1alpha1.ProgressionCompleted, cluster)
 	})
 }
 

@@ -105,7 +105,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 		rc, err := r.Remote.Get(s.key(c))
 		if err == nil {
 			if h, ok := r.Remote.Health(s.key(c)); ok && !h.LastProbeTime.IsZero() && !h.Reachable {
-				err = fmt.Errorf("cluster %s is unreachable: %v", c, h.Err)
+				err = fmt.Errorf("cluster %s is unreachable: %w", c, h.Err)
 			}
 		}
 		if err != nil {

@@ -15,10 +15,10 @@ import (
 // deploy, an action (after the consensus gate), or the steady state.
 func (r *Reconciler) place(ctx context.Context, s *scope) (ctrl.Result, error) {
 	cur, tgt := s.current(), s.target()
-	switch {
-	case cur == "":
+	switch cur {
+	case "":
 		return r.deploy(ctx, s, tgt)
-	case cur == tgt:
+	case tgt:
 		return r.steady(ctx, s)
 	}
 	if !s.inAction() {

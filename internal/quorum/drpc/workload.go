@@ -34,7 +34,7 @@ func (r *Reconciler) ensureDesiredState(ctx context.Context, s *scope, cluster s
 	if err := unstructured.SetNestedField(u.Object, string(state), "spec", "desiredState"); err != nil {
 		return false, err
 	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: setting desiredState=%s on ProtectionGroup %s: %w", cluster, state, cp.Name, err))
 	}
 	cp.Spec.DesiredState = state

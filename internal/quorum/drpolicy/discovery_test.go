@@ -11,20 +11,22 @@ import (
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
-func sc(name, sid string, offloaded bool) storagev1.StorageClass {
+// sc is the block StorageClass of a storage system.
+func sc(sid string, offloaded bool) storagev1.StorageClass {
 	l := map[string]string{drv1alpha1.StorageIDLabel: sid}
 	if offloaded {
 		l[drv1alpha1.OffloadedLabel] = "true"
 	}
-	return storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}, Provisioner: "array.csi"}
+	return storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc-block", Labels: l}, Provisioner: "array.csi"}
 }
 
-func vgrc(name, sid, grID string, global bool) replicationv1alpha1.VolumeGroupReplicationClass {
+// vgrc is the VolumeGroupReplicationClass of a storage system.
+func vgrc(sid, grID string, global bool) replicationv1alpha1.VolumeGroupReplicationClass {
 	l := map[string]string{drv1alpha1.StorageIDLabel: sid, drv1alpha1.GroupReplicationIDLabel: grID}
 	if global {
 		l[drv1alpha1.GlobalLabel] = "true"
 	}
-	return replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l},
+	return replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: "v", Labels: l},
 		Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: "array.csi"}}
 }
 
@@ -43,28 +45,28 @@ func TestDiscover(t *testing.T) {
 		want []drv1alpha1.PeerClass
 	}{
 		{"global on both sides",
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", true)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("sid-1", "replication-group-01", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", true)}, vgrc("sid-2", "replication-group-01", true)),
 			[]drv1alpha1.PeerClass{global}},
 		{"global on one side only",
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", false)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("sid-1", "replication-group-01", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", true)}, vgrc("sid-2", "replication-group-01", false)),
 			[]drv1alpha1.PeerClass{notGlobal}},
 		{"not offloaded on one side",
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", false)}, vgrc("v", "sid-2", "replication-group-01", true)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("sid-1", "replication-group-01", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", false)}, vgrc("sid-2", "replication-group-01", true)),
 			nil},
 		{"different group replication IDs",
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "rg-a", true)),
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "rg-b", true)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("sid-1", "rg-a", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", true)}, vgrc("sid-2", "rg-b", true)),
 			nil},
 		{"class not linked by storage ID",
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "other", "replication-group-01", true)),
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", true)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("other", "replication-group-01", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", true)}, vgrc("sid-2", "replication-group-01", true)),
 			nil},
 		{"order follows drClusters",
-			side("c2", []storagev1.StorageClass{sc("sc-block", "sid-2", true)}, vgrc("v", "sid-2", "replication-group-01", true)),
-			side("c1", []storagev1.StorageClass{sc("sc-block", "sid-1", true)}, vgrc("v", "sid-1", "replication-group-01", true)),
+			side("c2", []storagev1.StorageClass{sc("sid-2", true)}, vgrc("sid-2", "replication-group-01", true)),
+			side("c1", []storagev1.StorageClass{sc("sid-1", true)}, vgrc("sid-1", "replication-group-01", true)),
 			[]drv1alpha1.PeerClass{{ClusterIDs: []string{"c2", "c1"}, StorageClassName: "sc-block", StorageID: []string{"sid-2", "sid-1"},
 				GroupReplicationID: "replication-group-01", Grouping: true, Offloaded: true, Global: true}}},
 	} {

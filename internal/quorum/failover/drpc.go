@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -41,11 +42,11 @@ import (
 const (
 	// ConditionDRPlacementControl mirrors the DRPC the request drives.
 	ConditionDRPlacementControl = "DRPlacementControl"
-	// ReasonNoDRPlacementControl: the group's zone needs a DRPC and there is none.
+	// ReasonNoDRPlacementControl means the group's zone needs a DRPC and there is none.
 	ReasonNoDRPlacementControl = "NoDRPlacementControl"
-	// ReasonManyDRPlacementControls: more than one DRPC names the group.
+	// ReasonManyDRPlacementControls means more than one DRPC names the group.
 	ReasonManyDRPlacementControls = "MultipleDRPlacementControls"
-	// ReasonDRPCTimeout: the DRPC did not finish within the request's timeouts.
+	// ReasonDRPCTimeout means the DRPC did not finish within the request's timeouts.
 	ReasonDRPCTimeout = "DRPlacementControlTimeout"
 )
 
@@ -270,7 +271,7 @@ func actionTargetOf(d *drv1alpha1.DRPlacementControl) string {
 }
 
 func ignoreStop(err error) error {
-	if err == errStop {
+	if errors.Is(err, errStop) {
 		return nil
 	}
 	return err

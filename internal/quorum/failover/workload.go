@@ -30,7 +30,7 @@ func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group st
 	if err := unstructured.SetNestedField(u.Object, string(state), "spec", "desiredState"); err != nil {
 		return err
 	}
-	if err := rc.Direct.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
 	}
 	return nil

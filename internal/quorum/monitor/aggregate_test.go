@@ -18,13 +18,13 @@ var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 type pair struct{ act, rep *srv1alpha1.DRBDResource }
 
 func newPair(vm string) pair {
-	meta := func(node string) metav1.ObjectMeta {
+	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: "apps", Name: srv1alpha1.DRBDResourceName(vm), CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: "pg"}}
 	}
-	act := &srv1alpha1.DRBDResource{ObjectMeta: meta("p"), Spec: srv1alpha1.DRBDResourceSpec{NodeName: "p",
+	act := &srv1alpha1.DRBDResource{ObjectMeta: meta(), Spec: srv1alpha1.DRBDResourceSpec{NodeName: "p",
 		Volumes: []srv1alpha1.DRBDVolume{{Number: 0}}}}
-	rep := &srv1alpha1.DRBDResource{ObjectMeta: meta("d"), Spec: srv1alpha1.DRBDResourceSpec{NodeName: "d",
+	rep := &srv1alpha1.DRBDResource{ObjectMeta: meta(), Spec: srv1alpha1.DRBDResourceSpec{NodeName: "d",
 		Volumes: []srv1alpha1.DRBDVolume{{Number: 0}}}}
 	p := pair{act, rep}
 	p.connect()

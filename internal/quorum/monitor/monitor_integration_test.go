@@ -90,7 +90,7 @@ func TestReplicationMonitor(t *testing.T) {
 		require.NotNil(t, ev.Status.EndTime)
 		require.NotNil(t, ev.Status.PeakTime)
 		require.GreaterOrEqual(t, ev.Status.PeakLagSeconds, int64(75), "the lag until the volume was in sync again")
-		require.True(t, ev.Status.EndTime.Time.After(ev.Spec.StartTime.Time))
+		require.True(t, ev.Status.EndTime.After(ev.Spec.StartTime.Time))
 	})
 
 	t.Run("lag survives a restart", func(t *testing.T) {

@@ -23,7 +23,7 @@ func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, er
 	rem, err := r.connect(s, active)
 	if err != nil {
 		s.sourcesErr = err
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil //nolint:nilerr // kept in s.sourcesErr: syncStandbys reports it as drift and leaves standbys alone
 	}
 	s.sources = map[string]*kubevirtv1.VirtualMachine{}
 	for _, ref := range s.group.Spec.VirtualMachines {
@@ -47,7 +47,7 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 	if s.sourcesErr != nil {
 		c.drift = append(c.drift, fmt.Sprintf("standby VMs not verified: cannot read the VMs of active cluster %s (%s)",
 			active, flow.ReasonOf(s.sourcesErr, reasonReadFailed)))
-		return nil
+		return nil //nolint:nilerr // the unread sources are reported as drift, not as a reconcile error
 	}
 	labels := pgSyncLabels(s.group)
 	for _, ref := range s.group.Spec.VirtualMachines {

@@ -115,9 +115,9 @@ func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.C
 }
 
 func truncate(s string) string {
-	const max = 1024
-	if len(s) > max {
-		return s[:max-3] + "..."
+	const limit = 1024
+	if len(s) > limit {
+		return s[:limit-3] + "..."
 	}
 	return s
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // SetupWithManager registers the controller with mgr and its remote watches with
-// rm. It must run before rm connects any cluster (as SetupQuorum does).
+// rm. It must run before rm connects any cluster (as AddToManager does).
 //
 // Wake-ups: the request itself (spec changes, deletion, annotations such as
 // srv1alpha1.ForceUnprotectAnnotation), its zone, zone health changes, and on the

@@ -120,7 +120,7 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, erro
 		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
 	}
-	if m.start && wantsRunning(vm) && !(vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && vm.Status.Ready) {
+	if m.start && wantsRunning(vm) && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
 		s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
 		return false, nil
 	}

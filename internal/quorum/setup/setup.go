@@ -2,7 +2,7 @@
 // and the remote-cluster connections they share with one manager. It is the only
 // package that imports the quorum controllers together; cmd/quorum-manager, the
 // tests and the sandbox run the tier through it. A new quorum controller lives in
-// its own package under internal/quorum and is added to SetupQuorum here.
+// its own package under internal/quorum and is added to AddToManager here.
 package setup
 
 import (
@@ -54,14 +54,14 @@ func QuorumManager(q QuorumOptions) boot.Register {
 		if o.Namespace == "" {
 			return errors.New("--namespace is required: quorum-manager serves one DR namespace (dr-<name>)")
 		}
-		_, err := SetupQuorum(mgr, q)
+		_, err := AddToManager(mgr, q)
 		return err
 	}
 }
 
-// SetupQuorum registers every quorum-tier component with mgr. Tests and the
+// AddToManager registers every quorum-tier component with mgr. Tests and the
 // sandbox call it directly to run quorum-manager in-process.
-func SetupQuorum(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
+func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	rm := remote.NewManager(mgr.GetScheme(), nil, ctrl.Log.WithName("remote"))
 	if err := mgr.Add(rm); err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
@@ -87,7 +87,7 @@ func TestTestFailover(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		})
 		z.assertLeavesNothing(tf)
 		z.assertProductionUntouched(prod)
@@ -320,7 +320,7 @@ func (z *zone) assertProductionUntouched(before prodState) {
 
 // resultCount reads siterecovery_test_failover_results_total for the group.
 func resultCount(result string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return -1
 	}

@@ -119,7 +119,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, namespace string, ref srv1a
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, srv1alpha1.ReasonSecretNotFound, fmt.Errorf("Secret %s/%s not found", namespace, ref.Name)
+			return nil, srv1alpha1.ReasonSecretNotFound, fmt.Errorf("Secret %s/%s not found", namespace, ref.Name) //nolint:staticcheck // ST1005: the message starts with the Kind name and is the condition message users read
 		}
 		return nil, srv1alpha1.ReasonSecretNotFound, fmt.Errorf("reading Secret %s/%s: %w", namespace, ref.Name, err)
 	}
@@ -129,7 +129,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, namespace string, ref srv1a
 	}
 	data, ok := secret.Data[key]
 	if !ok || len(data) == 0 {
-		return nil, srv1alpha1.ReasonKubeconfigInvalid, fmt.Errorf("Secret %s/%s has no key %q", namespace, ref.Name, key)
+		return nil, srv1alpha1.ReasonKubeconfigInvalid, fmt.Errorf("Secret %s/%s has no key %q", namespace, ref.Name, key) //nolint:staticcheck // ST1005: as above
 	}
 	return data, "", nil
 }

@@ -86,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{vrg: vrg, before: vrg.DeepCopy(), now: r.Clock.Now()}
 	if !vrg.DeletionTimestamp.IsZero() {
-		return flow.Result(r.finalize(ctx, s))
+		return flow.Result(ctrl.Result{}, r.finalize(ctx, s))
 	}
 	res, err := flow.RunPhases(ctx, s, r.ensureFinalizer, r.loadPVCs, r.labelGroup, r.reachConsensus, r.replicate)
 	setStatus(s)

@@ -141,7 +141,7 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		})
 		_, err := getVGR(c, vgrName)
 		require.NoError(t, err, "VGR kept while app-3 lives")
@@ -149,7 +149,7 @@ func enableJoinGateDelete(t *testing.T, c client.Client) {
 	require.NoError(t, c.Delete(ctx, getVRG(t, c, "app-3-ns", "app-3")))
 	eventually(t, "VGR deleted with the last VRG", func() error {
 		if _, err := getVGR(c, vgrName); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("VGR still there (%v)", err)
+			return fmt.Errorf("VGR still there (%w)", err)
 		}
 		return nil
 	})
@@ -214,7 +214,7 @@ func consensusOnFailover(t *testing.T, c client.Client) {
 	require.NoError(t, hasCondition(c, "app-a-ns", "app-a", drv1alpha1.ConditionDataReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "")())
 	consistently(t, "no VGR before consensus", time.Second, func() error {
 		if _, err := getVGR(c, vgrName); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("VGR exists or unreadable: %v", err)
+			return fmt.Errorf("VGR exists or unreadable: %w", err)
 		}
 		return nil
 	})

@@ -28,22 +28,22 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // its PVCs, deletes the shared VGR only when every VRG of the group is being deleted,
 // and removes its own finalizer last. A VRG whose peers live on does not wait for
 // them: the VGR is kept and the last VRG of the group deletes it.
-func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(s.vrg, VRGFinalizer) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if err := r.releasePVCs(ctx, s); err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", err)
+		return flow.Transient("PatchFailed", err)
 	}
 	if name := s.globalName(); name != "" {
 		members, err := r.groupMembers(ctx, name)
 		if err != nil {
-			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
+			return flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
 		}
 		alive := pendingPeers(members, func(v *drv1alpha1.VolumeReplicationGroup) bool { return !v.DeletionTimestamp.IsZero() })
 		if len(alive) == 0 {
 			if err := r.deleteVGR(ctx, s, name); err != nil {
-				return ctrl.Result{}, err
+				return err
 			}
 		} else {
 			log.FromContext(ctx).Info("keeping the global VGR for live peers", "vgr", name, "peers", alive)
@@ -51,7 +51,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 		}
 	}
 	if err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) { controllerutil.RemoveFinalizer(v, VRGFinalizer) }); err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("removing finalizer: %w", err))
+		return flow.Transient("PatchFailed", fmt.Errorf("removing finalizer: %w", err))
 	}
-	return ctrl.Result{}, nil
+	return nil
 }

@@ -8,7 +8,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -60,7 +60,7 @@ func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 
 // vrgsOfGroup maps a ProtectionGroup copy to the VRGs of its group: a Relocate
 // waits for the group to stop on this cluster.
-func (r *Reconciler) vrgsOfGroup(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+func (r *Reconciler) vrgsOfGroup(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{groupNameIndex: obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing VolumeReplicationGroups of ProtectionGroup", "group", obj.GetName())
@@ -102,20 +102,20 @@ func (r *Reconciler) groupMembers(ctx context.Context, name string) ([]drv1alpha
 	return list.Items, nil
 }
 
-func requests(vrgs []drv1alpha1.VolumeReplicationGroup, skip client.Object) []ctrlreconcile.Request {
-	reqs := make([]ctrlreconcile.Request, 0, len(vrgs))
+func requests(vrgs []drv1alpha1.VolumeReplicationGroup, skip client.Object) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(vrgs))
 	for i := range vrgs {
 		if skip != nil && vrgs[i].Namespace == skip.GetNamespace() && vrgs[i].Name == skip.GetName() {
 			continue
 		}
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vrgs[i])})
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vrgs[i])})
 	}
 	return reqs
 }
 
 // peersOf maps a VRG to the other VRGs of its global group, so that a peer's change
 // of state, GlobalSecondary condition or deletion reaches them at once.
-func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[drv1alpha1.GlobalVGRLabel]
 	if name == "" {
 		return nil
@@ -130,7 +130,7 @@ func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []ctrlrecon
 
 // vrgsOfVGR is the VGR watcher: a change of a VGR in the operator
 // namespace enqueues every VRG labelled with its name.
-func (r *Reconciler) vrgsOfVGR(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+func (r *Reconciler) vrgsOfVGR(ctx context.Context, obj client.Object) []reconcile.Request {
 	if _, ok := obj.(*replicationv1alpha1.VolumeGroupReplication); !ok || obj.GetNamespace() != r.Options.OperatorNamespace {
 		return nil
 	}
@@ -143,7 +143,7 @@ func (r *Reconciler) vrgsOfVGR(ctx context.Context, obj client.Object) []ctrlrec
 }
 
 // vrgsInNamespace maps a PVC, pod or VMI to the VRGs of its namespace.
-func (r *Reconciler) vrgsInNamespace(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
+func (r *Reconciler) vrgsInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		log.FromContext(ctx).Error(err, "listing VRGs", "namespace", obj.GetNamespace())

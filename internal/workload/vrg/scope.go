@@ -54,7 +54,3 @@ func (s *scope) globalName() string {
 func (s *scope) primary() bool {
 	return s.vrg.Spec.ReplicationState == drv1alpha1.Primary
 }
-
-func (s *scope) key() string {
-	return s.vrg.Namespace + "/" + s.vrg.Name
-}

@@ -132,7 +132,7 @@ func (c *cluster) status(node string) drbd.ResourceStatus {
 	return st[0]
 }
 
-func (c *cluster) waitFor(node string, what string, cond func(drbd.ResourceStatus) bool) drbd.ResourceStatus {
+func (c *cluster) waitFor(node, what string, cond func(drbd.ResourceStatus) bool) drbd.ResourceStatus {
 	var last drbd.ResourceStatus
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

@@ -129,9 +129,9 @@ func TestEvents2StreamAndParsers(t *testing.T) {
 	c.bringUp("site-a", "site-b")
 	require.NoError(t, c.fabric.SetSyncRate(50*1024))
 
-	now, err := exec.Command(c.setup, "events2", "--now", "--statistics", "--timestamps").Output()
+	_, err := exec.Command(c.setup, "events2", "--now", "--statistics", "--timestamps").Output()
 	require.Error(t, err, "DRBDSIM_NODE unset in this env")
-	now, err = nodeExec{node: "site-a", stateDir: c.stateDir}.Run(context.Background(), c.setup, "events2", "--now", "--statistics")
+	now, err := nodeExec{node: "site-a", stateDir: c.stateDir}.Run(context.Background(), c.setup, "events2", "--now", "--statistics")
 	require.NoError(t, err)
 	require.Contains(t, string(now), "exists -\n")
 
@@ -168,7 +168,7 @@ func TestEvents2StreamAndParsers(t *testing.T) {
 	require.NoError(t, c.adm4("site-a").Down(context.Background(), res))
 	require.Eventually(t, func() bool { _, ok := tr.Get(res); return !ok }, 10*time.Second, 10*time.Millisecond)
 	cancel()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Empty(t, parseErrs)
 }
 

@@ -21,7 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/siterecovery/siterecovery/test/harness"
-	kvsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 )
 
 const (
@@ -46,7 +46,7 @@ func startSimulator(t *testing.T) client.Client {
 		HealthProbeBindAddress: "0",
 	})
 	require.NoError(t, err)
-	require.NoError(t, kvsim.SetupWithManager(mgr, kvsim.Options{StartDelay: startDelay, StopDelay: stopDelay}))
+	require.NoError(t, kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: startDelay, StopDelay: stopDelay}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -199,7 +199,7 @@ func TestSimulator(t *testing.T) {
 			}
 			for _, c := range got.Status.Conditions {
 				if c.Type == kubevirtv1.VirtualMachineFailure && c.Status == corev1.ConditionTrue &&
-					c.Reason == kvsim.ReasonInvalidRunStrategy {
+					c.Reason == kubevirtsim.ReasonInvalidRunStrategy {
 					return ""
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
@@ -39,7 +38,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	// would replay, so reads go to the API server. An instant simulator has no
 	// transitions: it reads from the cache, and a benchmark measures the
 	// product rather than the simulator's reads.
-	var reader client.Reader = mgr.GetAPIReader()
+	reader := mgr.GetAPIReader()
 	if opts.StartDelay == 0 && opts.StopDelay == 0 {
 		reader = mgr.GetClient()
 	}

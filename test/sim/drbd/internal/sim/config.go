@@ -130,17 +130,17 @@ func tokenize(src string) []string {
 	var toks []string
 	for i := 0; i < len(src); {
 		c := src[i]
-		switch {
-		case c == '#':
+		switch c {
+		case '#':
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case ' ', '\t', '\n', '\r':
 			i++
-		case c == '{' || c == '}' || c == ';':
+		case '{', '}', ';':
 			toks = append(toks, string(c))
 			i++
-		case c == '"':
+		case '"':
 			j := strings.IndexByte(src[i+1:], '"')
 			if j < 0 {
 				j = len(src) - i - 1

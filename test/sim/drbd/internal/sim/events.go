@@ -40,10 +40,11 @@ func (w *World) objects(host, only string) []object {
 		}
 		for _, c := range r.Conns(n, w.SizeKiB) {
 			id := fmt.Sprintf("name:%s peer-node-id:%d conn-name:%s", name, c.Peer.NodeID, c.Peer.Host)
-			out = append(out, object{"connection " + id, fmt.Sprintf(
-				"connection:%s role:%s congested:no ap-in-flight:0 rs-in-flight:0", c.State, c.PeerRole)})
-			out = append(out, object{fmt.Sprintf("path %s local:%s peer:%s", id, n.Addr, c.Peer.Addr),
-				"established:" + yesNo(c.Connected)})
+			out = append(out,
+				object{"connection " + id, fmt.Sprintf(
+					"connection:%s role:%s congested:no ap-in-flight:0 rs-in-flight:0", c.State, c.PeerRole)},
+				object{fmt.Sprintf("path %s local:%s peer:%s", id, n.Addr, c.Peer.Addr),
+					"established:" + yesNo(c.Connected)})
 			for _, pv := range c.Peers {
 				done := ""
 				if pv.Syncing {

@@ -55,7 +55,7 @@ func (w *World) progressPair(r *Res, a, b *Node, secs float64) {
 
 // StartSync marks every volume of the pair as needing a full resync from
 // source, e.g. after a forced promotion of fresh metadata.
-func (w *World) StartSync(r *Res, source *Node, peer *Node) {
+func (w *World) StartSync(r *Res, source, peer *Node) {
 	p := r.Pair(source.Host, peer.Host)
 	p.Source = source.Host
 	for v := range r.Volumes {

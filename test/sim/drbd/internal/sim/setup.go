@@ -21,9 +21,7 @@ func Drbdsetup(args []string, env Env, stdout io.Writer) error {
 	cmd, only := args[0], ""
 	flags := map[string]bool{}
 	for _, a := range args[1:] {
-		if len(a) > 2 && a[:2] == "--" {
-			flags[a] = true
-		} else if len(a) > 1 && a[0] == '-' {
+		if len(a) > 1 && a[0] == '-' { // -x and --long alike
 			flags[a] = true
 		} else {
 			only = a

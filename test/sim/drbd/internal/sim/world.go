@@ -101,7 +101,7 @@ func update(dir string, fn func(w *World) error, notify bool) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases the lock anyway
 
 	w := newWorld()
 	path := filepath.Join(dir, "state.json")
