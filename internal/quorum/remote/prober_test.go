@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/stretchr/testify/require"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -76,7 +76,9 @@ func TestProbeFailureThreshold(t *testing.T) {
 	h := m.Health(key)
 	require.Equal(t, Reachable, h.State)
 	require.Equal(t, "v1.99.0", h.ServerVersion)
-	reachable := func() float64 { return testutil.ToFloat64(defaultMetrics.reachable.WithLabelValues(key.Zone, key.Cluster)) }
+	reachable := func() float64 {
+		return testutil.ToFloat64(defaultMetrics.reachable.WithLabelValues(key.Zone, key.Cluster))
+	}
 	require.Equal(t, 1.0, reachable())
 
 	p := &Prober{Manager: m}
@@ -106,7 +108,9 @@ func TestProbeFailureThreshold(t *testing.T) {
 	require.Equal(t, uint64(5), probes(t, key), "every probe's latency is observed, failed ones included")
 
 	// A changed kubeconfig replaces the connection: a reconnect.
-	reconnects := func() float64 { return testutil.ToFloat64(defaultMetrics.reconnects.WithLabelValues(key.Zone, key.Cluster)) }
+	reconnects := func() float64 {
+		return testutil.ToFloat64(defaultMetrics.reconnects.WithLabelValues(key.Zone, key.Cluster))
+	}
 	before := reconnects()
 	require.NoError(t, m.Connect(ctx, key, []byte(kubeconfig), Limits{QPS: 6, Burst: 6, Timeout: 5 * time.Second}))
 	require.Equal(t, before+1, reconnects())
