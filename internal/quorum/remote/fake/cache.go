@@ -96,9 +96,9 @@ func (f *ClusterCache) SetSynced(key remote.Key, synced bool) {
 	}
 }
 
-// Get implements remote.ClusterCache. A cluster's reachability does not change
-// what its client answers: like a real cache, an unreachable cluster's answers
-// are what it held last.
+// Get implements remote.ClusterCache. Like the Manager's, it does not look at
+// reachability: an unreachable cluster's Cached reader answers with what it
+// holds (a real cache's last view) and its Direct client fails.
 func (f *ClusterCache) Get(key remote.Key) (*remote.Remote, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,7 +109,7 @@ func (f *ClusterCache) Get(key remote.Key) (*remote.Remote, error) {
 	case !c.synced:
 		return nil, fmt.Errorf("%w: %s cache has not synced yet", remote.ErrNotConnected, key.Cluster)
 	}
-	return &remote.Remote{Key: key, Cached: c.client, Direct: c.client}, nil
+	return &remote.Remote{Key: key, Cached: c.client, Direct: f.direct(key, c.client)}, nil
 }
 
 // Health implements remote.ClusterCache.
