@@ -202,8 +202,8 @@ func TestPhases(t *testing.T) {
 		},
 		{
 			name: "planned: a stopped source moves on to demote DRBD there", phase: srv1alpha1.FailoverStoppingOnSource,
-			primary: cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-a", pri, pri, false)}},
-			dr:      cluster{objs: targetStoppedPromotable},
+			primary:   cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-a", pri, pri, false)}},
+			dr:        cluster{objs: targetStoppedPromotable},
 			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on primary to become Secondary: vm-web",
 			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "True/Stopped"},
 			wantEvents:     []string{"Normal WaitingForDRBD group g stopped on primary; moving DRBD primary to dr"},
@@ -228,9 +228,9 @@ func TestPhases(t *testing.T) {
 		},
 		{
 			name: "unplanned: an unreachable source is not waited for; the target is force-promoted", typ: srv1alpha1.FailoverUnplanned,
-			phase:   srv1alpha1.FailoverStoppingOnSource,
-			primary: cluster{objs: sourceRunning, state: remote.Unreachable},
-			dr:      cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false)}},
+			phase:     srv1alpha1.FailoverStoppingOnSource,
+			primary:   cluster{objs: sourceRunning, state: remote.Unreachable},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false)}},
 			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
 			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "Unknown/" + srv1alpha1.ReasonSourceUnreachable},
 			check: func(t *testing.T, f *fixture) {
@@ -289,8 +289,8 @@ func TestPhases(t *testing.T) {
 		// Starting on the target.
 		{
 			name: "a promoted target is asked to run the group", phase: srv1alpha1.FailoverWaitingForDRBD,
-			primary: cluster{objs: sourceStoppedSecondary},
-			dr:      cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true), node("node-b", false)}},
+			primary:   cluster{objs: sourceStoppedSecondary},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true), node("node-b", false)}},
 			wantPhase: srv1alpha1.FailoverStartingOnTarget, wantMessage: `waiting for group g to run on dr (currentState "stopped")`,
 			wantConditions: map[string]string{srv1alpha1.ConditionTargetPromoted: "True/Promoted"},
 			wantEvents:     []string{"Normal StartingOnTarget DRBD primary on dr; starting group g there"},
@@ -301,8 +301,8 @@ func TestPhases(t *testing.T) {
 		},
 		{
 			name: "a running target completes the request and becomes the active cluster", phase: srv1alpha1.FailoverStartingOnTarget,
-			primary: cluster{objs: sourceStoppedSecondary},
-			dr:      cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), replica("node-b", pri, pri, true)}},
+			primary:   cluster{objs: sourceStoppedSecondary},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), replica("node-b", pri, pri, true)}},
 			wantPhase: srv1alpha1.FailoverCompleted, wantMessage: "group g runs on dr; dr is now its active cluster",
 			wantConditions: map[string]string{srv1alpha1.ConditionTargetRunning: "True/Running", srv1alpha1.ConditionReady: "True/FailoverCompleted"},
 			check: func(t *testing.T, f *fixture) {
@@ -315,9 +315,9 @@ func TestPhases(t *testing.T) {
 		},
 		{
 			name: "an unreachable target is waited for until the boot timeout", phase: srv1alpha1.FailoverStartingOnTarget,
-			primary: cluster{objs: sourceStoppedSecondary},
-			dr:      cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true)}, state: remote.Unreachable},
-			wantPhase: srv1alpha1.FailoverStartingOnTarget,
+			primary:     cluster{objs: sourceStoppedSecondary},
+			dr:          cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true)}, state: remote.Unreachable},
+			wantPhase:   srv1alpha1.FailoverStartingOnTarget,
 			wantMessage: "cannot reach target dr yet: setting desiredState=running on dr: cluster dr: dial tcp: connect: connection refused",
 		},
 	} {
