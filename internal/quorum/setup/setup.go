@@ -30,12 +30,16 @@ type Options = boot.Options
 // otherwise.
 const DefaultHolderImage = protection.DefaultHolderImage
 
+// DefaultFailureThreshold is how many probes of a workload cluster must fail in
+// a row before it is unreachable unless a flag says otherwise.
+const DefaultFailureThreshold = remote.DefaultFailureThreshold
+
 // QuorumOptions are quorum-manager's own settings.
 type QuorumOptions struct {
 	// ProbeInterval is how often every workload cluster's API server is probed.
 	ProbeInterval time.Duration
 	// FailureThreshold is how many probes in a row must fail before a cluster
-	// is unreachable; remote.DefaultFailureThreshold if zero.
+	// is unreachable; DefaultFailureThreshold if zero.
 	FailureThreshold int
 	// HolderImage is the image of the replica holder pods the protection flow
 	// creates on the workload clusters.
