@@ -87,7 +87,7 @@ func (m *Manager) Source(controller string, ev Events) source.Source {
 	m.mu.Lock()
 	src, ok := m.sources[controller]
 	if ok {
-		src.add(ev)
+		src.Add(ev)
 	} else {
 		src = NewEventSource(controller, ev)
 		m.sources[controller] = src
@@ -134,6 +134,11 @@ func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limit
 	m.connected[key] = true
 	m.mu.Unlock()
 	m.metrics.connected(key, again)
+	// Again, now that Source sees the connection: a source registered while it
+	// was built is watched too (the watches are idempotent).
+	if err := conn.ensureWatches(m.watches()); err != nil {
+		conn.log.Error(err, "watching a remote kind")
+	}
 	if old != nil {
 		old.stop()
 		m.log.Info("reconnected to cluster: kubeconfig changed", "cluster", key.String())
@@ -261,18 +266,23 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, ctx: ctx, cancel: cancel,
 		threshold: m.threshold, metrics: m.metrics, log: m.log.WithValues("cluster", key.String()),
 		last: Health{State: Connecting}, watched: map[string]bool{}}
-	m.mu.RLock()
-	var watches []watch
-	for _, s := range m.sources {
-		watches = append(watches, s.watches()...)
-	}
-	m.mu.RUnlock()
-	if err := conn.ensureWatches(watches); err != nil {
+	if err := conn.ensureWatches(m.watches()); err != nil {
 		cancel()
 		return nil, err
 	}
 	go conn.run(ctx)
 	return conn, nil
+}
+
+// watches lists the watches of every source.
+func (m *Manager) watches() []watch {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ws []watch
+	for _, s := range m.sources {
+		ws = append(ws, s.watches()...)
+	}
+	return ws
 }
 
 // streamConfig is cfg for the cache's lists and watches: without the timeout

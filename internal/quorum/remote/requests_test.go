@@ -67,7 +67,7 @@ func TestEventSourceMapsObjectsAndClusters(t *testing.T) {
 		Clusters: ZoneRequests,
 	})
 	// A second registration of the same kind keeps one watch.
-	s.add(Events{Kinds: []Kind{{Object: &metaObject{}, Map: nil}}})
+	s.Add(Events{Kinds: []Kind{{Object: &metaObject{}, Map: nil}}})
 	require.Len(t, s.watches(), 1)
 
 	s.Object(ctx, key, newMeta("vm-1"))

@@ -68,12 +68,13 @@ type EventSource struct {
 // NewEventSource returns the source of a controller's events.
 func NewEventSource(controller string, ev Events) *EventSource {
 	s := &EventSource{controller: controller, requests: NewRequests(), kinds: map[string]Kind{}, signal: make(chan struct{}, 1)}
-	s.add(ev)
+	s.Add(ev)
 	return s
 }
 
-// add merges ev into s: a kind already watched keeps its first map.
-func (s *EventSource) add(ev Events) {
+// Add merges ev into s, for a controller that asks for its source again: a
+// kind already watched keeps its first map, and so do cluster changes.
+func (s *EventSource) Add(ev Events) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range ev.Kinds {

@@ -127,6 +127,7 @@ func (f *ClusterCache) Source(controller string, ev remote.Events) source.Source
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.sources[controller]; ok {
+		s.Add(ev)
 		return s
 	}
 	s := remote.NewEventSource(controller, ev)
