@@ -49,25 +49,22 @@ const maxConcurrentReconciles = 50
 // Reconciler runs DRPlacementControls.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Manager
+	Remote   remote.ClusterCache
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
-
-	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller, its field indexes, the peer
 // watcher (a change of one DRPC of a global group wakes all its peers) and the remote watches on VRGs and workload ProtectionGroups.
 // Call it before the manager starts, so that the watches exist before any
 // cluster connects.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(4096)}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics}
 	if err := indexDRPCs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r.watchRemote()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: maxConcurrentReconciles}).
@@ -83,7 +80,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.groupStarted),
 			builder.WithPredicates(consensusRecorded())).
 		Watches(&drv1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpcsOfPolicy)).
-		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(r.remoteEvents()).
 		Complete(r)
 }
 

@@ -104,12 +104,12 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 	for _, c := range s.clusters {
 		rc, err := r.Remote.Get(s.key(c))
 		if err == nil {
-			if h, ok := r.Remote.Health(s.key(c)); ok && !h.LastProbeTime.IsZero() && !h.Reachable {
+			if h := r.Remote.Health(s.key(c)); h.Unreachable() {
 				err = fmt.Errorf("cluster %s is unreachable: %w", c, h.Err)
 			}
 		}
 		if err != nil {
-			if h, ok := r.Remote.Health(s.key(c)); ok && h.Reachable {
+			if r.Remote.Health(s.key(c)).Reachable() {
 				// Connected and reachable: the cache is filling.
 				s.syncing = true
 			}

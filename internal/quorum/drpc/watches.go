@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -127,16 +128,15 @@ func (r *Reconciler) drpcsBy(ctx context.Context, namespace, index, value, excep
 	return reqs
 }
 
-// watchRemote registers the remote watches and the health listener; every event
-// ends up in the controller's channel source.
-func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&drv1alpha1.VolumeReplicationGroup{}, r.drpcOfVRG, r.remoteEvents.Send)
-	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.drpcsOfCopy, r.remoteEvents.Send)
-	r.Remote.OnHealthChange(func(k remote.Key) {
-		for _, req := range r.drpcsBy(context.Background(), k.Namespace, "", "", "") {
-			r.remoteEvents.Send(req)
-		}
-	})
+// remoteEvents is the source of the remote watches on VRGs and workload
+// groups, and of reachability changes, which wake every DRPC of the namespace.
+func (r *Reconciler) remoteEvents() source.Source {
+	return r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+		{Object: &drv1alpha1.VolumeReplicationGroup{}, Map: r.drpcOfVRG},
+		{Object: &srv1alpha1.ProtectionGroup{}, Map: r.drpcsOfCopy},
+	}, Clusters: func(ctx context.Context, k remote.Key) []reconcile.Request {
+		return r.drpcsBy(ctx, k.Namespace, "", "", "")
+	}})
 }
 
 // drpcOfVRG maps a VRG this controller wrote (managed by siterecovery, labelled

@@ -51,31 +51,24 @@ const (
 // Reconciler discovers the peer classes of DRPolicies.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Manager
+	Remote   remote.ClusterCache
 	Recorder record.EventRecorder
-
-	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller and its remote watches on
 // StorageClasses and VolumeGroupReplicationClasses. Call it before the manager
 // starts, so that the watches exist before any cluster connects.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		remoteEvents: remote.NewRequests(1024)}
-	rm.Watch(&storagev1.StorageClass{}, r.policiesOfRemote, r.remoteEvents.Send)
-	rm.Watch(&replicationv1alpha1.VolumeGroupReplicationClass{}, r.policiesOfRemote, r.remoteEvents.Send)
-	rm.OnHealthChange(func(k remote.Key) {
-		for _, req := range r.policiesOfCluster(context.Background(), k.Namespace, k.Cluster) {
-			r.remoteEvents.Send(req)
-		}
-	})
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&drv1alpha1.DRPolicy{}).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfZone)).
-		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+			{Object: &storagev1.StorageClass{}, Map: r.policiesOfRemote},
+			{Object: &replicationv1alpha1.VolumeGroupReplicationClass{}, Map: r.policiesOfRemote},
+		}, Clusters: r.policiesOfChangedCluster})).
 		Complete(r)
 }
 
@@ -121,7 +114,7 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 		rc, err := r.Remote.Get(key)
 		if err != nil {
 			retry := unreachableRetry
-			if h, ok := r.Remote.Health(key); ok && h.Reachable {
+			if r.Remote.Health(key).Reachable() {
 				// Connected and reachable: the cache is filling.
 				retry = syncingRetry
 			}

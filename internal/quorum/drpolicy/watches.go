@@ -18,6 +18,12 @@ func (r *Reconciler) policiesOfRemote(ctx context.Context, key remote.Key, _ cli
 	return r.policiesOfCluster(ctx, key.Namespace, key.Cluster)
 }
 
+// policiesOfChangedCluster maps a cluster whose reachability changed to the
+// policies that name it.
+func (r *Reconciler) policiesOfChangedCluster(ctx context.Context, key remote.Key) []reconcile.Request {
+	return r.policiesOfCluster(ctx, key.Namespace, key.Cluster)
+}
+
 func (r *Reconciler) policiesOfCluster(ctx context.Context, namespace, cluster string) []reconcile.Request {
 	list := &drv1alpha1.DRPolicyList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {

@@ -31,12 +31,11 @@ const ControllerName = "failover"
 // Reconciler executes FailoverRequests.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Manager
+	Remote   remote.ClusterCache
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
 
-	remoteEvents *remote.Requests
 	// progress spaces out the writes of waiting messages alone.
 	progress *flow.Throttle
 	// asked holds the DRBD roles set in the last seconds.
@@ -51,12 +50,9 @@ const progressInterval = time.Second
 // SetupWithManager registers the controller and its remote watches: changes of
 // ProtectionGroups and DRBDResources on the workload clusters, and of failover
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, remoteEvents: remote.NewRequests(1024),
-		progress: flow.NewThrottle(progressInterval)}
-	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
-	rm.Watch(&srv1alpha1.DRBDResource{}, r.activeRequestsOfRemote, r.remoteEvents.Send)
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, progress: flow.NewThrottle(progressInterval)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
@@ -64,7 +60,10 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
 		// A DRPC change wakes the requests of its group that mirror it.
 		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfDRPC)).
-		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.activeRequestsOfRemote},
+			{Object: &srv1alpha1.DRBDResource{}, Map: r.activeRequestsOfRemote},
+		}})).
 		Complete(r)
 }
 

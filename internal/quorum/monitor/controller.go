@@ -41,15 +41,13 @@ type Options struct {
 // ProtectionGroup.
 type Reconciler struct {
 	Client  client.Client
-	Remote  *remote.Manager
+	Remote  remote.ClusterCache
 	Clock   clock.PassiveClock
 	Metrics *Metrics
-
-	events *remote.Requests
 }
 
 // SetupWithManager registers the monitor with production options.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	return SetupWithOptions(mgr, rm, Options{})
 }
 
@@ -59,23 +57,23 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 // the workload clusters (by the protection-group label), cluster health changes,
 // and a requeue after pollingIntervalSeconds or when a lag will cross the
 // objective, whichever is first.
-func SetupWithOptions(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
+func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 2
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Clock: o.Clock, Metrics: defaultMetrics,
-		events: remote.NewRequests(1024)}
-	rm.Watch(&srv1alpha1.DRBDResource{}, groupOfDRBDResource, r.events.Send)
-	rm.OnHealthChange(r.zoneChanged)
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Clock: o.Clock, Metrics: defaultMetrics}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(r.events.Source()).
+		WatchesRawSource(rm.Source(ControllerName, remote.Events{
+			Kinds:    []remote.Kind{{Object: &srv1alpha1.DRBDResource{}, Map: groupOfDRBDResource}},
+			Clusters: r.groupsOfZone,
+		})).
 		Complete(r)
 }
 

@@ -93,7 +93,7 @@ func (z *mzone) startMonitor() {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(z.t, err)
-	rm := remote.NewManager(mgr.GetScheme(), nil, ctrl.Log.WithName("remote"))
+	rm := remote.NewManager(mgr.GetScheme(), ctrl.Log.WithName("remote"), remote.Options{})
 	require.NoError(z.t, mgr.Add(&remote.Prober{Manager: rm, Interval: time.Second}))
 	require.NoError(z.t, zone.SetupWithManager(mgr, rm))
 	require.NoError(z.t, monitor.SetupWithOptions(mgr, rm, monitor.Options{Clock: z.clock}))

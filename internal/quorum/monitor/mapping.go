@@ -24,16 +24,18 @@ func groupOfDRBDResource(_ context.Context, key remote.Key, obj client.Object) [
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: key.Namespace, Name: name}}}
 }
 
-// zoneChanged re-evaluates every group of a zone whose cluster became
+// groupsOfZone re-evaluates every group of a zone whose cluster became
 // (un)reachable: its side is then read, or no longer trusted.
-func (r *Reconciler) zoneChanged(key remote.Key) {
+func (r *Reconciler) groupsOfZone(ctx context.Context, key remote.Key) []reconcile.Request {
 	groups := &srv1alpha1.ProtectionGroupList{}
-	if err := r.Client.List(context.Background(), groups, client.InNamespace(key.Namespace)); err != nil {
-		return
+	if err := r.Client.List(ctx, groups, client.InNamespace(key.Namespace)); err != nil {
+		return nil
 	}
+	var reqs []reconcile.Request
 	for _, g := range groups.Items {
 		if g.Spec.ZoneRef != nil && g.Spec.ZoneRef.Name == key.Zone {
-			r.events.Send(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
 		}
 	}
+	return reqs
 }

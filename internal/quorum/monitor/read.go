@@ -52,14 +52,14 @@ func (r *Reconciler) readSide(ctx context.Context, key remote.Key, group string)
 	side := Side{Cluster: key.Cluster}
 	rem, err := r.Remote.Get(key)
 	if err != nil {
-		if _, connected := r.Remote.Health(key); connected {
+		if r.Remote.Health(key).Connected() {
 			// Connected but its cache has not synced yet (a start or a new
 			// kubeconfig): wait rather than report the cluster unknown.
 			return side, errCacheSyncing
 		}
 		return side, nil
 	}
-	if h, ok := r.Remote.Health(key); ok && !h.LastProbeTime.IsZero() && !h.Reachable {
+	if r.Remote.Health(key).Unreachable() {
 		return side, nil
 	}
 	return listSide(ctx, rem.Cached, key, group)

@@ -66,32 +66,24 @@ const (
 // Reconciler syncs quorum ProtectionGroups to the clusters of their zone.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Manager
+	Remote   remote.ClusterCache
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
-
-	// remoteEvents carries quorum groups to reconcile, mapped from remote watches.
-	remoteEvents *remote.Requests
-	// zoneEvents carries zones whose clusters changed reachability.
-	zoneEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller, its field indexes and its remote
 // watches on workload ProtectionGroups and VirtualMachines. Call it before the
 // manager starts, so that the watches exist before any cluster connects.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{
-		Client:       mgr.GetClient(),
-		Remote:       rm,
-		Recorder:     mgr.GetEventRecorderFor(ControllerName),
-		Clock:        clock.RealClock{},
-		remoteEvents: remote.NewRequests(1024),
-		zoneEvents:   remote.NewRequests(64),
+		Client:   mgr.GetClient(),
+		Remote:   rm,
+		Recorder: mgr.GetEventRecorderFor(ControllerName),
+		Clock:    clock.RealClock{},
 	}
 	if err := indexGroups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r.watchRemote()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Tests restart quorum-manager in one process.
@@ -99,8 +91,7 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfZone),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(r.remoteEvents.Source()).
-		WatchesRawSource(r.zoneEvents.SourceMapped(r.groupsOfZone)).
+		WatchesRawSource(r.remoteEvents()).
 		Complete(r)
 }
 
@@ -213,14 +204,13 @@ func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) 
 // Messages name the cluster, never anything from its kubeconfig.
 func (r *Reconciler) connect(s *scope, cluster string) (*remote.Remote, error) {
 	key := remote.Key{Namespace: s.group.Namespace, Zone: s.zone.Name, Cluster: cluster}
-	h, ok := r.Remote.Health(key)
-	switch {
-	case !ok:
+	switch h := r.Remote.Health(key); {
+	case !h.Connected():
 		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue,
 			"cluster %s is not connected (see the ProtectionZone's Reachable condition)", cluster)
-	case h.LastProbeTime.IsZero():
+	case !h.Reachable() && !h.Unreachable():
 		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue, "cluster %s: waiting for the first health probe", cluster)
-	case !h.Reachable:
+	case h.Unreachable():
 		// The cache would answer with what it saw last; acting on that is unsafe.
 		return nil, flow.Waiting(srv1alpha1.ReasonAPIServerDown, unreachableRequeue,
 			"cluster %s is unreachable: its API server does not answer the health probe", cluster)

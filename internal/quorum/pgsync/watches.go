@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -37,12 +38,13 @@ func indexGroups(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// watchRemote registers the remote watches and the health listener. Every
-// event ends up in one of the controller's channel sources.
-func (r *Reconciler) watchRemote() {
-	r.Remote.Watch(&srv1alpha1.ProtectionGroup{}, r.groupOfCopy, r.remoteEvents.Send)
-	r.Remote.Watch(&kubevirtv1.VirtualMachine{}, r.groupsOfVM, r.remoteEvents.Send)
-	r.Remote.OnHealthChange(func(k remote.Key) { r.zoneEvents.Send(k.ZoneRequest()) })
+// remoteEvents is the source of the remote watches on workload groups and VMs,
+// and of reachability changes, which wake every group of the cluster's zone.
+func (r *Reconciler) remoteEvents() source.Source {
+	return r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+		{Object: &srv1alpha1.ProtectionGroup{}, Map: r.groupOfCopy},
+		{Object: &kubevirtv1.VirtualMachine{}, Map: r.groupsOfVM},
+	}, Clusters: remote.ZoneMap(r.groupsOfZone)})
 }
 
 // groupOfCopy maps a workload copy to its quorum group by its pg-sync labels.

@@ -40,7 +40,7 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads the quorum cluster without the cache, for allocation.
 	APIReader client.Reader
-	Remote    *remote.Manager
+	Remote    remote.ClusterCache
 	Recorder  record.EventRecorder
 	Options   Options
 }

@@ -81,7 +81,7 @@
 // reached ever again: the finalizer then goes with a Warning event saying what
 // was left.
 //
-// Only remote.Manager reaches the workload clusters. Remote DRBDResource,
+// Only remote.ClusterCache reaches the workload clusters. Remote DRBDResource,
 // VirtualMachine, PVC and group copy events and zone health changes enqueue the
 // request, a deleted one also on changes of its quorum group and FailoverRequests;
 // nothing polls except a bounded retry while a cluster is unreachable, while a

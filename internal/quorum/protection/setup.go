@@ -20,7 +20,7 @@ import (
 )
 
 // SetupWithManager registers the controller with mgr and its remote watches with
-// rm. It must run before rm connects any cluster (as AddToManager does).
+// rm.
 //
 // Wake-ups: the request itself (spec changes, deletion, annotations such as
 // srv1alpha1.ForceUnprotectAnnotation), its zone, zone health changes, and on the
@@ -29,7 +29,7 @@ import (
 // of the group's workload copies and of the group's FailoverRequests, which its
 // removal waits on. One reconcile runs at a time, which the port allocation
 // relies on.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -37,12 +37,6 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
 		Recorder:  mgr.GetEventRecorderFor(ControllerName),
 		Options:   o,
 	}
-	remoteReqs, zoneReqs := remote.NewRequests(1024), remote.NewRequests(64)
-	rm.Watch(&srv1alpha1.DRBDResource{}, byLabel, remoteReqs.Send)
-	rm.Watch(&corev1.PersistentVolumeClaim{}, byLabel, remoteReqs.Send)
-	rm.Watch(&kubevirtv1.VirtualMachine{}, r.byVM, remoteReqs.Send)
-	rm.Watch(&srv1alpha1.ProtectionGroup{}, r.byGroupCopy, remoteReqs.Send)
-	rm.OnHealthChange(func(k remote.Key) { zoneReqs.Send(k.ZoneRequest()) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 1}).
@@ -53,8 +47,12 @@ func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager, o Options) error {
 		Watches(&srv1alpha1.ProtectionGroup{}, handler.EnqueueRequestsFromMapFunc(r.deletingOfGroup),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&srv1alpha1.FailoverRequest{}, handler.EnqueueRequestsFromMapFunc(r.deletingOfFailover)).
-		WatchesRawSource(remoteReqs.Source()).
-		WatchesRawSource(zoneReqs.SourceMapped(r.requestsOfZone)).
+		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+			{Object: &srv1alpha1.DRBDResource{}, Map: byLabel},
+			{Object: &corev1.PersistentVolumeClaim{}, Map: byLabel},
+			{Object: &kubevirtv1.VirtualMachine{}, Map: r.byVM},
+			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.byGroupCopy},
+		}, Clusters: remote.ZoneMap(r.requestsOfZone)})).
 		Complete(r)
 }
 

@@ -83,7 +83,7 @@ func (r *Reconciler) loadForDelete(ctx context.Context, s *scope) (bool, error) 
 		return false, err
 	}
 	for _, sd := range s.sides() {
-		if h, ok := r.Remote.Health(sd.rc.Key); ok && !h.LastProbeTime.IsZero() && !h.Reachable {
+		if r.Remote.Health(sd.rc.Key).Unreachable() {
 			return false, flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
 				"cluster %s is unreachable; removing protection resumes when it answers again", sd.cluster)
 		}

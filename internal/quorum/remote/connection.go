@@ -20,12 +20,18 @@ type connection struct {
 	direct  client.Client
 	cfg     *rest.Config
 	hash    string
-	cancel  context.CancelFunc
-	log     logr.Logger
+	// ctx lasts as long as the connection: its cache and watches.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	threshold int
+	metrics   *Metrics
+	log       logr.Logger
 
 	mu         sync.Mutex
 	cacheReady bool
 	last       Health
+	// watched holds the ids of the watches added to this cluster's cache.
+	watched map[string]bool
 }
 
 func (c *connection) run(ctx context.Context) {
@@ -59,35 +65,73 @@ func (c *connection) health() Health {
 }
 
 // probe asks the API server for its version within the configured timeout and
-// reports whether reachability changed.
+// reports whether the verdict changed. One failure is not an outage: the
+// cluster is unreachable after threshold failures in a row, reachable again on
+// the first success.
 func (c *connection) probe(now time.Time) (changed bool) {
-	h := Health{LastProbeTime: now}
-	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
-	if err == nil {
-		if info, verr := dc.ServerVersion(); verr == nil {
-			h.Reachable, h.ServerVersion = true, info.GitVersion
-		} else {
-			err = verr
-		}
-	}
-	h.Err = err
+	start := time.Now()
+	version, err := c.serverVersion()
+	took := time.Since(start)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	changed = c.last.LastProbeTime.IsZero() || c.last.Reachable != h.Reachable
-	if !h.Reachable && c.last.Reachable {
-		c.log.Info("cluster unreachable", "error", err.Error())
+	h := c.last
+	h.LastProbeTime = now
+	if err == nil {
+		h.ServerVersion, h.LastSuccessTime, h.FailedProbes, h.Err = version, now, 0, nil
+	} else {
+		h.FailedProbes, h.Err = h.FailedProbes+1, err
 	}
-	if h.Reachable && !c.last.Reachable && !c.last.LastProbeTime.IsZero() {
+	h.State = h.verdict(err == nil, c.threshold)
+	c.metrics.probed(c.key, took, h.Reachable())
+	was := c.last.State
+	c.last = h
+	switch {
+	case h.State == was:
+		return false
+	case h.State == Unreachable:
+		c.log.Info("cluster unreachable", "failedProbes", h.FailedProbes, "error", err.Error())
+	case was == Unreachable:
 		c.log.Info("cluster reachable again")
 	}
-	c.last = h
-	return changed
+	return true
 }
 
-// addWatch feeds every add, update and delete of w.object in this cluster to the
-// watch's sink, mapped to quorum requests.
-func (c *connection) addWatch(ctx context.Context, w watch) error {
-	inf, err := c.cluster.GetCache().GetInformer(ctx, w.object)
+func (c *connection) serverVersion() (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	if err != nil {
+		return "", err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return info.GitVersion, nil
+}
+
+// ensureWatches adds each watch this cluster's cache does not have yet.
+func (c *connection) ensureWatches(ws []watch) error {
+	for _, w := range ws {
+		c.mu.Lock()
+		done := c.watched[w.id]
+		c.watched[w.id] = true
+		c.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := c.addWatch(w); err != nil {
+			c.mu.Lock()
+			delete(c.watched, w.id)
+			c.mu.Unlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// addWatch feeds every add, update and delete of w.object in this cluster to
+// the watch's source.
+func (c *connection) addWatch(w watch) error {
+	inf, err := c.cluster.GetCache().GetInformer(c.ctx, w.object)
 	if err != nil {
 		return err
 	}
@@ -95,12 +139,8 @@ func (c *connection) addWatch(ctx context.Context, w watch) error {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		o, ok := obj.(client.Object)
-		if !ok {
-			return
-		}
-		for _, req := range w.mapFn(ctx, c.key, o) {
-			w.sink(req)
+		if o, ok := obj.(client.Object); ok {
+			w.source.Object(c.ctx, c.key, o)
 		}
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Key names one workload cluster of one zone in one DR namespace.
@@ -33,61 +34,78 @@ func (k Key) ZoneRequest() reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Zone}}
 }
 
+// zoneObject is the key's ProtectionZone, as far as a map function needs it.
+func (k Key) zoneObject() client.Object {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Zone}}
+}
+
 // ErrNotConnected is returned for a cluster that has no working connection yet.
 var ErrNotConnected = errors.New("cluster not connected")
 
-// MapFunc maps a remote object of cluster key to the quorum objects to reconcile.
-type MapFunc func(ctx context.Context, key Key, obj client.Object) []reconcile.Request
-
-// watch is a remote kind that some quorum controller depends on.
-type watch struct {
-	object client.Object
-	mapFn  MapFunc
-	sink   func(reconcile.Request)
+// Options tune a Manager; the zero value is production's.
+type Options struct {
+	// Clock stamps the probes; real by default.
+	Clock clock.PassiveClock
+	// FailureThreshold is how many probes in a row must fail before a cluster
+	// is unreachable; DefaultFailureThreshold if zero.
+	FailureThreshold int
 }
 
-// Manager holds one connection per workload cluster.
+// Manager holds one connection per workload cluster: the ClusterCache of
+// quorum-manager.
 type Manager struct {
-	scheme *runtime.Scheme
-	clock  clock.PassiveClock
-	log    logr.Logger
+	scheme    *runtime.Scheme
+	clock     clock.PassiveClock
+	threshold int
+	log       logr.Logger
+	metrics   *Metrics
 
 	mu       sync.RWMutex
 	clusters map[Key]*connection
+	// connected holds every key that ever had a connection, to count reconnects.
+	connected map[Key]bool
 	// stopped is set when the manager that ran this one stopped (Start).
 	stopped bool
-	watches []watch
-	// onHealthChange is told when a cluster becomes (un)reachable.
-	onHealthChange []func(Key)
+	sources map[string]*EventSource
 }
 
 // NewManager returns an empty Manager; Connect adds clusters.
-func NewManager(scheme *runtime.Scheme, clk clock.PassiveClock, log logr.Logger) *Manager {
-	if clk == nil {
-		clk = clock.RealClock{}
+func NewManager(scheme *runtime.Scheme, log logr.Logger, o Options) *Manager {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
-	return &Manager{scheme: scheme, clock: clk, log: log, clusters: map[Key]*connection{}}
+	if o.FailureThreshold <= 0 {
+		o.FailureThreshold = DefaultFailureThreshold
+	}
+	return &Manager{scheme: scheme, clock: o.Clock, threshold: o.FailureThreshold, log: log, metrics: defaultMetrics,
+		clusters: map[Key]*connection{}, connected: map[Key]bool{}, sources: map[string]*EventSource{}}
 }
 
-// Watch makes every connected cluster's cache watch obj's kind and hand each
-// event, mapped by mapFn, to sink (typically a controller's channel source).
-// Register watches before connecting clusters.
-func (m *Manager) Watch(obj client.Object, mapFn MapFunc, sink func(reconcile.Request)) {
+// Source implements ClusterCache. Sources may be registered before or after
+// clusters connect.
+func (m *Manager) Source(controller string, ev Events) source.Source {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.watches = append(m.watches, watch{object: obj, mapFn: mapFn, sink: sink})
+	src, ok := m.sources[controller]
+	if ok {
+		src.Add(ev)
+	} else {
+		src = NewEventSource(controller, ev)
+		m.sources[controller] = src
+	}
+	conns := make([]*connection, 0, len(m.clusters))
+	for _, c := range m.clusters {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		if err := c.ensureWatches(src.watches()); err != nil {
+			c.log.Error(err, "watching a remote kind", "controller", controller)
+		}
+	}
+	return src
 }
 
-// OnHealthChange registers f to be called when a cluster's reachability changes
-// or its connection is replaced.
-func (m *Manager) OnHealthChange(f func(Key)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.onHealthChange = append(m.onHealthChange, f)
-}
-
-// Connect makes sure key has a connection built from kubeconfig. It is cheap when
-// nothing changed; a changed kubeconfig replaces the connection.
+// Connect implements Connector.
 func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limits Limits) error {
 	sum := fmt.Sprintf("%x", sha256.Sum256(append(kubeconfig, []byte(fmt.Sprint(limits))...)))
 	m.mu.RLock()
@@ -112,7 +130,15 @@ func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limit
 	}
 	old := m.clusters[key]
 	m.clusters[key] = conn
+	again := m.connected[key]
+	m.connected[key] = true
 	m.mu.Unlock()
+	m.metrics.connected(key, again)
+	// Again, now that Source sees the connection: a source registered while it
+	// was built is watched too (the watches are idempotent).
+	if err := conn.ensureWatches(m.watches()); err != nil {
+		conn.log.Error(err, "watching a remote kind")
+	}
 	if old != nil {
 		old.stop()
 		m.log.Info("reconnected to cluster: kubeconfig changed", "cluster", key.String())
@@ -147,7 +173,7 @@ func (m *Manager) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica keeps its connections warm.
 func (m *Manager) NeedLeaderElection() bool { return false }
 
-// Disconnect stops and forgets key's connection.
+// Disconnect implements Connector.
 func (m *Manager) Disconnect(key Key) {
 	m.mu.Lock()
 	conn := m.clusters[key]
@@ -155,10 +181,11 @@ func (m *Manager) Disconnect(key Key) {
 	m.mu.Unlock()
 	if conn != nil {
 		conn.stop()
+		m.metrics.forget(key)
 	}
 }
 
-// Clusters returns the keys of every connection of a zone.
+// Clusters implements Connector.
 func (m *Manager) Clusters(namespace, zone string) []Key {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -195,23 +222,27 @@ func (m *Manager) Get(key Key) (*Remote, error) {
 	return &Remote{Key: key, Cached: conn.cluster.GetCache(), Direct: conn.direct}, nil
 }
 
-// Health is the last probe's verdict for key.
-func (m *Manager) Health(key Key) (Health, bool) {
+// Health implements ClusterCache.
+func (m *Manager) Health(key Key) Health {
 	m.mu.RLock()
 	conn := m.clusters[key]
 	m.mu.RUnlock()
 	if conn == nil {
-		return Health{}, false
+		return Health{State: NotConnected}
 	}
-	return conn.health(), true
+	return conn.health()
 }
 
+// notify tells every source that key's reachability or connection changed.
 func (m *Manager) notify(key Key) {
 	m.mu.RLock()
-	fns := append([]func(Key){}, m.onHealthChange...)
+	srcs := make([]*EventSource, 0, len(m.sources))
+	for _, s := range m.sources {
+		srcs = append(srcs, s)
+	}
 	m.mu.RUnlock()
-	for _, f := range fns {
-		f(key)
+	for _, s := range srcs {
+		s.ClusterChanged(key)
 	}
 }
 
@@ -232,18 +263,26 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 		return nil, fmt.Errorf("building direct client for %s: %w", key.Cluster, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, cancel: cancel, log: m.log.WithValues("cluster", key.String())}
-	m.mu.RLock()
-	watches := append([]watch{}, m.watches...)
-	m.mu.RUnlock()
-	for _, w := range watches {
-		if err := conn.addWatch(ctx, w); err != nil {
-			cancel()
-			return nil, err
-		}
+	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, ctx: ctx, cancel: cancel,
+		threshold: m.threshold, metrics: m.metrics, log: m.log.WithValues("cluster", key.String()),
+		last: Health{State: Connecting}, watched: map[string]bool{}}
+	if err := conn.ensureWatches(m.watches()); err != nil {
+		cancel()
+		return nil, err
 	}
 	go conn.run(ctx)
 	return conn, nil
+}
+
+// watches lists the watches of every source.
+func (m *Manager) watches() []watch {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ws []watch
+	for _, s := range m.sources {
+		ws = append(ws, s.watches()...)
+	}
+	return ws
 }
 
 // streamConfig is cfg for the cache's lists and watches: without the timeout
@@ -257,12 +296,4 @@ func streamConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = 0
 	return c
-}
-
-// Health is the outcome of the last health probe of a cluster.
-type Health struct {
-	Reachable     bool
-	LastProbeTime time.Time
-	ServerVersion string
-	Err           error
 }

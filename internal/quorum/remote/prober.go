@@ -6,7 +6,7 @@ import (
 )
 
 // Prober is a manager Runnable that probes every connected cluster at a fixed
-// interval and tells OnHealthChange listeners about transitions, so that
+// interval and tells the event sources about changes of verdict, so that
 // conditions follow reality without any controller requeueing hot.
 type Prober struct {
 	Manager  *Manager

@@ -1,47 +1,66 @@
 package remote
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"context"
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Requests carries reconcile requests from remote watches (or any other
-// goroutine) into one controller's work queue.
+// goroutine) into one controller's work queue. It is a controller-runtime
+// source.
+//
+// Send never blocks its caller (an informer's handler), never starts a
+// goroutine and never drops a request. Until the controller starts the source,
+// the requests wait in a set: each distinct request once, so the set is bounded
+// by the objects that exist, however many events arrive. Once started, Send
+// adds to the controller's work queue, which is itself such a set.
 type Requests struct {
-	ch chan event.GenericEvent
+	mu      sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+	pending []reconcile.Request
+	seen    map[reconcile.Request]bool
 }
 
-// NewRequests returns a Requests with room for size pending requests.
-func NewRequests(size int) *Requests {
-	return &Requests{ch: make(chan event.GenericEvent, size)}
+// NewRequests returns an empty Requests.
+func NewRequests() *Requests {
+	return &Requests{seen: map[reconcile.Request]bool{}}
 }
 
-// Send queues req. It never blocks the informer that calls it and never drops a
-// request: when the buffer is full, the send waits in its own goroutine.
+// Send queues req.
 func (q *Requests) Send(req reconcile.Request) {
-	ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{
-		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}}
-	select {
-	case q.ch <- ev:
-	default:
-		go func() { q.ch <- ev }()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queue != nil {
+		q.queue.Add(req)
+		return
+	}
+	if !q.seen[req] {
+		q.seen[req] = true
+		q.pending = append(q.pending, req)
 	}
 }
 
-// Source is the controller-runtime source that delivers the queued requests.
-func (q *Requests) Source() source.Source {
-	return source.Channel(q.ch, &handler.EnqueueRequestForObject{})
+// Pending is how many requests wait for the controller to start.
+func (q *Requests) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
 }
 
-// SourceMapped delivers each queued request through mapFn instead, for requests
-// that name another kind than the controller's (e.g. a zone whose groups to
-// reconcile).
-func (q *Requests) SourceMapped(mapFn handler.MapFunc) source.Source {
-	return source.Channel(q.ch, handler.EnqueueRequestsFromMapFunc(mapFn))
+// Start hands the waiting requests, in the order they came, and every later
+// one to queue.
+func (q *Requests) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queue = queue
+	for _, req := range q.pending {
+		queue.Add(req)
+	}
+	q.pending, q.seen = nil, map[reconcile.Request]bool{}
+	return nil
 }
 
-var _ client.Object = &metav1.PartialObjectMetadata{}
+func (q *Requests) String() string { return "remote requests" }

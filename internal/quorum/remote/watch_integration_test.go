@@ -28,11 +28,13 @@ func TestCacheWatchOutlivesRequestTimeout(t *testing.T) {
 	ctx := context.Background()
 	z := harness.Start(t, harness.Options{Scheme: scheme.New()}, "workload")
 	c := z.Clusters["workload"]
-	m := remote.NewManager(scheme.New(), nil, logr.Discard())
+	m := remote.NewManager(scheme.New(), logr.Discard(), remote.Options{})
 	seen := make(chan reconcile.Request, 16)
-	m.Watch(&corev1.ConfigMap{}, func(_ context.Context, _ remote.Key, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-	}, func(r reconcile.Request) { seen <- r })
+	m.Source("test", remote.Events{Kinds: []remote.Kind{{Object: &corev1.ConfigMap{},
+		Map: func(_ context.Context, _ remote.Key, o client.Object) []reconcile.Request {
+			seen <- reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
+			return nil
+		}}}})
 	key := remote.Key{Namespace: "dr", Zone: "zone", Cluster: "workload"}
 	const timeout = time.Second
 	require.NoError(t, m.Connect(ctx, key, c.Kubeconfig, remote.Limits{QPS: 50, Burst: 100, Timeout: timeout}))

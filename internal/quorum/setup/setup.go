@@ -30,10 +30,17 @@ type Options = boot.Options
 // otherwise.
 const DefaultHolderImage = protection.DefaultHolderImage
 
+// DefaultFailureThreshold is how many probes of a workload cluster must fail in
+// a row before it is unreachable unless a flag says otherwise.
+const DefaultFailureThreshold = remote.DefaultFailureThreshold
+
 // QuorumOptions are quorum-manager's own settings.
 type QuorumOptions struct {
 	// ProbeInterval is how often every workload cluster's API server is probed.
 	ProbeInterval time.Duration
+	// FailureThreshold is how many probes in a row must fail before a cluster
+	// is unreachable; DefaultFailureThreshold if zero.
+	FailureThreshold int
 	// HolderImage is the image of the replica holder pods the protection flow
 	// creates on the workload clusters.
 	HolderImage string
@@ -41,7 +48,7 @@ type QuorumOptions struct {
 
 // Quorum is the shared state of quorum-manager's reconcilers.
 type Quorum struct {
-	Remote *remote.Manager
+	Remote remote.Connector
 }
 
 // Run runs quorum-manager until SIGTERM or SIGINT and returns its exit code.
@@ -62,7 +69,7 @@ func QuorumManager(q QuorumOptions) boot.Register {
 // AddToManager registers every quorum-tier component with mgr. Tests and the
 // sandbox call it directly to run quorum-manager in-process.
 func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
-	rm := remote.NewManager(mgr.GetScheme(), nil, ctrl.Log.WithName("remote"))
+	rm := remote.NewManager(mgr.GetScheme(), ctrl.Log.WithName("remote"), remote.Options{FailureThreshold: q.FailureThreshold})
 	if err := mgr.Add(rm); err != nil {
 		return nil, err
 	}

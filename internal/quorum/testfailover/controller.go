@@ -36,29 +36,25 @@ type Reconciler struct {
 	// Reader reads the TestFailover itself past the cache: a stale copy would
 	// rerun a finished phase and could recreate objects after the cleanup.
 	Reader     client.Reader
-	Remote     *remote.Manager
+	Remote     remote.ClusterCache
 	Recorder   record.EventRecorder
 	Clock      clock.PassiveClock
 	Metrics    *Metrics
 	ProbeImage string
-
-	remoteEvents *remote.Requests
 }
 
 // SetupWithManager registers the controller. Changes of the test's VMs and PVCs
 // on the workload clusters (informers other quorum controllers already hold)
-// wake the test through a channel source; snapshots and Jobs are polled, so a
+// wake the test through its remote event source; snapshots and Jobs are polled, so a
 // workload cluster without the snapshot CRDs never blocks the shared caches.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: DefaultProbeImage,
-		remoteEvents: remote.NewRequests(1024)}
-	r.watchRemote()
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: DefaultProbeImage}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.TestFailover{}).
-		WatchesRawSource(r.remoteEvents.Source()).
+		WatchesRawSource(r.remoteEvents()).
 		Complete(r)
 }
 

@@ -54,7 +54,7 @@
 // CleanedUp says whether anything is left.
 //
 // Only internal/quorum/remote reaches the DR cluster. Changes of the test's VMs and PVCs wake
-// the test through a channel source; snapshots, Jobs and VMIs are polled every
+// the test through its remote event source; snapshots, Jobs and VMIs are polled every
 // few seconds while a test is active, so a cluster without the snapshot CRDs
 // never blocks the shared remote caches. Events are recorded on phase
 // transitions only. Metrics: siterecovery_test_failover_results_total and

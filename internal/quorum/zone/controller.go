@@ -29,23 +29,20 @@ const ControllerName = "protectionzone"
 // Reconciler connects zone clusters and reports their reachability.
 type Reconciler struct {
 	Client   client.Client
-	Remote   *remote.Manager
+	Remote   remote.Connector
 	Recorder record.EventRecorder
-	health   *remote.Requests
 }
 
 // SetupWithManager registers the controller. Health changes of remote clusters
 // and changes of kubeconfig Secrets enqueue the zone.
-func SetupWithManager(mgr ctrl.Manager, rm *remote.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		health: remote.NewRequests(64)}
-	rm.OnHealthChange(func(k remote.Key) { r.health.Send(k.ZoneRequest()) })
+func SetupWithManager(mgr ctrl.Manager, rm remote.Connector) error {
+	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.ProtectionZone{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.zonesUsingSecret)).
-		WatchesRawSource(r.health.Source()).
+		WatchesRawSource(rm.Source(ControllerName, remote.Events{Clusters: remote.ZoneRequests})).
 		Complete(r)
 }
 
@@ -95,19 +92,19 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.Prot
 			reason = srv1alpha1.ReasonKubeconfigInvalid
 		}
 	}
-	switch h, ok := r.Remote.Health(key); {
+	switch h := r.Remote.Health(key); {
 	case err != nil:
 		r.Remote.Disconnect(key)
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, err.Error()
-	case !ok || h.LastProbeTime.IsZero():
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, srv1alpha1.ReasonProgressing, "connecting; waiting for the first health probe"
-	case h.Reachable:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable, "API server answered the health probe"
+	case h.Reachable():
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, h.Reason(), h.Message()
 		st.ServerVersion = h.ServerVersion
-		st.LastProbeTime = &metav1.Time{Time: h.LastProbeTime}
+		st.LastProbeTime = &metav1.Time{Time: h.LastSuccessTime}
+	case h.Unreachable():
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, h.Reason(), h.Message()
 	default:
-		cond.Status, cond.Reason = metav1.ConditionFalse, srv1alpha1.ReasonAPIServerDown
-		cond.Message = fmt.Sprintf("API server did not answer the health probe at %s", h.LastProbeTime.UTC().Format(time.RFC3339))
+		// Connecting: neither verdict yet.
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, srv1alpha1.ReasonProgressing, h.Message()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	return st

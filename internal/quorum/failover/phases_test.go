@@ -1,0 +1,363 @@
+package failover
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+	remotefake "github.com/siterecovery/siterecovery/internal/quorum/remote/fake"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+)
+
+// The phases of a DRBD failover, one reconcile each, against in-memory
+// clusters: the quorum cluster is a fake client, the workload clusters are
+// remote/fake. Each case sets the request in a phase and the workload
+// clusters in a state, reconciles once, and checks the request's status and
+// what was written to each cluster.
+
+const (
+	testNS    = "dr"
+	testZone  = "zone"
+	testGroup = "g"
+	appNS     = "apps"
+	primary   = "primary"
+	drCluster = "dr"
+	vm        = "web"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+type cluster struct {
+	objs  []client.Object
+	state remote.State // Reachable if empty
+	gone  bool         // never connected
+}
+
+type phaseCase struct {
+	name string
+	// request's type, phase and how long ago it entered it.
+	typ   srv1alpha1.FailoverType
+	phase srv1alpha1.FailoverPhase
+	since time.Duration
+	force bool
+
+	primary, dr cluster
+
+	wantPhase   srv1alpha1.FailoverPhase
+	wantMessage string
+	// wantConditions maps a condition type to "Status/Reason".
+	wantConditions map[string]string
+	wantEvents     []string
+	check          func(t *testing.T, f *fixture)
+}
+
+type fixture struct {
+	ctx    context.Context
+	quorum client.Client
+	remote *remotefake.ClusterCache
+	events *record.FakeRecorder
+	r      *Reconciler
+}
+
+func key(cluster string) remote.Key {
+	return remote.Key{Namespace: testNS, Zone: testZone, Cluster: cluster}
+}
+
+func newFixture(t *testing.T, c phaseCase) *fixture {
+	s := scheme.New()
+	enteredAt := t0.Add(-c.since)
+	fr := &srv1alpha1.FailoverRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "move", UID: "uid-1", Generation: 1},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: testGroup},
+			TargetCluster: drCluster, FailoverType: c.typ, DrainTimeoutSeconds: 300, BatchBootTimeoutSeconds: 300, Force: c.force},
+		Status: srv1alpha1.FailoverRequestStatus{Phase: c.phase, SourceCluster: primary, StartTime: &metav1.Time{Time: enteredAt},
+			PhaseHistory: []srv1alpha1.PhaseTransition{
+				{Phase: string(srv1alpha1.FailoverPending), Time: metav1.NewMicroTime(enteredAt)},
+				{Phase: string(c.phase), Time: metav1.NewMicroTime(enteredAt)},
+			}},
+	}
+	if c.typ == "" {
+		fr.Spec.FailoverType = srv1alpha1.FailoverPlanned
+	}
+	zone := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testZone},
+		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
+			{Name: primary, Role: srv1alpha1.ClusterRolePrimary}, {Name: drCluster, Role: srv1alpha1.ClusterRoleDR}}}}
+	pg := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testGroup},
+		Spec: srv1alpha1.ProtectionGroupSpec{ZoneRef: &srv1alpha1.LocalObjectReference{Name: testZone}, ActiveCluster: primary,
+			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: appNS, Name: vm}}}}
+	f := &fixture{ctx: context.Background(), quorum: remotefake.NewClient(s, fr, zone, pg), remote: remotefake.New(s),
+		events: record.NewFakeRecorder(32)}
+	for name, cl := range map[string]cluster{primary: c.primary, drCluster: c.dr} {
+		if cl.gone {
+			continue
+		}
+		f.remote.Add(key(name), cl.objs...)
+		if cl.state != "" {
+			f.remote.SetState(key(name), cl.state)
+		}
+	}
+	f.r = &Reconciler{Client: f.quorum, Remote: f.remote, Recorder: f.events, Clock: clocktesting.NewFakeClock(t0),
+		Metrics: defaultMetrics, progress: flow.NewThrottle(progressInterval)}
+	return f
+}
+
+func (f *fixture) request(t *testing.T) *srv1alpha1.FailoverRequest {
+	fr := &srv1alpha1.FailoverRequest{}
+	require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: "move"}, fr))
+	return fr
+}
+
+func (f *fixture) get(t *testing.T, cluster string, obj client.Object, name string) {
+	t.Helper()
+	ns := appNS
+	switch obj.(type) {
+	case *srv1alpha1.ProtectionGroup:
+		ns = testNS
+	case *corev1.Node:
+		ns = ""
+	}
+	require.NoError(t, f.remote.Client(key(cluster)).Get(f.ctx, client.ObjectKey{Namespace: ns, Name: name}, obj))
+}
+
+func (f *fixture) drbd(t *testing.T, cluster string) *srv1alpha1.DRBDResource {
+	d := &srv1alpha1.DRBDResource{}
+	f.get(t, cluster, d, srv1alpha1.DRBDResourceName(vm))
+	return d
+}
+
+func (f *fixture) groupCopy(t *testing.T, cluster string) *srv1alpha1.ProtectionGroup {
+	g := &srv1alpha1.ProtectionGroup{}
+	f.get(t, cluster, g, testGroup)
+	return g
+}
+
+// groupCopyIn is the workload copy of the group, in state (observed) after
+// being asked for desired.
+func groupCopyIn(name string, desired, state srv1alpha1.GroupState) *srv1alpha1.ProtectionGroup {
+	return &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, Generation: 1},
+		Spec:   srv1alpha1.ProtectionGroupSpec{DesiredState: desired},
+		Status: srv1alpha1.ProtectionGroupStatus{ObservedGeneration: 1, CurrentState: state}}
+}
+
+// replica is the VM's DRBDResource on node, with the role DRBD reports.
+func replica(node string, spec srv1alpha1.DRBDRole, role srv1alpha1.DRBDRole, promotable bool) *srv1alpha1.DRBDResource {
+	return &srv1alpha1.DRBDResource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: testGroup}},
+		Spec:   srv1alpha1.DRBDResourceSpec{NodeName: node, Role: spec, Quorum: srv1alpha1.QuorumForRole(spec)},
+		Status: srv1alpha1.DRBDResourceStatus{Role: string(role), Promotable: promotable},
+	}
+}
+
+func node(name string, tainted bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if tainted {
+		n.Spec.Taints = []corev1.Taint{{Key: srv1alpha1.LostQuorumTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return n
+}
+
+func hasTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == srv1alpha1.LostQuorumTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	pri, sec                = srv1alpha1.RolePrimary, srv1alpha1.RoleSecondary
+	running, stopped        = srv1alpha1.StateRunning, srv1alpha1.StateStopped
+	sourceRunning           = []client.Object{groupCopyIn(testGroup, running, running), replica("node-a", pri, pri, false), node("node-a", false)}
+	sourceStoppedSecondary  = []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-a", sec, sec, false), node("node-a", false)}
+	targetStoppedPromotable = []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, true), node("node-b", false)}
+)
+
+func TestPhases(t *testing.T) {
+	for _, c := range []phaseCase{
+		// Stopping on the source.
+		{
+			name: "planned: asks the source to stop and waits for it", phase: srv1alpha1.FailoverStoppingOnSource,
+			primary: cluster{objs: sourceRunning}, dr: cluster{objs: targetStoppedPromotable},
+			wantPhase: srv1alpha1.FailoverStoppingOnSource, wantMessage: `waiting for group g to stop on primary (currentState "running")`,
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, stopped, f.groupCopy(t, primary).Spec.DesiredState, "the source is asked to stop")
+				require.Equal(t, pri, f.drbd(t, primary).Spec.Role, "nothing is demoted before the VMs stopped")
+			},
+		},
+		{
+			name: "planned: a stopped source moves on to demote DRBD there", phase: srv1alpha1.FailoverStoppingOnSource,
+			primary:   cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-a", pri, pri, false)}},
+			dr:        cluster{objs: targetStoppedPromotable},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on primary to become Secondary: vm-web",
+			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "True/Stopped"},
+			wantEvents:     []string{"Normal WaitingForDRBD group g stopped on primary; moving DRBD primary to dr"},
+			check: func(t *testing.T, f *fixture) {
+				d := f.drbd(t, primary)
+				require.Equal(t, sec, d.Spec.Role, "the source replica is demoted")
+				require.Equal(t, srv1alpha1.QuorumForRole(sec), d.Spec.Quorum, "and fenced by quorum in the same request")
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "the target waits for the source to be Secondary")
+			},
+		},
+		{
+			name: "planned: VMs that do not stop in time fail the request and restart on the source", phase: srv1alpha1.FailoverStoppingOnSource,
+			since:   10 * time.Minute,
+			primary: cluster{objs: sourceRunning}, dr: cluster{objs: targetStoppedPromotable},
+			wantPhase:      srv1alpha1.FailoverFailed,
+			wantMessage:    "VMs of g did not stop on primary within drainTimeoutSeconds=300; nothing was promoted on dr and the group was asked to run on primary again",
+			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "False/" + srv1alpha1.ReasonDrainTimeout, srv1alpha1.ConditionReady: "False/" + srv1alpha1.ReasonDrainTimeout},
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, running, f.groupCopy(t, primary).Spec.DesiredState)
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing was promoted")
+			},
+		},
+		{
+			name: "unplanned: an unreachable source is not waited for; the target is force-promoted", typ: srv1alpha1.FailoverUnplanned,
+			phase:     srv1alpha1.FailoverStoppingOnSource,
+			primary:   cluster{objs: sourceRunning, state: remote.Unreachable},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false)}},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
+			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "Unknown/" + srv1alpha1.ReasonSourceUnreachable},
+			check: func(t *testing.T, f *fixture) {
+				d := f.drbd(t, drCluster)
+				require.Equal(t, pri, d.Spec.Role)
+				require.True(t, d.Spec.ForcePromotion, "a replica that is not promotable is forced in an unplanned failover")
+				require.Equal(t, running, f.groupCopy(t, primary).Spec.DesiredState, "the unreachable source was not written")
+			},
+		},
+
+		// Waiting for DRBD.
+		{
+			name: "taint conflict: another group runs on the target, so its lost-quorum taint stays", phase: srv1alpha1.FailoverWaitingForDRBD,
+			primary: cluster{objs: sourceStoppedSecondary},
+			dr: cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), groupCopyIn("other", running, running),
+				replica("node-b", sec, sec, true), node("node-b", true)}},
+			wantPhase:      srv1alpha1.FailoverWaitingForDRBD,
+			wantMessage:    "not removing drbd.linbit.com/lost-quorum from node-b on dr: groups other run there; wait for them or set force",
+			wantConditions: map[string]string{srv1alpha1.ConditionTargetPromoted: "False/" + srv1alpha1.ReasonTaintConflict},
+			check: func(t *testing.T, f *fixture) {
+				n := &corev1.Node{}
+				f.get(t, drCluster, n, "node-b")
+				require.True(t, hasTaint(n), "the taint is kept")
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing is promoted while the taint holds")
+			},
+		},
+		{
+			name: "taint conflict with force: the taint goes and the target is promoted", phase: srv1alpha1.FailoverWaitingForDRBD, force: true,
+			primary: cluster{objs: sourceStoppedSecondary},
+			dr: cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), groupCopyIn("other", running, running),
+				replica("node-b", sec, sec, true), node("node-b", true)}},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
+			wantEvents: []string{"Normal TaintRemoved removed drbd.linbit.com/lost-quorum from node-b on dr"},
+			check: func(t *testing.T, f *fixture) {
+				n := &corev1.Node{}
+				f.get(t, drCluster, n, "node-b")
+				require.False(t, hasTaint(n))
+				d := f.drbd(t, drCluster)
+				require.Equal(t, pri, d.Spec.Role)
+				require.False(t, d.Spec.ForcePromotion, "a planned failover never forces")
+				require.Equal(t, srv1alpha1.QuorumForRole(pri), d.Spec.Quorum, "the primary's quorum goes with the promotion")
+			},
+		},
+		{
+			name: "no taint: a promotable target is promoted", phase: srv1alpha1.FailoverWaitingForDRBD,
+			primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: targetStoppedPromotable},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
+			check: func(t *testing.T, f *fixture) { require.Equal(t, pri, f.drbd(t, drCluster).Spec.Role) },
+		},
+		{
+			name: "target not connected: waits for it", phase: srv1alpha1.FailoverWaitingForDRBD,
+			primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{gone: true},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "cannot reach target dr yet: cluster not connected: dr has no connection (is it in the zone, with a valid kubeconfig Secret?)",
+		},
+
+		// Starting on the target.
+		{
+			name: "a promoted target is asked to run the group", phase: srv1alpha1.FailoverWaitingForDRBD,
+			primary:   cluster{objs: sourceStoppedSecondary},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true), node("node-b", false)}},
+			wantPhase: srv1alpha1.FailoverStartingOnTarget, wantMessage: `waiting for group g to run on dr (currentState "stopped")`,
+			wantConditions: map[string]string{srv1alpha1.ConditionTargetPromoted: "True/Promoted"},
+			wantEvents:     []string{"Normal StartingOnTarget DRBD primary on dr; starting group g there"},
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, running, f.groupCopy(t, drCluster).Spec.DesiredState)
+				require.Equal(t, stopped, f.groupCopy(t, primary).Spec.DesiredState, "the source stays stopped")
+			},
+		},
+		{
+			name: "a running target completes the request and becomes the active cluster", phase: srv1alpha1.FailoverStartingOnTarget,
+			primary:   cluster{objs: sourceStoppedSecondary},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), replica("node-b", pri, pri, true)}},
+			wantPhase: srv1alpha1.FailoverCompleted, wantMessage: "group g runs on dr; dr is now its active cluster",
+			wantConditions: map[string]string{srv1alpha1.ConditionTargetRunning: "True/Running", srv1alpha1.ConditionReady: "True/FailoverCompleted"},
+			check: func(t *testing.T, f *fixture) {
+				pg := &srv1alpha1.ProtectionGroup{}
+				require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: testGroup}, pg))
+				require.Equal(t, drCluster, pg.Spec.ActiveCluster)
+				err := f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: srv1alpha1.FailoverLockName(testGroup)}, &coordinationv1.Lease{})
+				require.True(t, apierrors.IsNotFound(err), "the lock is released: %v", err)
+			},
+		},
+		{
+			name: "an unreachable target is waited for until the boot timeout", phase: srv1alpha1.FailoverStartingOnTarget,
+			primary:     cluster{objs: sourceStoppedSecondary},
+			dr:          cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", pri, pri, true)}, state: remote.Unreachable},
+			wantPhase:   srv1alpha1.FailoverStartingOnTarget,
+			wantMessage: "cannot reach target dr yet: setting desiredState=running on dr: cluster dr: dial tcp: connect: connection refused",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c)
+			_, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
+			require.NoError(t, err)
+			fr := f.request(t)
+			require.Equal(t, c.wantPhase, fr.Status.Phase, "message: %s", fr.Status.Message)
+			require.Equal(t, c.wantMessage, fr.Status.Message)
+			for typ, want := range c.wantConditions {
+				cond := meta.FindStatusCondition(fr.Status.Conditions, typ)
+				require.NotNil(t, cond, "condition %s", typ)
+				require.Equal(t, want, string(cond.Status)+"/"+cond.Reason, "condition %s: %s", typ, cond.Message)
+			}
+			close(f.events.Events)
+			var events []string
+			for e := range f.events.Events {
+				events = append(events, e)
+			}
+			for _, want := range c.wantEvents {
+				require.Contains(t, events, want)
+			}
+			if c.check != nil {
+				c.check(t, f)
+			}
+		})
+	}
+}
+
+// A write through a workload cluster wakes the active requests of its DR
+// namespace: the controller's remote events, fed by the fake's writes.
+func TestRemoteWritesWakeActiveRequests(t *testing.T) {
+	f := newFixture(t, phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
+		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: targetStoppedPromotable}})
+	src := f.r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+		{Object: &srv1alpha1.DRBDResource{}, Map: f.r.activeRequestsOfRemote}}})
+	q := newTestQueue(t, src)
+	d := f.drbd(t, drCluster)
+	d.Status.Role = string(pri)
+	require.NoError(t, f.remote.Client(key(drCluster)).Status().Update(f.ctx, d))
+	require.Equal(t, "move", q.next(t).Name)
+}
