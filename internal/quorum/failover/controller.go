@@ -176,7 +176,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 		return 0, err
 	}
 	if changed {
-		r.progress.Written(key, s.now)
+		r.progress.Written(key, flow.Change{}, s.now)
 	}
 	return 0, nil
 }

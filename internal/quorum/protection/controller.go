@@ -143,7 +143,7 @@ func (r *Reconciler) complete(s *scope) {
 // the request, others leave Ready=False with the reason until the retry.
 func (r *Reconciler) handleError(s *scope, err error) {
 	var e *flow.Error
-	if errors.As(err, &e) && e.Terminal {
+	if errors.As(err, &e) && e.Terminal() {
 		s.req.Status.CompletionTime = &metav1.Time{Time: s.now}
 		s.enterWithReason(srv1alpha1.ProtectionFailed, e.Reason, e.Error())
 		setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionFalse, e.Reason, "%s", e.Error())
