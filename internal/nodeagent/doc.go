@@ -11,10 +11,9 @@
 //     configuration (spec -> drbd.ResourceConfig, backing device resolution, atomic
 //     render), metadata creation (once, remembered by a marker file next to the
 //     resource file), up/adjust, and role. Then setter functions compute the status
-//     from the phase results and the tracked DRBD state, and a flow.StatusWriter paced
-//     by a Coalescer bounds the
-//     status writes to one per resource per interval (default one second) while never
-//     dropping the last change.
+//     from the phase results and the tracked DRBD state, and a flow.StatusWriter
+//     paced by a Coalescer bounds the status writes to one per resource per interval
+//     (default one second) while never dropping the last change.
 //   - Taints keeps the node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
 //     with the tracked quorum of every resource on the node.
 //
