@@ -33,8 +33,7 @@ type Trail[P ~string] struct {
 	CompletionTime **metav1.Time
 	Generation     int64
 	Now            time.Time
-	// Succeeded and Failed are the kind's terminal phases.
-	Succeeded, Failed P
+	Terminals[P]
 	// MaxMessage truncates the messages of the history; zero keeps them whole.
 	MaxMessage int
 
@@ -43,11 +42,14 @@ type Trail[P ~string] struct {
 	Events []Event
 }
 
+// Terminals are the terminal phases of a request kind.
+type Terminals[P ~string] struct{ Succeeded, Failed P }
+
+// IsTerminal reports whether p is one of the terminal phases.
+func (k Terminals[P]) IsTerminal(p P) bool { return p == k.Succeeded || p == k.Failed }
+
 // Terminal reports whether the request is in a terminal phase.
 func (t *Trail[P]) Terminal() bool { return t.IsTerminal(*t.Phase) }
-
-// IsTerminal reports whether p is one of the kind's terminal phases.
-func (t *Trail[P]) IsTerminal(p P) bool { return p == t.Succeeded || p == t.Failed }
 
 // Enter moves the request to phase p: the phase, its history, the message, a
 // Normal event named after p (Warning for Failed) and, for a phase that is not
@@ -111,6 +113,20 @@ func (t *Trail[P]) Succeed(reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	t.Enter(t.Succeeded, "%s", msg)
 	t.Condition(srv1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+}
+
+// Report shows a step's error the way every kind shows it: a Stalled error
+// fails the request with its reason, a Waiting one is a wait with its reason;
+// other errors are left to the retry.
+func (t *Trail[P]) Report(err error) {
+	e := As(err)
+	switch {
+	case e == nil:
+	case e.Kind == KindStalled:
+		t.Fail(e.Reason, "%s", e.Error())
+	case e.Kind == KindWaiting:
+		t.Wait(e.Reason, "%s", e.Error())
+	}
 }
 
 // Condition sets a condition at the request's generation; a changed message

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func failoverTrail(fr *srv1alpha1.FailoverRequest, now time.Time) *Trail[srv1alp
 	st := &fr.Status
 	return &Trail[srv1alpha1.FailoverPhase]{Phase: &st.Phase, History: &st.PhaseHistory, Conditions: &st.Conditions,
 		Message: &st.Message, CompletionTime: &st.CompletionTime, Generation: fr.Generation, Now: now,
-		Succeeded: srv1alpha1.FailoverCompleted, Failed: srv1alpha1.FailoverFailed}
+		Terminals: Terminals[srv1alpha1.FailoverPhase]{Succeeded: srv1alpha1.FailoverCompleted, Failed: srv1alpha1.FailoverFailed}}
 }
 
 func TestTrail(t *testing.T) {
@@ -64,4 +65,21 @@ func TestTrailTruncates(t *testing.T) {
 	tr.Enter(srv1alpha1.FailoverPending, "0123456789")
 	require.Equal(t, "01234...", fr.Status.PhaseHistory[0].Message)
 	require.Equal(t, "0123456789", tr.Events[0].Message, "the event keeps the whole message")
+}
+
+func TestTrailReport(t *testing.T) {
+	fr := &srv1alpha1.FailoverRequest{}
+	tr := failoverTrail(fr, time.Unix(0, 0))
+	tr.Enter(srv1alpha1.FailoverWaitingForDRBD, "moving DRBD")
+
+	tr.Report(errors.New("connection refused"))
+	require.Equal(t, "moving DRBD", fr.Status.Message, "a plain error is left to the retry")
+
+	tr.Report(Waiting(srv1alpha1.ReasonProgressing, time.Second, "2 of 3 promoted"))
+	require.Equal(t, srv1alpha1.FailoverWaitingForDRBD, fr.Status.Phase)
+	require.Equal(t, "2 of 3 promoted", meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Message)
+
+	tr.Report(Stalled("NoReplicas", "no DRBDResources"))
+	require.Equal(t, srv1alpha1.FailoverFailed, fr.Status.Phase)
+	require.Equal(t, "NoReplicas", meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Reason)
 }
