@@ -73,7 +73,7 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (bool, err
 	}
 	for i, sd := range s.sides() {
 		if res[i].Status.Address == "" {
-			s.wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
+			s.trail.Wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
 			setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonWaitingForAgent,
 				"DRBDResource %s exists on both clusters; waiting for node %s of %s to report its address", res[i].Name, nodes[i], sd.cluster)
 			return false, nil
@@ -156,7 +156,7 @@ func (r *Reconciler) replicaNode(ctx context.Context, s *scope, sd side) (string
 		}
 	}
 	if len(ready) == 0 {
-		s.wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
+		s.trail.Wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
 		s.requeue(unreachableRetry)
 		return "", false, nil
 	}

@@ -50,13 +50,13 @@ func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (bool, error
 	if t := s.req.Spec.InitialSyncTimeoutSeconds; t > 0 {
 		timeout = time.Duration(t) * time.Second
 	}
-	left := s.enteredAt(srv1alpha1.ProtectionWaitingForInitialSync).Add(timeout).Sub(s.now)
+	left := s.trail.EnteredAt(srv1alpha1.ProtectionWaitingForInitialSync).Add(timeout).Sub(s.now)
 	if left <= 0 {
 		return false, flow.Stalled(ReasonInitialSyncTimeout, "initial sync of %s to %s did not finish within %s (%s); check the replication network between the clusters and create a new request",
 			name.Name, s.target, timeout, progress)
 	}
 	setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionFalse, ReasonSyncing, "initial sync to %s: %s", s.target, progress)
-	s.wait(ReasonSyncing, "initial sync to %s: %s", s.target, progress)
+	s.trail.Wait(ReasonSyncing, "initial sync to %s: %s", s.target, progress)
 	s.requeue(left) // the timeout's only timer; progress arrives by watch
 	return false, nil
 }

@@ -29,12 +29,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 	if !controllerutil.ContainsFinalizer(req, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{req: req, before: req.DeepCopy(), now: r.now()}
+	s := newScope(req, r.now())
 	if !reached(req, srv1alpha1.ProtectionProvisioningTarget) {
 		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeNormal, ReasonUnprotected,
 			"deleted before anything was created on the workload clusters; nothing to remove")
 	}
-	s.wait(ReasonUnprotecting, "removing protection of VirtualMachine %s", s.vmKey())
+	s.trail.Wait(ReasonUnprotecting, "removing protection of VirtualMachine %s", s.vmKey())
 	err := r.unprotect(ctx, s)
 	if err == nil {
 		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeNormal, ReasonUnprotected, doneMessage(s))
@@ -104,7 +104,7 @@ func noteHold(s *scope) {
 	case ReasonFailedOver, ReasonFailoverInProgress, ReasonClusterUnreachable, ReasonRequestFailed:
 		kind = corev1.EventTypeWarning
 	}
-	s.events = append(s.events, transitionEvent{phase: s.req.Status.Phase, kind: kind, reason: now.Reason, message: now.Message})
+	s.trail.Events = append(s.trail.Events, flow.Event{Type: kind, Reason: now.Reason, Message: now.Message})
 }
 
 func doneMessage(s *scope) string {
