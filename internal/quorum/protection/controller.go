@@ -45,10 +45,10 @@ type Reconciler struct {
 	Options   Options
 }
 
-// step runs one phase. It reports done when the phase is complete; a wait sets a
-// condition through the scope's trail and returns (false, nil). Errors are typed
-// with internal/flow: Stalled fails the request, Waiting retries after a delay,
-// anything else goes to controller-runtime's backoff.
+// step is one step of removing protection. It reports done when the step is
+// complete; a wait sets a condition through the scope's trail and returns
+// (false, nil). Errors are typed with internal/flow: Waiting retries after a
+// delay, anything else goes to controller-runtime's backoff.
 type step func(ctx context.Context, s *scope) (done bool, err error)
 
 // Reconcile runs the request's current phase and every following one that can
@@ -94,39 +94,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 // complete now; handleError shows a step's error on the request.
 func (r *Reconciler) runner() flow.Runner[*scope, srv1alpha1.ProtectionPhase] {
 	steps := map[srv1alpha1.ProtectionPhase]flow.Phase[*scope]{
-		srv1alpha1.ProtectionValidating:            r.then(r.validate, srv1alpha1.ProtectionProvisioningTarget),
-		srv1alpha1.ProtectionProvisioningTarget:    r.then(r.provisionTarget, srv1alpha1.ProtectionCreatingReplication),
-		srv1alpha1.ProtectionCreatingReplication:   r.then(r.createReplication, srv1alpha1.ProtectionWaitingForInitialSync),
-		srv1alpha1.ProtectionWaitingForInitialSync: r.then(r.waitInitialSync, srv1alpha1.ProtectionSwitchingFrontend),
-		srv1alpha1.ProtectionSwitchingFrontend:     r.then(r.switchFrontend, srv1alpha1.ProtectionAddingToGroup),
-		srv1alpha1.ProtectionAddingToGroup:         r.then(r.addToGroup, srv1alpha1.ProtectionProtected),
+		srv1alpha1.ProtectionValidating:            r.validate,
+		srv1alpha1.ProtectionProvisioningTarget:    r.provisionTarget,
+		srv1alpha1.ProtectionCreatingReplication:   r.createReplication,
+		srv1alpha1.ProtectionWaitingForInitialSync: r.waitInitialSync,
+		srv1alpha1.ProtectionSwitchingFrontend:     r.switchFrontend,
+		srv1alpha1.ProtectionAddingToGroup:         r.addToGroup,
 	}
 	return flow.Runner[*scope, srv1alpha1.ProtectionPhase]{
-		Phase:  func(s *scope) srv1alpha1.ProtectionPhase { return s.req.Status.Phase },
-		Step:   func(s *scope) flow.Phase[*scope] { return steps[s.req.Status.Phase] },
+		Phase: func(s *scope) srv1alpha1.ProtectionPhase { return s.req.Status.Phase },
+		Step: func(s *scope) flow.Phase[*scope] {
+			st := steps[s.req.Status.Phase]
+			if st == nil {
+				return nil
+			}
+			return func(ctx context.Context, s *scope) (ctrl.Result, error) {
+				if err := r.load(ctx, s); err != nil {
+					return ctrl.Result{}, err
+				}
+				return st(ctx, s)
+			}
+		},
 		Report: r.handleError,
 	}
 }
 
-// then is the phase that runs st and, once st is done, enters next and persists
-// the status at that phase boundary, so that a reconcile after a crash resumes
-// in next and never redoes an allocation.
-func (r *Reconciler) then(st step, next srv1alpha1.ProtectionPhase) flow.Phase[*scope] {
-	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
-		if err := r.load(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		done, err := st(ctx, s)
-		if err != nil || !done {
-			return ctrl.Result{}, err
-		}
-		if next == srv1alpha1.ProtectionProtected {
-			r.complete(s)
-		} else {
-			s.trail.Enter(next, "entered %s", next)
-		}
-		return ctrl.Result{}, r.persist(ctx, s)
+// advance ends a phase's step: it enters next and persists the status at that
+// phase boundary, so that a reconcile after a crash resumes in next and never
+// redoes an allocation. A step that waits leaves the phase as it is, with the
+// wait on its trail.
+func (r *Reconciler) advance(ctx context.Context, s *scope, next srv1alpha1.ProtectionPhase) (ctrl.Result, error) {
+	if next == srv1alpha1.ProtectionProtected {
+		r.complete(s)
+	} else {
+		s.trail.Enter(next, "entered %s", next)
 	}
+	return ctrl.Result{}, r.persist(ctx, s)
 }
 
 // complete marks the request Protected.
