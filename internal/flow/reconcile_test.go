@@ -48,23 +48,6 @@ func TestRunPhasesStopsAtFirstError(t *testing.T) {
 	require.Equal(t, time.Second, res.RequeueAfter)
 }
 
-func TestResult(t *testing.T) {
-	res, err := Result(ctrl.Result{}, Stalled("Bad", "fix the spec"))
-	require.NoError(t, err, "terminal errors are reported by condition, not retried")
-	require.True(t, res.IsZero())
-
-	res, err = Result(After(time.Minute), Waiting("Wait", 5*time.Second, "not yet"))
-	require.NoError(t, err)
-	require.Equal(t, 5*time.Second, res.RequeueAfter)
-
-	cause := errors.New("conflict")
-	_, err = Result(ctrl.Result{}, Transient("Conflict", cause))
-	require.ErrorIs(t, err, cause, "transient errors go to controller-runtime's backoff")
-
-	require.Equal(t, "Bad", ReasonOf(Stalled("Bad", "x"), "Fallback"))
-	require.Equal(t, "Fallback", ReasonOf(cause, "Fallback"))
-}
-
 func TestForEachBoundsConcurrencyAndJoinsErrors(t *testing.T) {
 	var mu sync.Mutex
 	inFlight, peak := 0, 0

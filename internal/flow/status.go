@@ -2,8 +2,10 @@ package flow
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -11,26 +13,122 @@ import (
 // written.
 type Event struct{ Type, Reason, Message string }
 
-// WriteStatus writes obj's status when changed, then records events. An event
-// is never recorded for a status that was not written, so the events of an
+// StatusWriter is the one way a controller writes a status: an update of the
+// status subresource carrying the resourceVersion the object was read with,
+// optionally paced per object by a Pacer (a Throttle or a Coalescer).
+//
+// The update is an optimistic lock: a stale read fails with a conflict and is
+// retried with a fresh copy, so a write never overwrites what another reconcile
+// wrote meanwhile (an allocation, a currentState). The controller computes the
+// whole status, so an update says all a patch would, and it costs the API
+// server less: no merge of a patch into the stored object, which for a custom
+// resource means encoding it to JSON and decoding it again.
+//
+// Events are recorded only after the write succeeded, so the events of an
 // object always match its status history. An object deleted meanwhile is not
 // an error.
-//
-// The write is an update of the status subresource: obj carries the
-// resourceVersion it was read with, so a stale read fails with a conflict and
-// is retried with a fresh copy, as an optimistically locked patch would be. The
-// controller computes the whole status, so an update says all a patch would,
-// and it costs the API server less: no merge of a patch into the stored object,
-// which for a custom resource means encoding it to JSON and decoding it again.
+type StatusWriter struct {
+	client   client.Client
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	pacer    Pacer
+}
+
+// StatusOption configures a StatusWriter.
+type StatusOption func(*StatusWriter)
+
+// WithPacer paces the writes per object with p.
+func WithPacer(p Pacer) StatusOption { return func(w *StatusWriter) { w.pacer = p } }
+
+// WithClock sets the clock pacing decisions use; the real clock by default.
+func WithClock(c clock.PassiveClock) StatusOption { return func(w *StatusWriter) { w.clock = c } }
+
+// NewStatusWriter returns a writer that records events with rec (nil: none).
+func NewStatusWriter(c client.Client, rec record.EventRecorder, opts ...StatusOption) *StatusWriter {
+	w := &StatusWriter{client: c, recorder: rec, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+// Change is a status a reconcile computed, for a StatusWriter to write.
+type Change struct {
+	// Changed reports whether the status differs from the one read. A
+	// Coalescer decides from Want and Current instead.
+	Changed bool
+	// ProgressOnly: the change is a progress message alone (what a wait still
+	// waits on), which a Throttle holds back.
+	ProgressOnly bool
+	// Want and Current are the status to write and the one read (pointers to
+	// the status struct), for a Coalescer.
+	Want, Current any
+	// Events to record once the status is written.
+	Events []Event
+	// At is when the reconcile computed the change, for the pacer; the
+	// writer's clock when zero.
+	At time.Time
+}
+
+// Written is the outcome of a Write.
+type Written struct {
+	// Wrote reports whether the status was written.
+	Wrote bool
+	// Hold > 0: the pacer held the change back; reconcile again after Hold so
+	// that the then-current status is written and no change is lost.
+	Hold time.Duration
+}
+
+// Write writes obj's status as c describes.
+func (w *StatusWriter) Write(ctx context.Context, obj client.Object, c Change) (Written, error) {
+	key := client.ObjectKeyFromObject(obj).String()
+	now := c.At
+	if now.IsZero() {
+		now = w.clock.Now()
+	}
+	if w.pacer != nil {
+		write, hold := w.pacer.Decide(key, c, now)
+		if !write {
+			return Written{Hold: hold}, nil
+		}
+	} else if !c.Changed {
+		return Written{}, nil
+	}
+	if err := w.client.Status().Update(ctx, obj); err != nil {
+		return Written{}, client.IgnoreNotFound(err)
+	}
+	if w.pacer != nil {
+		w.pacer.Written(key, c, now)
+	}
+	if w.recorder != nil {
+		for _, e := range c.Events {
+			w.recorder.Event(obj, e.Type, e.Reason, e.Message)
+		}
+	}
+	return Written{Wrote: true}, nil
+}
+
+// Forget drops what the pacer knows of key, once its object is gone.
+func (w *StatusWriter) Forget(key string) {
+	if w.pacer != nil {
+		w.pacer.Forget(key)
+	}
+}
+
+// WriteStatus writes obj's status when changed, then records events: a
+// StatusWriter without a pacer, for a single write.
 func WriteStatus(ctx context.Context, c client.Client, rec record.EventRecorder, obj client.Object, changed bool, events []Event) error {
-	if !changed {
-		return nil
-	}
-	if err := c.Status().Update(ctx, obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	for _, e := range events {
-		rec.Event(obj, e.Type, e.Reason, e.Message)
-	}
-	return nil
+	_, err := NewStatusWriter(c, rec).Write(ctx, obj, Change{Changed: changed, Events: events})
+	return err
+}
+
+// Pacer decides per object key whether a status change is written now.
+type Pacer interface {
+	// Decide reports whether to write c at now; when not, hold > 0 says how
+	// long the change must wait, and zero that there is nothing to write.
+	Decide(key string, c Change, now time.Time) (write bool, hold time.Duration)
+	// Written records that c was written at now.
+	Written(key string, c Change, now time.Time)
+	// Forget drops key.
+	Forget(key string)
 }

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// Throttle spaces out the status writes that only report progress (a waiting
-// message that names what is still pending): a flow over many objects would
-// otherwise write its status once for every object that moves, and each write
-// costs the API server and every watcher of the object. Writes that change
-// anything else (a phase, a condition) are never held back, and the last
-// progress message is never lost: a held write gets a wait, and the reconcile
-// after it writes the then-current message.
+// Throttle is a Pacer that spaces out the status writes that only report
+// progress (a waiting message that names what is still pending): a flow over
+// many objects would otherwise write its status once for every object that
+// moves, and each write costs the API server and every watcher of the object.
+// Writes that change anything else (a phase, a condition) are never held back,
+// and the last progress message is never lost: a held write gets a wait, and
+// the reconcile after it writes the then-current message.
 type Throttle struct {
 	interval time.Duration
 
@@ -23,6 +23,24 @@ type Throttle struct {
 func NewThrottle(interval time.Duration) *Throttle {
 	return &Throttle{interval: interval, last: map[string]time.Time{}}
 }
+
+// Decide implements Pacer: a change is written unless it is progress only and
+// key was written less than the interval ago.
+func (t *Throttle) Decide(key string, c Change, now time.Time) (bool, time.Duration) {
+	if !c.Changed {
+		return false, 0
+	}
+	if !c.ProgressOnly || len(c.Events) > 0 {
+		return true, 0
+	}
+	if held := t.Hold(key, now); held > 0 {
+		return false, held
+	}
+	return true, 0
+}
+
+// Written implements Pacer.
+func (t *Throttle) Written(key string, _ Change, now time.Time) { t.written(key, now) }
 
 // Hold returns how long a progress-only write of key must wait at now; zero
 // means write it now.
@@ -39,8 +57,7 @@ func (t *Throttle) Hold(key string, now time.Time) time.Duration {
 	return 0
 }
 
-// Written records a status write of key at now, whatever it changed.
-func (t *Throttle) Written(key string, now time.Time) {
+func (t *Throttle) written(key string, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.last[key] = now

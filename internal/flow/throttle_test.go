@@ -11,7 +11,7 @@ func TestThrottle(t *testing.T) {
 	if held := th.Hold("a", t0); held != 0 {
 		t.Fatalf("a key never written must not be held, got %s", held)
 	}
-	th.Written("a", t0)
+	th.Written("a", Change{}, t0)
 	if held := th.Hold("a", t0.Add(300*time.Millisecond)); held != 700*time.Millisecond {
 		t.Fatalf("a progress write 300ms after a write must wait 700ms, got %s", held)
 	}

@@ -24,48 +24,48 @@ func TestCoalescerContract(t *testing.T) {
 	const key = "ns/r"
 	empty := &srv1alpha1.DRBDResourceStatus{}
 
-	write, wait := c.Decide(key, empty, empty)
+	write, wait := c.DecideStatus(key, empty, empty)
 	assert.False(t, write, "nothing to write when equal to the object's status")
 	assert.Zero(t, wait)
 
 	s1 := statusWithSync(1)
-	write, _ = c.Decide(key, s1, empty)
+	write, _ = c.DecideStatus(key, s1, empty)
 	require.True(t, write, "first change is written at once")
-	c.Written(key, s1)
+	c.WrittenStatus(key, s1)
 
 	// Unchanged (up to lastUpdateTime and transition times): never written.
 	same := s1.DeepCopy()
 	now := metav1.NewTime(clk.Now())
 	same.LastUpdateTime = &now
 	clk.Step(5 * time.Second)
-	write, wait = c.Decide(key, same, empty)
+	write, wait = c.DecideStatus(key, same, empty)
 	assert.False(t, write)
 	assert.Zero(t, wait)
 
 	// A change is written, the next ones within the interval wait.
-	write, _ = c.Decide(key, statusWithSync(2), empty)
+	write, _ = c.DecideStatus(key, statusWithSync(2), empty)
 	require.True(t, write)
-	c.Written(key, statusWithSync(2))
+	c.WrittenStatus(key, statusWithSync(2))
 	clk.Step(300 * time.Millisecond)
-	write, wait = c.Decide(key, statusWithSync(3), empty)
+	write, wait = c.DecideStatus(key, statusWithSync(3), empty)
 	assert.False(t, write)
 	assert.Equal(t, 700*time.Millisecond, wait)
 	clk.Step(200 * time.Millisecond)
-	write, wait = c.Decide(key, statusWithSync(4), empty) // newest state, still too early
+	write, wait = c.DecideStatus(key, statusWithSync(4), empty) // newest state, still too early
 	assert.False(t, write)
 	assert.Equal(t, 500*time.Millisecond, wait)
 
 	// Trailing write: after the wait the latest status goes out.
 	clk.Step(wait)
-	write, _ = c.Decide(key, statusWithSync(4), empty)
+	write, _ = c.DecideStatus(key, statusWithSync(4), empty)
 	require.True(t, write, "the last change is never lost")
-	c.Written(key, statusWithSync(4))
+	c.WrittenStatus(key, statusWithSync(4))
 	last, ok := c.Last(key)
 	require.True(t, ok)
 	assert.True(t, StatusEqual(&last, statusWithSync(4)))
 
 	// Flip back to a previous value inside the interval is a change too.
-	write, wait = c.Decide(key, statusWithSync(2), statusWithSync(2))
+	write, wait = c.DecideStatus(key, statusWithSync(2), statusWithSync(2))
 	assert.False(t, write)
 	assert.Equal(t, time.Second, wait, "compared with the last write, not a stale cache")
 
@@ -89,10 +89,10 @@ func simulateCoalescing(tb testing.TB, n int, duration time.Duration) (writes in
 		latest[i] = &srv1alpha1.DRBDResourceStatus{}
 	}
 	offer := func(i int) {
-		write, wait := c.Decide(keys[i], latest[i], &srv1alpha1.DRBDResourceStatus{})
+		write, wait := c.DecideStatus(keys[i], latest[i], &srv1alpha1.DRBDResourceStatus{})
 		switch {
 		case write:
-			c.Written(keys[i], latest[i])
+			c.WrittenStatus(keys[i], latest[i])
 			writes++
 			retryAt[i] = time.Time{}
 		case wait > 0 && (retryAt[i].IsZero() || clk.Now().Add(wait).Before(retryAt[i])):

@@ -2,12 +2,12 @@ package nodeagent
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/siterecovery/siterecovery/internal/drbd"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Reasons the agent uses besides the API package's.
@@ -29,27 +29,23 @@ const (
 	ReasonSyncing = "Syncing"
 )
 
-// ConditionError is a phase failure the status reports as a False condition. The
-// reconciler stops the phase chain, writes the status and requeues after
-// RequeueAfter (0: only a spec or DRBD state change retries).
-type ConditionError struct {
-	Condition    string
-	Reason       string
-	Message      string
-	RequeueAfter time.Duration
-	Err          error
+// waitOn is a phase failure that resolves on its own, shown as condition cond
+// False with reason; it is retried after after (zero: when the spec or the DRBD
+// state changes).
+func waitOn(cond, reason string, after time.Duration, cause error, msg string) *flow.Error {
+	return &flow.Error{Kind: flow.KindWaiting, Condition: cond, Reason: reason, Message: msg, Err: cause, RequeueAfter: after}
 }
 
-func (e *ConditionError) Error() string {
-	return fmt.Sprintf("%s=False (%s): %s", e.Condition, e.Reason, e.Message)
+// stalledOn is a phase failure only a spec change fixes, shown as condition cond
+// False with reason.
+func stalledOn(cond, reason string, cause error, msg string) *flow.Error {
+	return &flow.Error{Kind: flow.KindStalled, Condition: cond, Reason: reason, Message: msg, Err: cause}
 }
 
-func (e *ConditionError) Unwrap() error { return e.Err }
-
-// condition returns the False condition e stands for.
-func (e *ConditionError) condition(generation int64) metav1.Condition {
+// falseCondition is the False condition a phase failure stands for.
+func falseCondition(e *flow.Error, generation int64) metav1.Condition {
 	return metav1.Condition{Type: e.Condition, Status: metav1.ConditionFalse, Reason: e.Reason,
-		Message: e.Message, ObservedGeneration: generation}
+		Message: e.Error(), ObservedGeneration: generation}
 }
 
 // drbdMessage returns what drbd-utils printed for a failed command (its stderr),

@@ -31,9 +31,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 
 func (r *Reconciler) claimName(_ context.Context, s *scope) (ctrl.Result, error) {
 	if owner, ok := r.owners.claim(s.obj.Name, s.key); !ok {
-		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: ReasonNameConflict,
-			Message: fmt.Sprintf("DRBD resource %q is already driven on node %s by DRBDResource %s; DRBDResource names must be unique per node across namespaces",
-				s.obj.Name, r.Config.NodeName, owner)}
+		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, ReasonNameConflict, nil,
+			fmt.Sprintf("DRBD resource %q is already driven on node %s by DRBDResource %s; DRBDResource names must be unique per node across namespaces",
+				s.obj.Name, r.Config.NodeName, owner))
 	}
 	return ctrl.Result{}, nil
 }
@@ -41,9 +41,9 @@ func (r *Reconciler) claimName(_ context.Context, s *scope) (ctrl.Result, error)
 // configure resolves the backing devices, validates and renders the resource file.
 func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if len(s.obj.Spec.Peers) == 0 {
-		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: ReasonWaitingForPeers,
-			Message: fmt.Sprintf("spec.peers is empty; the local replica serves on %s:%d once the peers are known",
-				r.Config.ReplicationAddress, s.obj.Spec.Port)}
+		return ctrl.Result{}, waitOn(srv1alpha1.ConditionConfigured, ReasonWaitingForPeers, 0, nil,
+			fmt.Sprintf("spec.peers is empty; the local replica serves on %s:%d once the peers are known",
+				r.Config.ReplicationAddress, s.obj.Spec.Port))
 	}
 	// Devices are looked up again only when the volumes change: a role change,
 	// the step a failover waits on, then costs no API read.
@@ -58,8 +58,8 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices)
 	data, err := rc.Render()
 	if err != nil {
-		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonInvalidSpec,
-			Message: fmt.Sprintf("the spec cannot be turned into a DRBD resource file; fix the spec: %v", unwrapAll(err)), Err: err}
+		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, err,
+			fmt.Sprintf("the spec cannot be turned into a DRBD resource file; fix the spec: %v", unwrapAll(err)))
 	}
 	if _, err := drbd.WriteFileAtomic(r.Config.ResourceDir, resFile(s.obj.Name), data); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(r.Config.ResourceDir, resFile(s.obj.Name)), err)
@@ -83,14 +83,14 @@ func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDRes
 			continue
 		}
 		if v.BackingPVC == nil {
-			return nil, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonInvalidSpec,
-				Message: fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number))}
+			return nil, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, nil,
+				fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number)))
 		}
 		p, err := r.Devices.DevicePath(ctx, obj.Namespace, v)
 		if err != nil {
 			if errors.Is(err, ErrDeviceMissing) {
-				return nil, &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonBackingDeviceMissing,
-					Message: fmt.Sprintf("%s: %v", volumeName(v.Number), err), RequeueAfter: deviceRetry, Err: err}
+				return nil, waitOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonBackingDeviceMissing, deviceRetry, err,
+					fmt.Sprintf("%s: %v", volumeName(v.Number), err))
 			}
 			return nil, fmt.Errorf("%s: resolving backing PVC: %w", volumeName(v.Number), err)
 		}
@@ -160,8 +160,7 @@ func (r *Reconciler) bringUp(ctx context.Context, s *scope) (ctrl.Result, error)
 }
 
 func (r *Reconciler) admError(s *scope, wait time.Duration) error {
-	return &ConditionError{Condition: srv1alpha1.ConditionConfigured, Reason: srv1alpha1.ReasonAdmFailed,
-		Message: s.memo.adm.message, RequeueAfter: wait}
+	return waitOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonAdmFailed, wait, nil, s.memo.adm.message)
 }
 
 // applyRole promotes or demotes. Promotion uses --force only with spec.forcePromotion.
@@ -179,21 +178,19 @@ func (r *Reconciler) applyRole(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	if want == srv1alpha1.RoleSecondary {
 		if err := r.Adm.Secondary(ctx, s.obj.Name); err != nil {
-			return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonAdmFailed,
-				Message: "drbdadm secondary failed: " + drbdMessage(err), RequeueAfter: retryBase, Err: err}
+			return ctrl.Result{}, waitOn(srv1alpha1.ConditionRoleApplied, srv1alpha1.ReasonAdmFailed, retryBase, err,
+				"drbdadm secondary failed: "+drbdMessage(err))
 		}
 		return r.roleProgressing(s, "demoted; waiting for DRBD to report Secondary")
 	}
 	fp := promotionFingerprint(s.up, s.tracked)
 	if wait, blocked := s.memo.promotion.blocked(r.Clock.Now(), fp); blocked {
-		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonPromotionRefused,
-			Message: s.memo.promotion.message, RequeueAfter: wait}
+		return ctrl.Result{}, waitOn(srv1alpha1.ConditionRoleApplied, srv1alpha1.ReasonPromotionRefused, wait, nil, s.memo.promotion.message)
 	}
 	if err := r.Adm.Primary(ctx, s.obj.Name, s.obj.Spec.ForcePromotion); err != nil {
 		msg := "DRBD refused the promotion: " + drbdMessage(err)
 		wait := s.memo.promotion.fail(r.Clock.Now(), fp, msg)
-		return ctrl.Result{}, &ConditionError{Condition: srv1alpha1.ConditionRoleApplied, Reason: srv1alpha1.ReasonPromotionRefused,
-			Message: msg, RequeueAfter: wait, Err: err}
+		return ctrl.Result{}, waitOn(srv1alpha1.ConditionRoleApplied, srv1alpha1.ReasonPromotionRefused, wait, err, msg)
 	}
 	s.memo.promotion.reset()
 	return r.roleProgressing(s, "promoted; waiting for DRBD to report Primary")

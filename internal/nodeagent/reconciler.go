@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Finalizer keeps a DRBDResource until the agent has taken the DRBD resource down
@@ -60,10 +60,6 @@ type memo struct {
 	promotion retryGate        // backoff of refused promotions
 	adm       retryGate        // backoff of failed drbdadm configuration commands
 }
-
-// phase is one step of a reconcile. A *ConditionError stops the chain and is
-// reported in the status; any other error is returned for a rate-limited retry.
-type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 // scope carries one reconcile's inputs and findings between phases and setters.
 type scope struct {
@@ -109,10 +105,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	res, err := r.runPhases(ctx, s, []phase{
-		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole,
-	})
-	if err != nil {
+	// The phases run in order until one fails. A failure that waits or stalls
+	// is shown as its False condition and the status is still written; any
+	// other error goes to the rate-limited retry without a status write.
+	res, err := flow.RunPhases(ctx, s,
+		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole)
+	if e := flow.As(err); e != nil && e.Kind != flow.KindTransient {
+		setCondition(s, falseCondition(e, s.obj.Generation))
+		s.log.V(1).Info("phase stopped", "condition", e.Condition, "reason", e.Reason, "message", e.Error())
+	}
+	if res, err = flow.Result(res, err); err != nil {
 		return res, err
 	}
 	r.observe(s) // commands may have changed what DRBD reports
@@ -131,26 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		set(r, s)
 	}
 	wres, err := r.writeStatus(ctx, s)
-	return lowestRequeue(res, wres), err
-}
-
-// runPhases runs phases in order until one fails.
-func (r *Reconciler) runPhases(ctx context.Context, s *scope, phases []phase) (ctrl.Result, error) {
-	var res ctrl.Result
-	for _, p := range phases {
-		pres, err := p(ctx, s)
-		res = lowestRequeue(res, pres)
-		var ce *ConditionError
-		if errors.As(err, &ce) {
-			setCondition(s, ce.condition(s.obj.Generation))
-			s.log.V(1).Info("phase stopped", "condition", ce.Condition, "reason", ce.Reason, "message", ce.Message)
-			return lowestRequeue(res, ctrl.Result{RequeueAfter: ce.RequeueAfter}), nil
-		}
-		if err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return flow.Soonest(res, wres), err
 }
 
 // observe loads the tracked DRBD state into the scope.
@@ -195,13 +178,6 @@ func (r *Reconciler) wakeFor(ctx context.Context, drbdName string) {
 			return
 		}
 	}
-}
-
-func lowestRequeue(a, b ctrl.Result) ctrl.Result {
-	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
-		a.RequeueAfter = b.RequeueAfter
-	}
-	return a
 }
 
 // owners maps DRBD resource names (the object name) to the DRBDResource using it on

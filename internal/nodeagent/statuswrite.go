@@ -11,33 +11,36 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // conflictRetry is the wait after a status write lost against a newer object.
 const conflictRetry = 200 * time.Millisecond
 
-// writeStatus writes the computed status through the Coalescer: at most one write per
-// resource per interval, none when nothing changed, and a trailing write (requeue)
-// for a change that came too soon. Events are recorded for condition transitions.
+// writeStatus writes the computed status through the agent's flow.StatusWriter,
+// paced by the Coalescer: at most one write per resource per interval, none when
+// nothing changed, and a trailing write (requeue) for a change that came too
+// soon. Events are recorded for condition transitions.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	key := s.key.String()
-	write, wait := r.Coalescer.Decide(key, &s.obj.Status, &s.before)
-	if !write {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 	prev := s.before
 	if last, ok := r.Coalescer.Last(key); ok {
 		prev = last
 	}
+	// The Coalescer ignores lastUpdateTime, so setting it first decides nothing.
 	now := metav1.NewTime(r.Clock.Now())
 	s.obj.Status.LastUpdateTime = &now
-	if err := r.Client.Status().Update(ctx, s.obj); err != nil {
+	w := flow.NewStatusWriter(r.Client, nil, flow.WithPacer(r.Coalescer), flow.WithClock(r.Clock))
+	out, err := w.Write(ctx, s.obj, flow.Change{Want: &s.obj.Status, Current: &s.before})
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.Coalescer.Written(key, &s.obj.Status)
+	if !out.Wrote {
+		return ctrl.Result{RequeueAfter: out.Hold}, nil
+	}
 	if prev.Role != "" && prev.Role != s.obj.Status.Role {
 		r.event(s.obj, "Normal", "RoleChanged", "DRBD role is %s (was %s)", s.obj.Status.Role, prev.Role)
 	}

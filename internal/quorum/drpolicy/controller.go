@@ -161,8 +161,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, p *drv1alpha1.DRPo
 	if equality.Semantic.DeepEqual(before.Status, p.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		return client.IgnoreNotFound(err)
+	// An update with the resourceVersion read: a stale read fails with a
+	// conflict and is retried with a fresh copy.
+	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, p, flow.Change{Changed: true})
+	if err != nil || !out.Wrote {
+		return err
 	}
 	if ev, ok := validatedTransition(before, p); ok {
 		r.Recorder.Event(p, ev.kind, ev.reason, ev.message)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -36,8 +37,10 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
 
-	// progress spaces out the writes of waiting messages alone.
-	progress *flow.Throttle
+	// status writes the requests' status; its throttle spaces out the writes
+	// of waiting messages alone. Made on first use when not set.
+	status     *flow.StatusWriter
+	statusOnce sync.Once
 	// asked holds the DRBD roles set in the last seconds.
 	asked askedRoles
 }
@@ -52,7 +55,7 @@ const progressInterval = time.Second
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, progress: flow.NewThrottle(progressInterval)}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
@@ -72,74 +75,85 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	fr := &srv1alpha1.FailoverRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.progress.Forget(req.String())
+			r.statusWriter().Forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{req: fr, before: fr.DeepCopy(), now: r.Clock.Now()}
+	s := newScope(fr, r.Clock.Now())
 	if terminal(fr.Status.Phase) {
 		// A crash between the final status write and the release leaves the Lease
 		// held; release it now.
 		return ctrl.Result{}, r.release(ctx, fr, fr.Spec.ProtectionGroupRef.Name)
 	}
 	if fr.Status.Phase == "" {
-		s.enter(srv1alpha1.FailoverPending, "waiting for the failover lock of group %s", fr.Spec.ProtectionGroupRef.Name)
+		s.trail.Enter(srv1alpha1.FailoverPending, "waiting for the failover lock of group %s", fr.Spec.ProtectionGroupRef.Name)
 	}
 
-	res, err := r.advance(ctx, s)
+	res, err := r.runner().Run(ctx, s)
 	held, werr := r.writeStatus(ctx, s)
 	if werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
-	if held > 0 {
-		res = ptr.To(min(ptr.Deref(res, held), held))
-	}
+	res = flow.Soonest(res, flow.After(held))
 	r.Metrics.progress(s.req)
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
-		r.progress.Forget(req.String())
+		r.statusWriter().Forget(req.String())
 		if rerr := r.release(ctx, s.req, s.req.Spec.ProtectionGroupRef.Name); rerr != nil {
 			return ctrl.Result{}, rerr
 		}
 		return ctrl.Result{}, nil
 	}
-	if err != nil {
+	if res, err = flow.Result(res, err); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Renew the Lease well before it expires, and re-check timeouts, even when no
 	// watched object changes.
-	return ctrl.Result{RequeueAfter: min(ptr.Deref(res, renewEvery), renewEvery)}, nil
+	if res.RequeueAfter <= 0 || res.RequeueAfter > renewEvery {
+		res.RequeueAfter = renewEvery
+	}
+	return res, nil
 }
 
-// advance runs the current phase and, whenever a phase completes, the next one.
-func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, error) {
-	for range 8 {
-		phase := s.req.Status.Phase
-		if phase != srv1alpha1.FailoverPending && !terminal(phase) && r.lockLost(ctx, s) {
-			return nil, nil
-		}
-		var wait *time.Duration
-		var err error
-		switch {
-		case phase == srv1alpha1.FailoverPending:
-			wait, err = r.pending(ctx, s)
-		case !terminal(phase) && onDRPCPath(s):
-			// Offloaded and VolSync groups: mirror the DRPlacementControl (drpc.go).
-			wait, err = r.mirrorDRPC(ctx, s)
-		case phase == srv1alpha1.FailoverStoppingOnSource:
-			wait, err = r.stoppingOnSource(ctx, s)
-		case phase == srv1alpha1.FailoverWaitingForDRBD:
-			wait, err = r.waitingForDRBD(ctx, s)
-		case phase == srv1alpha1.FailoverStartingOnTarget:
-			wait, err = r.startingOnTarget(ctx, s)
-		default:
-			return nil, nil
-		}
-		if err != nil || s.req.Status.Phase == phase {
-			return wait, err
-		}
+// runner runs the step of the request's phase and, whenever a step completes
+// its phase, the next one. Waits and failures are typed flow errors, shown on
+// the request by its trail.
+func (r *Reconciler) runner() flow.Runner[*scope, srv1alpha1.FailoverPhase] {
+	return flow.Runner[*scope, srv1alpha1.FailoverPhase]{
+		Phase:  func(s *scope) srv1alpha1.FailoverPhase { return s.req.Status.Phase },
+		Step:   r.step,
+		Report: func(s *scope, err error) { s.trail.Report(err) },
+		Limit:  8,
 	}
-	return nil, nil
+}
+
+// step is the step of the request's phase. A working request renews its Lease
+// first.
+func (r *Reconciler) step(s *scope) flow.Phase[*scope] {
+	var step flow.Phase[*scope]
+	switch phase := s.req.Status.Phase; {
+	case phase == srv1alpha1.FailoverPending:
+		return r.pending
+	case terminal(phase):
+		return nil
+	case onDRPCPath(s):
+		// Offloaded and VolSync groups: mirror the DRPlacementControl (drpc.go).
+		step = r.mirrorDRPC
+	case phase == srv1alpha1.FailoverStoppingOnSource:
+		step = r.stoppingOnSource
+	case phase == srv1alpha1.FailoverWaitingForDRBD:
+		step = r.waitingForDRBD
+	case phase == srv1alpha1.FailoverStartingOnTarget:
+		step = r.startingOnTarget
+	default:
+		return nil
+	}
+	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
+		if r.lockLost(ctx, s) {
+			return ctrl.Result{}, nil
+		}
+		return step(ctx, s)
+	}
 }
 
 // lockLost renews the group's Lease for a working request. It fails the request
@@ -152,65 +166,62 @@ func (r *Reconciler) lockLost(ctx context.Context, s *scope) bool {
 	if err != nil || lock.held {
 		return false // a failed renewal is retried; the Lease has minutes left
 	}
-	s.condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, "LockLost",
+	s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, "LockLost",
 		fmt.Sprintf("Lease %s is held by %s", srv1alpha1.FailoverLockName(group), lock.holder))
-	s.fail("LockLost", "lost the lock of group %s to %s while in %s; this request stopped, check the group's state before retrying",
+	s.trail.Fail("LockLost", "lost the lock of group %s to %s while in %s; this request stopped, check the group's state before retrying",
 		group, lock.holder, s.req.Status.Phase)
 	return true
 }
 
-// writeStatus writes the status when it changed. A change of the waiting
-// message alone is held back to one write per progressInterval; it returns how
+// writeStatus writes the status when it changed. A change of what a wait
+// reports alone is held back to one write per progressInterval; it returns how
 // long, and the reconcile after that writes the message then current.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	s.req.Status.ObservedGeneration = s.req.Generation
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.req.Status)
-	key := client.ObjectKeyFromObject(s.req).String()
-	if changed && len(s.events) == 0 && messageOnly(&s.before.Status, &s.req.Status) {
-		if held := r.progress.Hold(key, s.now); held > 0 {
-			return held, nil
+	out, err := r.statusWriter().Write(ctx, s.req, flow.Change{
+		Changed:      changed,
+		ProgressOnly: changed && progressOnly(&s.before.Status, &s.req.Status),
+		Events:       s.trail.Events,
+		At:           s.now,
+	})
+	return out.Hold, err
+}
+
+func (r *Reconciler) statusWriter() *flow.StatusWriter {
+	r.statusOnce.Do(func() {
+		if r.status == nil {
+			r.status = flow.NewStatusWriter(r.Client, r.Recorder, flow.WithPacer(flow.NewThrottle(progressInterval)))
 		}
-	}
-	if err := flow.WriteStatus(ctx, r.Client, r.Recorder, s.req, changed, s.events); err != nil {
-		return 0, err
-	}
-	if changed {
-		r.progress.Written(key, s.now)
-	}
-	return 0, nil
+	})
+	return r.status
 }
 
-// messageOnly reports whether two statuses differ in their message alone.
-func messageOnly(before, after *srv1alpha1.FailoverRequestStatus) bool {
-	b := before.DeepCopy()
-	b.Message = after.Message
-	return equality.Semantic.DeepEqual(*b, *after)
-}
-
-// loadGroupAndZone reads the quorum copy of the group and its zone.
-func (r *Reconciler) loadGroupAndZone(ctx context.Context, s *scope) (reason string, err error) {
+// loadGroupAndZone reads the quorum copy of the group and its zone. A reference
+// that cannot be resolved is a Stalled error: the request fails.
+func (r *Reconciler) loadGroupAndZone(ctx context.Context, s *scope) error {
 	ref := s.req.Spec.ProtectionGroupRef
 	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
-		return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("protectionGroupRef.namespace %q must be the request's namespace %q: a DR namespace only fails over its own groups", ref.Namespace, s.req.Namespace)
+		return flow.Stalled(srv1alpha1.ReasonInvalidSpec, "protectionGroupRef.namespace %q must be the request's namespace %q: a DR namespace only fails over its own groups", ref.Namespace, s.req.Namespace)
 	}
 	s.group = &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.req.Namespace, Name: ref.Name}, s.group); err != nil {
 		if apierrors.IsNotFound(err) {
-			return srv1alpha1.ReasonGroupNotFound, fmt.Errorf("ProtectionGroup %s/%s not found", s.req.Namespace, ref.Name)
+			return flow.Stalled(srv1alpha1.ReasonGroupNotFound, "ProtectionGroup %s/%s not found", s.req.Namespace, ref.Name)
 		}
-		return "", err
+		return err
 	}
 	if s.group.Spec.ZoneRef == nil {
-		return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("ProtectionGroup %s has no zoneRef", ref.Name)
+		return flow.Stalled(srv1alpha1.ReasonInvalidSpec, "ProtectionGroup %s has no zoneRef", ref.Name)
 	}
 	s.zone = &srv1alpha1.ProtectionZone{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.req.Namespace, Name: s.group.Spec.ZoneRef.Name}, s.zone); err != nil {
 		if apierrors.IsNotFound(err) {
-			return srv1alpha1.ReasonInvalidSpec, fmt.Errorf("ProtectionZone %s of group %s not found", s.group.Spec.ZoneRef.Name, ref.Name)
+			return flow.Stalled(srv1alpha1.ReasonInvalidSpec, "ProtectionZone %s of group %s not found", s.group.Spec.ZoneRef.Name, ref.Name)
 		}
-		return "", err
+		return err
 	}
-	return "", nil
+	return nil
 }
 
 // holderDone reports whether the request named by a Lease holder identity has

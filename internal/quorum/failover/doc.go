@@ -4,4 +4,9 @@
 // taint safety check, start on the target through the target's ProtectionGroup —
 // and records every step in the request's status, which is the audit trail. Each
 // phase is idempotent, so a restarted quorum-manager resumes where it stopped.
+//
+// The phases follow the reconcile contract of internal/flow: a flow.Runner runs
+// them, a wait or a failure is a typed flow error, and the request's flow.Trail
+// shows it as every request kind does (Ready=False with a reason and the
+// message, which status.message repeats).
 package failover

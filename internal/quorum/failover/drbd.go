@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -19,29 +18,24 @@ import (
 // demote the source (planned), run the taint safety check and remove the
 // lost-quorum taint from the target's replica nodes, then promote the target once
 // it is promotable — forcing only in an unplanned failover.
-func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Duration, error) {
-	if err := r.reload(ctx, s); err != nil {
-		return nil, err
+func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadGroupAndZone(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
-	retry := ptr.To(unreachableRetry)
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err != nil {
-		s.waiting("cannot reach target %s yet: %s", s.target(), err.Error())
-		return retry, nil
+		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
 	targetRes, err := drbdResources(ctx, tgt, s.group.Name)
 	if err != nil {
-		s.waiting("%s", err.Error())
-		return retry, nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
 	if len(targetRes) == 0 && len(s.group.Spec.VirtualMachines) > 0 {
-		s.fail("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
-		return nil, nil
+		return ctrl.Result{}, flow.Stalled("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
 	}
 
 	if done, msg := r.demoteSource(ctx, s); !done {
-		s.waiting("%s", msg)
-		return retry, nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
 	}
 	var pending []string
 	var promote []int
@@ -62,25 +56,24 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (*time.Durati
 	// The taint check reads the target's nodes: only when it is about to matter,
 	// before the first promotion and before the group may start there.
 	if len(promote) > 0 || len(pending) == 0 {
-		if blocked, err := r.clearTaints(ctx, s, tgt, targetRes); err != nil || blocked {
-			return nil, err
+		if err := r.clearTaints(ctx, s, tgt, targetRes); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	if err := flow.ForEach(parallelWrites, len(promote), func(i int) error {
 		res := &targetRes[promote[i]]
 		return r.setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), promotionQuorum(s, res))
 	}); err != nil {
-		s.waiting("%s", err.Error())
-		return retry, nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
 	if len(pending) > 0 {
 		sort.Strings(pending)
-		s.waiting("waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
-		return nil, nil
+		// The agents report each promotion, which wakes the request.
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, 0, "waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
 	}
-	s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
-	s.enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
-	return nil, nil
+	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
+	s.trail.Enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
+	return ctrl.Result{}, nil
 }
 
 // promotionQuorum is the quorum sent with a promotion. A planned failover
@@ -157,8 +150,8 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 
 // clearTaints removes the lost-quorum taint from the nodes that hold the target
 // replicas, unless another group of this namespace runs on the target cluster and
-// the request does not force it (design decision 4). It reports whether it holds.
-func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) (bool, error) {
+// the request does not force it. A Waiting error says what holds it.
+func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) error {
 	var taintedNodes []string
 	seen := map[string]bool{}
 	for _, res := range targetRes {
@@ -168,35 +161,33 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remo
 		seen[res.Spec.NodeName] = true
 		t, err := tainted(ctx, tgt, res.Spec.NodeName)
 		if err != nil {
-			s.waiting("reading node %s on %s: %s", res.Spec.NodeName, s.target(), err.Error())
-			return true, nil
+			return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "reading node %s on %s: %s", res.Spec.NodeName, s.target(), err.Error())
 		}
 		if t {
 			taintedNodes = append(taintedNodes, res.Spec.NodeName)
 		}
 	}
 	if len(taintedNodes) == 0 {
-		return false, nil
+		return nil
 	}
 	others, err := otherRunningGroups(ctx, tgt, s.req.Namespace, s.group.Name)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if len(others) > 0 && !s.req.Spec.Force {
 		msg := fmt.Sprintf("not removing %s from %s on %s: groups %s run there; wait for them or set force",
 			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target(), strings.Join(others, ", "))
-		s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTaintConflict, msg)
-		s.waiting("%s", msg)
-		return true, nil
+		s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTaintConflict, msg)
+		return flow.Waiting(srv1alpha1.ReasonTaintConflict, 0, "%s", msg)
 	}
 	for _, n := range taintedNodes {
 		if _, err := untaint(ctx, tgt, n); err != nil {
-			return true, err
+			return err
 		}
 	}
-	s.events = append(s.events, flow.Event{Type: "Normal", Reason: "TaintRemoved",
+	s.trail.Events = append(s.trail.Events, flow.Event{Type: "Normal", Reason: "TaintRemoved",
 		Message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
-	return false, nil
+	return nil
 }
 
 // promoteForced is whether a promotion must be forced: only in an unplanned

@@ -2,7 +2,6 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,12 +9,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // The Offloaded and VolSync backends do not replicate with DRBD: their groups are
@@ -91,35 +91,33 @@ func (r *Reconciler) findDRPC(ctx context.Context, s *scope) (*drv1alpha1.DRPlac
 	}
 	switch len(found) {
 	case 0:
-		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonNoDRPlacementControl, "no DRPlacementControl for group "+s.group.Name)
-		s.fail(ReasonNoDRPlacementControl, "zone %s uses the %s backend, so group %s moves through a DRPlacementControl, and namespace %s has none whose spec.protectionGroupRef.name is %s; create one (with a DRPolicy) and retry",
+		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonNoDRPlacementControl, "no DRPlacementControl for group "+s.group.Name)
+		return nil, flow.Stalled(ReasonNoDRPlacementControl, "zone %s uses the %s backend, so group %s moves through a DRPlacementControl, and namespace %s has none whose spec.protectionGroupRef.name is %s; create one (with a DRPolicy) and retry",
 			s.zone.Name, s.zone.Spec.StorageBackend, s.group.Name, s.req.Namespace, s.group.Name)
-		return nil, errStop
 	case 1:
 		return found[0], nil
 	}
 	sort.Strings(names)
-	s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonManyDRPlacementControls, "DRPlacementControls "+strings.Join(names, ", "))
-	s.fail(ReasonManyDRPlacementControls, "group %s is named by more than one DRPlacementControl (%s); keep exactly one and retry",
+	s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonManyDRPlacementControls, "DRPlacementControls "+strings.Join(names, ", "))
+	return nil, flow.Stalled(ReasonManyDRPlacementControls, "group %s is named by more than one DRPlacementControl (%s); keep exactly one and retry",
 		s.group.Name, strings.Join(names, ", "))
-	return nil, errStop
 }
 
 // startDRPC is the end of Pending on the DRPC path: it asks the group's DRPC for
 // the action and enters StoppingOnSource.
-func (r *Reconciler) startDRPC(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) startDRPC(ctx context.Context, s *scope) (ctrl.Result, error) {
 	d, err := r.findDRPC(ctx, s)
 	if err != nil {
-		return nil, ignoreStop(err)
+		return ctrl.Result{}, err
 	}
 	action, tgt := s.drpcAction(), s.target()
 	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
-	s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action),
+	s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action),
 		fmt.Sprintf("DRPlacementControl %s asked to %s to %s", d.Name, action, tgt))
-	s.enter(srv1alpha1.FailoverStoppingOnSource, "asked DRPlacementControl %s to %s group %s from %s to %s", d.Name, action, s.group.Name, s.source(), tgt)
-	return nil, nil
+	s.trail.Enter(srv1alpha1.FailoverStoppingOnSource, "asked DRPlacementControl %s to %s group %s from %s to %s", d.Name, action, s.group.Name, s.source(), tgt)
+	return ctrl.Result{}, nil
 }
 
 // askDRPC sets the DRPC's action and its target cluster, when they differ.
@@ -141,27 +139,27 @@ func (r *Reconciler) askDRPC(ctx context.Context, d *drv1alpha1.DRPlacementContr
 }
 
 // mirrorDRPC runs every reconcile of a request on the DRPC path after Pending.
-func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, error) {
-	if err := r.reload(ctx, s); err != nil {
-		return nil, ignoreStop(err)
+func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadGroupAndZone(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	d, err := r.findDRPC(ctx, s)
 	if err != nil {
-		return nil, ignoreStop(err)
+		return ctrl.Result{}, err
 	}
 	action, tgt := s.drpcAction(), s.target()
 	st := d.Status
 	if d.Spec.Action == action && actionTargetOf(d) == tgt && st.ObservedGeneration == d.Generation &&
 		st.Phase == atRest(action) && settledProgression(action, st.Progression) && st.PreferredDecision.ClusterName == tgt {
 		if err := r.flipActiveCluster(ctx, s); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
-		s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(st.Phase), drpcSummary(d))
-		s.condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running",
+		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(st.Phase), drpcSummary(d))
+		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running",
 			fmt.Sprintf("DRPlacementControl %s placed %s on %s", d.Name, s.group.Name, tgt))
-		s.complete("FailoverCompleted", "DRPlacementControl %s %s group %s to %s (%s/%s); %s is now its active cluster",
+		s.trail.Succeed("FailoverCompleted", "DRPlacementControl %s %s group %s to %s (%s/%s); %s is now its active cluster",
 			d.Name, strings.ToLower(string(st.Phase)), s.group.Name, tgt, st.Phase, st.Progression, tgt)
-		return nil, nil
+		return ctrl.Result{}, nil
 	}
 
 	limit := time.Duration(s.req.Spec.DrainTimeoutSeconds+s.req.Spec.BatchBootTimeoutSeconds) * time.Second
@@ -171,16 +169,15 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, 
 	}
 	left := start.Add(limit).Sub(s.now)
 	if left <= 0 {
-		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonDRPCTimeout, drpcSummary(d))
-		s.fail(ReasonDRPCTimeout, "DRPlacementControl %s did not %s group %s to %s within drainTimeoutSeconds+batchBootTimeoutSeconds=%ds (phase %s, progression %s); the DRPlacementControl is left as it is, still asked to %s to %s, and keeps working on it",
+		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionFalse, ReasonDRPCTimeout, drpcSummary(d))
+		return ctrl.Result{}, flow.Stalled(ReasonDRPCTimeout, "DRPlacementControl %s did not %s group %s to %s within drainTimeoutSeconds+batchBootTimeoutSeconds=%ds (phase %s, progression %s); the DRPlacementControl is left as it is, still asked to %s to %s, and keeps working on it",
 			d.Name, action, s.group.Name, tgt, s.req.Spec.DrainTimeoutSeconds+s.req.Spec.BatchBootTimeoutSeconds, st.Phase, st.Progression, action, tgt)
-		return nil, nil
 	}
 
 	// Someone may have changed the DRPC under the request; ask again rather
 	// than mirror an action that is not ours.
 	if err := r.askDRPC(ctx, d, action, tgt); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 
 	if st.ObservedGeneration == d.Generation {
@@ -191,26 +188,25 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (*time.Duration, 
 	blocked := meta.FindStatusCondition(st.Conditions, drv1alpha1.ConditionGlobalAction)
 	switch {
 	case blocked != nil && blocked.Status == metav1.ConditionFalse:
-		s.condition(ConditionDRPlacementControl, metav1.ConditionFalse, blocked.Reason, blocked.Message)
+		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionFalse, blocked.Reason, blocked.Message)
 	default:
-		s.condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action), drpcSummary(d))
+		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(action), drpcSummary(d))
 	}
-	s.waiting("%s", drpcSummary(d))
-	return ptr.To(min(drpcRetry, left)), nil
+	return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, min(drpcRetry, left), "%s", drpcSummary(d))
 }
 
 // enterMirrored moves the request to the phase its DRPC reached, setting the
 // conditions of the phases it passed.
 func (r *Reconciler) enterMirrored(s *scope, phase srv1alpha1.FailoverPhase, d *drv1alpha1.DRPlacementControl) {
 	if rank(phase) > rank(srv1alpha1.FailoverStoppingOnSource) && !s.unplanned() {
-		s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped",
+		s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped",
 			fmt.Sprintf("DRPlacementControl %s stopped %s on %s and made its volumes secondary", d.Name, s.group.Name, s.source()))
 	}
 	if rank(phase) > rank(srv1alpha1.FailoverWaitingForDRBD) {
-		s.condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted",
+		s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted",
 			fmt.Sprintf("DRPlacementControl %s made the volumes of %s primary on %s", d.Name, s.group.Name, s.target()))
 	}
-	s.enter(phase, "%s", drpcSummary(d))
+	s.trail.Enter(phase, "%s", drpcSummary(d))
 }
 
 // mirroredPhase maps a DRPC's phase and progression to the request phase (see
@@ -268,13 +264,6 @@ func actionTargetOf(d *drv1alpha1.DRPlacementControl) string {
 		return d.Spec.FailoverCluster
 	}
 	return d.Spec.PreferredCluster
-}
-
-func ignoreStop(err error) error {
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	return err
 }
 
 // requestsOfDRPC wakes the unfinished requests of a DRPC's group when the DRPC

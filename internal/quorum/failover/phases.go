@@ -2,16 +2,16 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -20,57 +20,50 @@ import (
 const unreachableRetry = 5 * time.Second
 
 // pending validates the request and takes the group's Lease.
-func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, error) {
-	if reason, err := r.loadGroupAndZone(ctx, s); err != nil {
-		if reason == "" {
-			return nil, err
-		}
-		s.fail(reason, "%s", err.Error())
-		return nil, nil
+func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadGroupAndZone(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !inZone(s.zone, s.target()) {
-		s.fail(srv1alpha1.ReasonInvalidTarget, "targetCluster %q is not a cluster of zone %s (clusters: %s)", s.target(), s.zone.Name, strings.Join(zoneClusters(s.zone), ", "))
-		return nil, nil
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidTarget, "targetCluster %q is not a cluster of zone %s (clusters: %s)", s.target(), s.zone.Name, strings.Join(zoneClusters(s.zone), ", "))
 	}
 	lock, err := r.acquire(ctx, s.req, s.group.Name, s.now, r.holderDone(ctx, s.req.Namespace))
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	if !lock.held {
 		msg := fmt.Sprintf("group %s is locked by %s until %s", s.group.Name, lock.holder, lock.expiry.UTC().Format(time.RFC3339))
-		s.condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, srv1alpha1.ReasonLockHeld, msg)
-		s.waiting("%s", msg)
-		return ptr.To(lock.expiry.Sub(s.now)), nil
+		s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, srv1alpha1.ReasonLockHeld, msg)
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonLockHeld, lock.expiry.Sub(s.now), "%s", msg)
 	}
-	s.condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionTrue, "Acquired", "holding Lease "+srv1alpha1.FailoverLockName(s.group.Name))
+	s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionTrue, "Acquired", "holding Lease "+srv1alpha1.FailoverLockName(s.group.Name))
 	// Re-validate under the lock: an earlier request may have moved the group.
 	if s.group.Spec.ActiveCluster == s.target() {
-		s.complete(srv1alpha1.ReasonAlreadyOnTarget, "group %s already runs on %s; nothing to do", s.group.Name, s.target())
-		return nil, nil
+		s.trail.Succeed(srv1alpha1.ReasonAlreadyOnTarget, "group %s already runs on %s; nothing to do", s.group.Name, s.target())
+		return ctrl.Result{}, nil
 	}
 	if s.group.Spec.ActiveCluster == "" || !inZone(s.zone, s.group.Spec.ActiveCluster) {
-		s.fail(srv1alpha1.ReasonInvalidSpec, "group %s has no valid activeCluster (%q)", s.group.Name, s.group.Spec.ActiveCluster)
-		return nil, nil
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "group %s has no valid activeCluster (%q)", s.group.Name, s.group.Spec.ActiveCluster)
 	}
-	s.condition(srv1alpha1.ConditionValidated, metav1.ConditionTrue, "Valid", fmt.Sprintf("%s failover of %s from %s to %s", s.req.Spec.FailoverType, s.group.Name, s.group.Spec.ActiveCluster, s.target()))
+	s.trail.Condition(srv1alpha1.ConditionValidated, metav1.ConditionTrue, "Valid", fmt.Sprintf("%s failover of %s from %s to %s", s.req.Spec.FailoverType, s.group.Name, s.group.Spec.ActiveCluster, s.target()))
 	s.req.Status.SourceCluster = s.group.Spec.ActiveCluster
 	s.req.Status.StartTime = &metav1.Time{Time: s.now}
 	if s.unplanned() {
-		s.condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.zone, s.group))
+		s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.zone, s.group))
 	}
 	if viaDRPC(s.zone) {
 		// Offloaded and VolSync groups move through their DRPlacementControl (drpc.go).
 		return r.startDRPC(ctx, s)
 	}
-	s.enter(srv1alpha1.FailoverStoppingOnSource, "stopping group %s on %s", s.group.Name, s.source())
-	return nil, nil
+	s.trail.Enter(srv1alpha1.FailoverStoppingOnSource, "stopping group %s on %s", s.group.Name, s.source())
+	return ctrl.Result{}, nil
 }
 
 // stoppingOnSource asks the source's ProtectionGroup to stop and waits until it
 // reports stopped. An unplanned failover asks, but does not wait.
-func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (*time.Duration, error) {
-	if err := r.reload(ctx, s); err != nil {
-		return nil, err
+func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadGroupAndZone(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	group := s.group.Name
 	src, err := r.Remote.Get(s.key(s.source()))
@@ -79,44 +72,41 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (*time.Dura
 	}
 	if s.unplanned() {
 		if err != nil {
-			s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionUnknown, srv1alpha1.ReasonSourceUnreachable,
+			s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionUnknown, srv1alpha1.ReasonSourceUnreachable,
 				"source not reached, proceeding without it: "+err.Error())
 		} else {
-			s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionUnknown, srv1alpha1.ReasonUnplanned,
+			s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionUnknown, srv1alpha1.ReasonUnplanned,
 				"asked the source to stop; not waiting for it")
 		}
-		s.enter(srv1alpha1.FailoverWaitingForDRBD, "unplanned: promoting %s without waiting for %s", s.target(), s.source())
-		return nil, nil
+		s.trail.Enter(srv1alpha1.FailoverWaitingForDRBD, "unplanned: promoting %s without waiting for %s", s.target(), s.source())
+		return ctrl.Result{}, nil
 	}
 	if d := r.drainLeft(s); d <= 0 {
-		return nil, r.abortDrain(ctx, s, src)
+		return ctrl.Result{}, r.abortDrain(ctx, s, src)
 	}
 	if err != nil {
-		s.waiting("cannot reach source %s yet: %s", s.source(), err.Error())
-		return ptr.To(min(unreachableRetry, r.drainLeft(s))), nil
+		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, r.drainLeft(s)), "cannot reach source %s yet: %s", s.source(), err.Error())
 	}
 	pg, err := workloadGroup(ctx, src, s.req.Namespace, group)
 	if err != nil {
-		s.waiting("%s", err.Error())
-		return ptr.To(min(unreachableRetry, r.drainLeft(s))), nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, min(unreachableRetry, r.drainLeft(s)), "%s", err.Error())
 	}
 	if !settled(pg, srv1alpha1.StateStopped) {
-		s.waiting("waiting for group %s to stop on %s (currentState %q)", group, s.source(), pg.Status.CurrentState)
-		return ptr.To(r.drainLeft(s)), nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, r.drainLeft(s), "waiting for group %s to stop on %s (currentState %q)", group, s.source(), pg.Status.CurrentState)
 	}
-	s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped", fmt.Sprintf("every VM of %s stopped on %s", group, s.source()))
-	s.enter(srv1alpha1.FailoverWaitingForDRBD, "group %s stopped on %s; moving DRBD primary to %s", group, s.source(), s.target())
-	return nil, nil
+	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped", fmt.Sprintf("every VM of %s stopped on %s", group, s.source()))
+	s.trail.Enter(srv1alpha1.FailoverWaitingForDRBD, "group %s stopped on %s; moving DRBD primary to %s", group, s.source(), s.target())
+	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) drainLeft(s *scope) time.Duration {
 	limit := time.Duration(s.req.Spec.DrainTimeoutSeconds) * time.Second
-	return s.enteredAt(srv1alpha1.FailoverStoppingOnSource).Add(limit).Sub(s.now)
+	return s.trail.EnteredAt(srv1alpha1.FailoverStoppingOnSource).Add(limit).Sub(s.now)
 }
 
-// abortDrain ends a planned failover whose VMs did not stop in time. Nothing was
-// promoted, so the safe state is the one before the request: the group is asked to
-// run on the source again and the target is left untouched.
+// abortDrain ends a planned failover whose VMs did not stop in time (a Stalled
+// error). Nothing was promoted, so the safe state is the one before the request:
+// the group is asked to run on the source again and the target is left untouched.
 func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remote) error {
 	restored := "the source could not be reached to restart it"
 	if src != nil {
@@ -125,20 +115,19 @@ func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remot
 		}
 		restored = "the group was asked to run on " + s.source() + " again"
 	}
-	s.condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, "VMs did not stop in time")
-	s.fail(srv1alpha1.ReasonDrainTimeout, "VMs of %s did not stop on %s within drainTimeoutSeconds=%d; nothing was promoted on %s and %s",
+	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, "VMs did not stop in time")
+	return flow.Stalled(srv1alpha1.ReasonDrainTimeout, "VMs of %s did not stop on %s within drainTimeoutSeconds=%d; nothing was promoted on %s and %s",
 		s.group.Name, s.source(), s.req.Spec.DrainTimeoutSeconds, s.target(), restored)
-	return nil
 }
 
 // startingOnTarget asks the target's ProtectionGroup to run and waits until every
 // VM runs.
-func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (*time.Duration, error) {
-	if err := r.reload(ctx, s); err != nil {
-		return nil, err
+func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadGroupAndZone(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	limit := time.Duration(s.req.Spec.BatchBootTimeoutSeconds) * time.Second
-	left := s.enteredAt(srv1alpha1.FailoverStartingOnTarget).Add(limit).Sub(s.now)
+	left := s.trail.EnteredAt(srv1alpha1.FailoverStartingOnTarget).Add(limit).Sub(s.now)
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err == nil {
 		err = setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
@@ -152,34 +141,31 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (*time.Dura
 	}
 	if err == nil && settled(pg, srv1alpha1.StateRunning) {
 		if err := r.flipActiveCluster(ctx, s); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
-		s.condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running", fmt.Sprintf("every VM of %s runs on %s", s.group.Name, s.target()))
-		s.complete("FailoverCompleted", "group %s runs on %s; %s is now its active cluster", s.group.Name, s.target(), s.target())
-		return nil, nil
+		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running", fmt.Sprintf("every VM of %s runs on %s", s.group.Name, s.target()))
+		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster", s.group.Name, s.target(), s.target())
+		return ctrl.Result{}, nil
 	}
 	if left <= 0 {
 		// The data is now primary on the target, so the target is the active
 		// cluster; the group stays asked to run there and nothing restarts on the
 		// source, which keeps VMs off two clusters at once.
 		if ferr := r.flipActiveCluster(ctx, s); ferr != nil {
-			return nil, ferr
+			return ctrl.Result{}, ferr
 		}
-		s.condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionFalse, srv1alpha1.ReasonBootTimeout, "VMs did not all run in time")
+		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionFalse, srv1alpha1.ReasonBootTimeout, "VMs did not all run in time")
 		state := "unknown"
 		if pg != nil {
 			state = string(pg.Status.CurrentState)
 		}
-		s.fail(srv1alpha1.ReasonBootTimeout, "VMs of %s did not all run on %s within batchBootTimeoutSeconds=%d (currentState %s); DRBD is primary on %s, which is now the active cluster and keeps trying to start them; the source stays stopped",
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonBootTimeout, "VMs of %s did not all run on %s within batchBootTimeoutSeconds=%d (currentState %s); DRBD is primary on %s, which is now the active cluster and keeps trying to start them; the source stays stopped",
 			s.group.Name, s.target(), s.req.Spec.BatchBootTimeoutSeconds, state, s.target())
-		return nil, nil
 	}
 	if err != nil {
-		s.waiting("cannot reach target %s yet: %s", s.target(), err.Error())
-		return ptr.To(min(unreachableRetry, left)), nil
+		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
-	s.waiting("waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
-	return ptr.To(left), nil
+	return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
 }
 
 // flipActiveCluster makes the target the group's active cluster on the quorum
@@ -192,18 +178,6 @@ func (r *Reconciler) flipActiveCluster(ctx context.Context, s *scope) error {
 	s.group.Spec.ActiveCluster = s.target()
 	return r.Client.Patch(ctx, s.group, client.MergeFrom(before))
 }
-
-// reload re-reads the group and zone for phases after Pending.
-func (r *Reconciler) reload(ctx context.Context, s *scope) error {
-	reason, err := r.loadGroupAndZone(ctx, s)
-	if err != nil && reason != "" {
-		s.fail(reason, "%s", err.Error())
-		return errStop
-	}
-	return err
-}
-
-var errStop = errors.New("request failed")
 
 func unplannedRisk(z *srv1alpha1.ProtectionZone, g *srv1alpha1.ProtectionGroup) string {
 	if viaDRPC(z) {

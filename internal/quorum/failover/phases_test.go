@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	remotefake "github.com/siterecovery/siterecovery/internal/quorum/remote/fake"
 	"github.com/siterecovery/siterecovery/internal/scheme"
@@ -111,7 +110,7 @@ func newFixture(t *testing.T, c phaseCase) *fixture {
 		}
 	}
 	f.r = &Reconciler{Client: f.quorum, Remote: f.remote, Recorder: f.events, Clock: clocktesting.NewFakeClock(t0),
-		Metrics: defaultMetrics, progress: flow.NewThrottle(progressInterval)}
+		Metrics: defaultMetrics}
 	return f
 }
 

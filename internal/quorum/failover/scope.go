@@ -16,9 +16,20 @@ type scope struct {
 
 	group *srv1alpha1.ProtectionGroup
 	zone  *srv1alpha1.ProtectionZone
-	// events to record once the status is written, so that a failed status write
-	// does not leave an event claiming a transition that was not persisted.
-	events []flow.Event
+	// trail is the request's audit trail: its phase, history, conditions, and
+	// the events recorded once the status is written.
+	trail *flow.Trail[srv1alpha1.FailoverPhase]
+}
+
+// phases are the terminal phases of a FailoverRequest.
+var phases = flow.Terminals[srv1alpha1.FailoverPhase]{Succeeded: srv1alpha1.FailoverCompleted, Failed: srv1alpha1.FailoverFailed}
+
+func newScope(fr *srv1alpha1.FailoverRequest, now time.Time) *scope {
+	st := &fr.Status
+	return &scope{req: fr, before: fr.DeepCopy(), now: now, trail: &flow.Trail[srv1alpha1.FailoverPhase]{
+		Phase: &st.Phase, History: &st.PhaseHistory, Conditions: &st.Conditions, Message: &st.Message,
+		CompletionTime: &st.CompletionTime, Generation: fr.Generation, Now: now, Terminals: phases,
+	}}
 }
 
 func (s *scope) unplanned() bool { return s.req.Spec.FailoverType == srv1alpha1.FailoverUnplanned }
@@ -31,14 +42,3 @@ func (s *scope) key(cluster string) remote.Key {
 func (s *scope) source() string { return s.req.Status.SourceCluster }
 
 func (s *scope) target() string { return s.req.Spec.TargetCluster }
-
-// enteredAt is when the request entered phase, from its audit trail.
-func (s *scope) enteredAt(phase srv1alpha1.FailoverPhase) time.Time {
-	h := s.req.Status.PhaseHistory
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Phase == string(phase) {
-			return h[i].Time.Time
-		}
-	}
-	return s.now
-}

@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res, err := flow.RunPhases(ctx, s, r.loadZone, r.loadSources, r.syncClusters)
 	setStatus(s)
-	switch perr := r.patchStatus(ctx, s); {
+	switch perr := r.writeStatus(ctx, s); {
 	case apierrors.IsConflict(perr):
 		// The cache has not caught up with a write yet: retry quietly.
 		res = flow.Soonest(res, flow.After(conflictRequeue))
@@ -222,21 +222,21 @@ func (r *Reconciler) connect(s *scope, cluster string) (*remote.Remote, error) {
 	return rem, nil
 }
 
-// patchStatus writes the status when it changed, as an update with the
-// resourceVersion it was read with (as flow.WriteStatus does), so that
-// conditions other controllers set in between are not lost: a stale read fails
-// with a conflict.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Update(ctx, s.group); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return client.IgnoreNotFound(err)
-		}
+// writeStatus writes the status when it changed through flow.StatusWriter, an
+// update with the resourceVersion it was read with, so that conditions other
+// controllers set in between are not lost: a stale read fails with a conflict.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, s.group,
+		flow.Change{Changed: !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)})
+	switch {
+	case apierrors.IsConflict(err):
+		return err
+	case err != nil:
 		return fmt.Errorf("writing status: %w", err)
 	}
-	r.recordTransition(s)
+	if out.Wrote {
+		r.recordTransition(s)
+	}
 	return nil
 }
 

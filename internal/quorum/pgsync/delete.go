@@ -69,7 +69,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeNormal, msg)
 	}
 	setSynced(s, metav1.ConditionFalse, s.clusters[0].reason, "removing the deleted group from its clusters: "+errors.Join(pending...).Error())
-	if perr := r.patchStatus(ctx, s); perr != nil {
+	if perr := r.writeStatus(ctx, s); perr != nil {
 		errs = append(errs, perr)
 	}
 	if err := errors.Join(errs...); err != nil {

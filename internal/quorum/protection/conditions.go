@@ -3,7 +3,6 @@ package protection
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -115,21 +114,8 @@ func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.C
 }
 
 func truncate(s string) string {
-	const limit = 1024
-	if len(s) > limit {
-		return s[:limit-3] + "..."
+	if len(s) > maxMessage {
+		return s[:maxMessage-3] + "..."
 	}
 	return s
-}
-
-// eventType is the event's own type when set, else Warning for Failed and
-// Normal otherwise.
-func eventType(ev transitionEvent) string {
-	switch {
-	case ev.kind != "":
-		return ev.kind
-	case ev.phase == srv1alpha1.ProtectionFailed:
-		return corev1.EventTypeWarning
-	}
-	return corev1.EventTypeNormal
 }

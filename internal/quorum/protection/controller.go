@@ -45,25 +45,11 @@ type Reconciler struct {
 	Options   Options
 }
 
-// step runs one phase. It reports done when the phase is complete; a wait sets a
-// condition through the scope and returns (false, nil). Errors are typed with
-// internal/flow: Stalled fails the request, Waiting retries after a delay,
-// anything else goes to controller-runtime's backoff.
+// step is one step of removing protection. It reports done when the step is
+// complete; a wait sets a condition through the scope's trail and returns
+// (false, nil). Errors are typed with internal/flow: Waiting retries after a
+// delay, anything else goes to controller-runtime's backoff.
 type step func(ctx context.Context, s *scope) (done bool, err error)
-
-// phaseOrder is the phase order; each phase's step and the phase that follows it.
-var phaseOrder = []struct {
-	phase srv1alpha1.ProtectionPhase
-	run   func(r *Reconciler) step
-}{
-	{srv1alpha1.ProtectionValidating, func(r *Reconciler) step { return r.validate }},
-	{srv1alpha1.ProtectionProvisioningTarget, func(r *Reconciler) step { return r.provisionTarget }},
-	{srv1alpha1.ProtectionCreatingReplication, func(r *Reconciler) step { return r.createReplication }},
-	{srv1alpha1.ProtectionWaitingForInitialSync, func(r *Reconciler) step { return r.waitInitialSync }},
-	{srv1alpha1.ProtectionSwitchingFrontend, func(r *Reconciler) step { return r.switchFrontend }},
-	{srv1alpha1.ProtectionAddingToGroup, func(r *Reconciler) step { return r.addToGroup }},
-	{srv1alpha1.ProtectionProtected, nil},
-}
 
 // Reconcile runs the request's current phase and every following one that can
 // complete now, persisting the status at each phase boundary.
@@ -83,58 +69,73 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 	if terminal(req.Status.Phase) {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{req: req, before: req.DeepCopy(), now: r.now()}
+	s := newScope(req, r.now())
 	if req.Status.Phase == "" || req.Status.Phase == srv1alpha1.ProtectionPending {
 		s.req.Status.StartTime = &metav1.Time{Time: s.now}
 		if req.Status.Phase == "" {
-			s.enter(srv1alpha1.ProtectionPending, "request accepted")
+			s.trail.Enter(srv1alpha1.ProtectionPending, "request accepted")
 		}
-		s.enter(srv1alpha1.ProtectionValidating, "validating the VM, its disks and the zone")
+		s.trail.Enter(srv1alpha1.ProtectionValidating, "validating the VM, its disks and the zone")
 		if err := r.persist(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	err := r.run(ctx, s)
-	if err != nil {
-		r.handleError(s, err)
-	}
+	res, err := r.runner().Run(ctx, s)
 	if perr := r.persist(ctx, s); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	return flow.Result(ctrl.Result{RequeueAfter: s.requeueAfter}, err)
+	if s.trail.Terminal() {
+		return ctrl.Result{}, nil
+	}
+	return flow.Result(flow.Soonest(res, flow.After(s.requeueAfter)), err)
 }
 
-// run executes phases from the current one until one waits or fails.
-func (r *Reconciler) run(ctx context.Context, s *scope) error {
-	for {
-		i := phaseIndex(s.req.Status.Phase)
-		if i < 0 || phaseOrder[i].run == nil {
-			return nil
-		}
-		if err := r.load(ctx, s); err != nil {
-			return err
-		}
-		done, err := phaseOrder[i].run(r)(ctx, s)
-		if err != nil || !done {
-			return err
-		}
-		next := phaseOrder[i+1].phase
-		if next == srv1alpha1.ProtectionProtected {
-			r.complete(s)
-		} else {
-			s.enter(next, "")
-		}
-		if err := r.persist(ctx, s); err != nil {
-			return err
-		}
+// runner runs the step of the request's phase and every following one that can
+// complete now; handleError shows a step's error on the request.
+func (r *Reconciler) runner() flow.Runner[*scope, srv1alpha1.ProtectionPhase] {
+	steps := map[srv1alpha1.ProtectionPhase]flow.Phase[*scope]{
+		srv1alpha1.ProtectionValidating:            r.validate,
+		srv1alpha1.ProtectionProvisioningTarget:    r.provisionTarget,
+		srv1alpha1.ProtectionCreatingReplication:   r.createReplication,
+		srv1alpha1.ProtectionWaitingForInitialSync: r.waitInitialSync,
+		srv1alpha1.ProtectionSwitchingFrontend:     r.switchFrontend,
+		srv1alpha1.ProtectionAddingToGroup:         r.addToGroup,
 	}
+	return flow.Runner[*scope, srv1alpha1.ProtectionPhase]{
+		Phase: func(s *scope) srv1alpha1.ProtectionPhase { return s.req.Status.Phase },
+		Step: func(s *scope) flow.Phase[*scope] {
+			st := steps[s.req.Status.Phase]
+			if st == nil {
+				return nil
+			}
+			return func(ctx context.Context, s *scope) (ctrl.Result, error) {
+				if err := r.load(ctx, s); err != nil {
+					return ctrl.Result{}, err
+				}
+				return st(ctx, s)
+			}
+		},
+		Report: r.handleError,
+	}
+}
+
+// advance ends a phase's step: it enters next and persists the status at that
+// phase boundary, so that a reconcile after a crash resumes in next and never
+// redoes an allocation. A step that waits leaves the phase as it is, with the
+// wait on its trail.
+func (r *Reconciler) advance(ctx context.Context, s *scope, next srv1alpha1.ProtectionPhase) (ctrl.Result, error) {
+	if next == srv1alpha1.ProtectionProtected {
+		r.complete(s)
+	} else {
+		s.trail.Enter(next, "entered %s", next)
+	}
+	return ctrl.Result{}, r.persist(ctx, s)
 }
 
 // complete marks the request Protected.
 func (r *Reconciler) complete(s *scope) {
-	s.enter(srv1alpha1.ProtectionProtected, fmt.Sprintf("VM %s/%s is protected in group %s",
-		s.req.Spec.VirtualMachine.Namespace, s.req.Spec.VirtualMachine.Name, s.req.Spec.ProtectionGroupRef.Name))
-	s.req.Status.CompletionTime = &metav1.Time{Time: s.now}
+	s.trail.Enter(srv1alpha1.ProtectionProtected, "VM %s/%s is protected in group %s",
+		s.req.Spec.VirtualMachine.Namespace, s.req.Spec.VirtualMachine.Name, s.req.Spec.ProtectionGroupRef.Name)
 	setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonProtected,
 		"VM is replicated to %s and member of group %s", s.target, s.req.Spec.ProtectionGroupRef.Name)
 }
@@ -142,10 +143,8 @@ func (r *Reconciler) complete(s *scope) {
 // handleError turns a step error into the request's status: terminal errors fail
 // the request, others leave Ready=False with the reason until the retry.
 func (r *Reconciler) handleError(s *scope, err error) {
-	var e *flow.Error
-	if errors.As(err, &e) && e.Terminal {
-		s.req.Status.CompletionTime = &metav1.Time{Time: s.now}
-		s.enterWithReason(srv1alpha1.ProtectionFailed, e.Reason, e.Error())
+	if e := flow.As(err); e != nil && e.Terminal() {
+		s.trail.EnterWithReason(srv1alpha1.ProtectionFailed, e.Reason, "%s", e.Error())
 		setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionFalse, e.Reason, "%s", e.Error())
 		return
 	}
@@ -155,20 +154,18 @@ func (r *Reconciler) handleError(s *scope, err error) {
 	setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionFalse, flow.ReasonOf(err, ReasonRequestFailed), "%s", err.Error())
 }
 
-// persist writes the status when it changed, with optimistic locking so that a
-// stale read can never overwrite an allocation, then records the transitions.
+// persist writes the status when it changed, with the resourceVersion it was
+// read with so that a stale read can never overwrite an allocation, then
+// records the transitions.
 func (r *Reconciler) persist(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.req.Status) {
 		return nil
 	}
 	s.req.Status.ObservedGeneration = s.req.Generation
-	if err := r.Client.Status().Patch(ctx, s.req, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := flow.NewStatusWriter(r.Client, r.Recorder).Write(ctx, s.req, flow.Change{Changed: true, Events: s.trail.Events}); err != nil {
 		return fmt.Errorf("writing status of ProtectionRequest %s/%s: %w", s.req.Namespace, s.req.Name, err)
 	}
-	for _, ev := range s.events {
-		r.Recorder.Event(s.req, eventType(ev), ev.reason, ev.message)
-	}
-	s.events = nil
+	s.trail.Events = nil
 	s.before = s.req.DeepCopy()
 	return nil
 }
@@ -180,15 +177,4 @@ func (r *Reconciler) now() time.Time {
 	return r.Options.Clock.Now()
 }
 
-func terminal(p srv1alpha1.ProtectionPhase) bool {
-	return p == srv1alpha1.ProtectionProtected || p == srv1alpha1.ProtectionFailed
-}
-
-func phaseIndex(p srv1alpha1.ProtectionPhase) int {
-	for i, f := range phaseOrder {
-		if f.phase == p {
-			return i
-		}
-	}
-	return -1
-}
+func terminal(p srv1alpha1.ProtectionPhase) bool { return phases.IsTerminal(p) }

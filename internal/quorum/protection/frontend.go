@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
@@ -20,19 +21,19 @@ const hostnameLabel = "kubernetes.io/hostname"
 
 // switchFrontend creates the frontend PVs and PVCs on both clusters, then moves
 // the VM onto them: stop, swap the disk volumes, start (see switchVM).
-func (r *Reconciler) switchFrontend(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) switchFrontend(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, sd := range s.sides() {
 		if err := r.ensureFrontends(ctx, s, sd); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 	}
 	done, err := r.switchVM(ctx, s)
 	if err != nil || !done {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"VM %s uses the DRBD frontend PVCs", s.vmKey())
-	return true, nil
+	return r.advance(ctx, s, srv1alpha1.ProtectionAddingToGroup)
 }
 
 // ensureFrontends creates, on one side, a local Block PV on /dev/drbd<minor>

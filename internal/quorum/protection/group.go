@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -17,16 +18,16 @@ import (
 
 // addToGroup adds the VM to the quorum ProtectionGroup (creating the group when
 // missing) and labels the VM with the group.
-func (r *Reconciler) addToGroup(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) addToGroup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.ensureMember(ctx, s); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey())
+			return ctrl.Result{}, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey())
 		}
-		return false, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
+		return ctrl.Result{}, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
 	}
 	group := s.req.Spec.ProtectionGroupRef.Name
 	if vm.Labels[srv1alpha1.ProtectionGroupLabel] != group {
@@ -37,10 +38,10 @@ func (r *Reconciler) addToGroup(ctx context.Context, s *scope) (bool, error) {
 		patched.Labels[srv1alpha1.ProtectionGroupLabel] = group
 		// A merge patch of one label cannot lose anyone else's change.
 		if err := s.primary.Direct.Patch(ctx, patched, client.MergeFrom(vm)); err != nil {
-			return false, remoteErr(s.primaryCluster, "labelling VirtualMachine "+s.vmKey().String(), err)
+			return ctrl.Result{}, remoteErr(s.primaryCluster, "labelling VirtualMachine "+s.vmKey().String(), err)
 		}
 	}
-	return true, nil
+	return r.advance(ctx, s, srv1alpha1.ProtectionProtected)
 }
 
 // ensureMember appends the VM to spec.virtualMachines of the quorum group. Reads

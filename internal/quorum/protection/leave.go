@@ -39,7 +39,7 @@ func (r *Reconciler) leaveGroup(ctx context.Context, s *scope) (bool, error) {
 		case err != nil:
 			return false, remoteErr(sd.cluster, "reading the copy of ProtectionGroup "+group, err)
 		case slices.Contains(cp.Spec.VirtualMachines, s.req.Spec.VirtualMachine):
-			s.wait(ReasonWaitingForGroupSync, "waiting for pg-sync to remove VirtualMachine %s from the copy of group %s on %s",
+			s.trail.Wait(ReasonWaitingForGroupSync, "waiting for pg-sync to remove VirtualMachine %s from the copy of group %s on %s",
 				s.vmKey(), group, sd.cluster)
 			return false, nil
 		}

@@ -38,7 +38,7 @@ func (r *Reconciler) locate(ctx context.Context, s *scope) (bool, error) {
 	if group != nil {
 		if name, err := r.failoverInProgress(ctx, s, group.Name); err != nil || name != "" {
 			if err == nil {
-				s.wait(ReasonFailoverInProgress, "FailoverRequest %s of group %s is in progress; removing protection of VirtualMachine %s resumes once it ended",
+				s.trail.Wait(ReasonFailoverInProgress, "FailoverRequest %s of group %s is in progress; removing protection of VirtualMachine %s resumes once it ended",
 					name, group.Name, s.vmKey())
 			}
 			return false, err
@@ -60,11 +60,11 @@ func (r *Reconciler) locate(ctx context.Context, s *scope) (bool, error) {
 	switch {
 	case stay == s.primaryCluster:
 	case stay != s.target:
-		s.wait(ReasonFailedOver, "group %s is active on %s, which holds no replica of VirtualMachine %s (replicated between %s and %s); fail the group over to %s first",
+		s.trail.Wait(ReasonFailedOver, "group %s is active on %s, which holds no replica of VirtualMachine %s (replicated between %s and %s); fail the group over to %s first",
 			s.req.Spec.ProtectionGroupRef.Name, stay, s.vmKey(), s.primaryCluster, s.target, s.primaryCluster)
 		return false, nil
 	case !forced(s.req):
-		s.wait(ReasonFailedOver, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or annotate this ProtectionRequest with %s=true to remove replication and keep the VM running on %s",
+		s.trail.Wait(ReasonFailedOver, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or annotate this ProtectionRequest with %s=true to remove replication and keep the VM running on %s",
 			s.vmKey(), s.target, s.req.Spec.ProtectionGroupRef.Name, s.primaryCluster, srv1alpha1.ForceUnprotectAnnotation, s.target)
 		return false, nil
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -36,47 +37,47 @@ func (s *scope) sides() [2]side {
 // createReplication allocates the port and minors (persisted first), then on
 // each side picks the replica node, creates the replica holder pod and the
 // DRBDResource, and once both agents reported their address writes the peers.
-func (r *Reconciler) createReplication(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.req.Status.Port == 0 {
 		if err := r.allocate(ctx, s); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		// Persist before anything uses the allocation: a crash after this point
 		// finds the port in status and never allocates again.
 		if err := r.persist(ctx, s); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 	}
 	protocol, err := r.protocol(ctx, s)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	var res [2]*srv1alpha1.DRBDResource
 	var nodes [2]string
 	for i, sd := range s.sides() {
 		node, ok, err := r.replicaNode(ctx, s, sd)
 		if err != nil || !ok {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		nodes[i] = node
 		if err := createOwned(ctx, sd.rc, sd.cluster, s, r.holderPod(s, sd, node)); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		d := desiredDRBDResource(s, sd, node, protocol)
 		if err := createOwned(ctx, sd.rc, sd.cluster, s, d); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		if err := sd.rc.Direct.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-			return false, remoteErr(sd.cluster, "reading DRBDResource "+d.Name, err)
+			return ctrl.Result{}, remoteErr(sd.cluster, "reading DRBDResource "+d.Name, err)
 		}
 		res[i] = d
 	}
 	for i, sd := range s.sides() {
 		if res[i].Status.Address == "" {
-			s.wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
+			s.trail.Wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
 			setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonWaitingForAgent,
 				"DRBDResource %s exists on both clusters; waiting for node %s of %s to report its address", res[i].Name, nodes[i], sd.cluster)
-			return false, nil
+			return ctrl.Result{}, nil
 		}
 	}
 	for i, sd := range s.sides() {
@@ -91,12 +92,12 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (bool, err
 		patched := res[i].DeepCopy()
 		patched.Spec.Peers = peers
 		if err := sd.rc.Direct.Patch(ctx, patched, client.MergeFromWithOptions(res[i], client.MergeFromWithOptimisticLock{})); err != nil {
-			return false, remoteErr(sd.cluster, "writing peers of DRBDResource "+patched.Name, err)
+			return ctrl.Result{}, remoteErr(sd.cluster, "writing peers of DRBDResource "+patched.Name, err)
 		}
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"DRBDResource %s on %s (node %s) and %s (node %s), port %d", res[0].Name, s.primaryCluster, nodes[0], s.target, nodes[1], s.req.Status.Port)
-	return true, nil
+	return r.advance(ctx, s, srv1alpha1.ProtectionWaitingForInitialSync)
 }
 
 // protocol is the group's protocol when the group exists, else the request's,
@@ -156,7 +157,7 @@ func (r *Reconciler) replicaNode(ctx context.Context, s *scope, sd side) (string
 		}
 	}
 	if len(ready) == 0 {
-		s.wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
+		s.trail.Wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
 		s.requeue(unreachableRetry)
 		return "", false, nil
 	}

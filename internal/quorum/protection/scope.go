@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -24,45 +23,28 @@ type scope struct {
 	primaryCluster string
 	target         string
 	primary, dr    *remote.Remote
-	events         []transitionEvent
 	requeueAfter   time.Duration
+	// trail is the request's audit trail: its phase, history, conditions, and
+	// the events recorded once the status is written.
+	trail *flow.Trail[srv1alpha1.ProtectionPhase]
 
 	// stayOn is, while protection is removed, the cluster the VM stays on.
 	stayOn string
 }
 
-// transitionEvent is an event recorded once the status that carries the
-// transition is written. kind overrides the type eventType derives from phase.
-type transitionEvent struct {
-	phase           srv1alpha1.ProtectionPhase
-	kind            string
-	reason, message string
-}
+// phases are the terminal phases of a ProtectionRequest.
+var phases = flow.Terminals[srv1alpha1.ProtectionPhase]{Succeeded: srv1alpha1.ProtectionProtected, Failed: srv1alpha1.ProtectionFailed}
 
-// enter records entering phase p: status, phase history and (after the status
-// is written) an event.
-func (s *scope) enter(p srv1alpha1.ProtectionPhase, message string) {
-	s.enterWithReason(p, string(p), message)
-}
+// maxMessage bounds the messages of conditions and of the phase history.
+const maxMessage = 1024
 
-func (s *scope) enterWithReason(p srv1alpha1.ProtectionPhase, reason, message string) {
-	if message == "" {
-		message = "entered " + string(p)
-	}
-	s.req.Status.Phase = p
-	s.req.Status.PhaseHistory = append(s.req.Status.PhaseHistory, srv1alpha1.PhaseTransition{
-		Phase: string(p), Time: metav1.NewMicroTime(s.now), Message: truncate(message),
-	})
-	s.events = append(s.events, transitionEvent{phase: p, reason: reason, message: message})
-	if p != srv1alpha1.ProtectionFailed && p != srv1alpha1.ProtectionProtected {
-		setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, "%s", message)
-	}
-}
-
-// wait leaves the request in its phase with Ready=False and a reason; the watch
-// that ends the wait (or requeueAfter) wakes the controller.
-func (s *scope) wait(reason, format string, args ...any) {
-	setCondition(s.req, srv1alpha1.ConditionReady, metav1.ConditionFalse, reason, format, args...)
+func newScope(req *srv1alpha1.ProtectionRequest, now time.Time) *scope {
+	st := &req.Status
+	return &scope{req: req, before: req.DeepCopy(), now: now, trail: &flow.Trail[srv1alpha1.ProtectionPhase]{
+		Phase: &st.Phase, History: &st.PhaseHistory, Conditions: &st.Conditions,
+		CompletionTime: &st.CompletionTime, Generation: req.Generation, Now: now, Terminals: phases,
+		MaxMessage: maxMessage,
+	}}
 }
 
 // requeue asks for a wake-up after d at the latest.
@@ -70,16 +52,6 @@ func (s *scope) requeue(d time.Duration) {
 	if d > 0 && (s.requeueAfter == 0 || d < s.requeueAfter) {
 		s.requeueAfter = d
 	}
-}
-
-// enteredAt is when the request last entered phase p.
-func (s *scope) enteredAt(p srv1alpha1.ProtectionPhase) time.Time {
-	for i := len(s.req.Status.PhaseHistory) - 1; i >= 0; i-- {
-		if h := s.req.Status.PhaseHistory[i]; h.Phase == string(p) {
-			return h.Time.Time
-		}
-	}
-	return s.now
 }
 
 func (s *scope) vmKey() types.NamespacedName {

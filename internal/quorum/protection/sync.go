@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -23,14 +24,14 @@ const diskUpToDate = "UpToDate"
 // DR replica is UpToDate: the DR agent reports its local disk UpToDate, or the
 // primary agent reports the peer disk UpToDate at 100.00%. It fails the request
 // once spec.initialSyncTimeoutSeconds passed since the phase was entered.
-func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	name := types.NamespacedName{Namespace: s.vmNamespace(), Name: s.req.Status.DRBDResourceName}
 	prim, dr := &srv1alpha1.DRBDResource{}, &srv1alpha1.DRBDResource{}
 	if err := s.primary.Direct.Get(ctx, name, prim); err != nil {
-		return false, remoteErr(s.primaryCluster, "reading DRBDResource "+name.String(), err)
+		return ctrl.Result{}, remoteErr(s.primaryCluster, "reading DRBDResource "+name.String(), err)
 	}
 	if err := s.dr.Direct.Get(ctx, name, dr); err != nil {
-		return false, remoteErr(s.target, "reading DRBDResource "+name.String(), err)
+		return ctrl.Result{}, remoteErr(s.target, "reading DRBDResource "+name.String(), err)
 	}
 	done, progress := syncState(s.req.Status.Volumes, prim, dr)
 	if done {
@@ -39,26 +40,26 @@ func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (bool, error
 			before := prim.DeepCopy()
 			prim.Spec.ForcePromotion = false
 			if err := s.primary.Direct.Patch(ctx, prim, client.MergeFrom(before)); err != nil {
-				return false, remoteErr(s.primaryCluster, "clearing the initial forced promotion of "+name.String(), err)
+				return ctrl.Result{}, remoteErr(s.primaryCluster, "clearing the initial forced promotion of "+name.String(), err)
 			}
 		}
 		setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionTrue, srv1alpha1.ReasonInSync,
 			"every volume of %s is UpToDate on %s", name.Name, s.target)
-		return true, nil
+		return r.advance(ctx, s, srv1alpha1.ProtectionSwitchingFrontend)
 	}
 	timeout := defaultInitialSyncTimeout
 	if t := s.req.Spec.InitialSyncTimeoutSeconds; t > 0 {
 		timeout = time.Duration(t) * time.Second
 	}
-	left := s.enteredAt(srv1alpha1.ProtectionWaitingForInitialSync).Add(timeout).Sub(s.now)
+	left := s.trail.EnteredAt(srv1alpha1.ProtectionWaitingForInitialSync).Add(timeout).Sub(s.now)
 	if left <= 0 {
-		return false, flow.Stalled(ReasonInitialSyncTimeout, "initial sync of %s to %s did not finish within %s (%s); check the replication network between the clusters and create a new request",
+		return ctrl.Result{}, flow.Stalled(ReasonInitialSyncTimeout, "initial sync of %s to %s did not finish within %s (%s); check the replication network between the clusters and create a new request",
 			name.Name, s.target, timeout, progress)
 	}
 	setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionFalse, ReasonSyncing, "initial sync to %s: %s", s.target, progress)
-	s.wait(ReasonSyncing, "initial sync to %s: %s", s.target, progress)
+	s.trail.Wait(ReasonSyncing, "initial sync to %s: %s", s.target, progress)
 	s.requeue(left) // the timeout's only timer; progress arrives by watch
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // syncState reports whether every volume reached the DR replica and a short

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -20,22 +21,22 @@ import (
 // provisionTarget creates the VM's namespace and one backing PVC per disk on the
 // DR cluster: same name and size as the source PVC, the mapped StorageClass,
 // volumeMode Block.
-func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.vmNamespace()}}
 	if err := s.dr.Direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, remoteErr(s.target, "creating namespace "+ns.Name, err)
+		return ctrl.Result{}, remoteErr(s.target, "creating namespace "+ns.Name, err)
 	}
 	for _, v := range s.req.Status.Volumes {
 		src := &corev1.PersistentVolumeClaim{}
 		if err := s.primary.Direct.Get(ctx, types.NamespacedName{Namespace: s.vmNamespace(), Name: v.SourcePVC}, src); err != nil {
 			if apierrors.IsNotFound(err) {
-				return false, flow.Stalled(ReasonPVCNotFound, "disk %q: PVC %s was deleted on %s during protection", v.Disk, v.SourcePVC, s.primaryCluster)
+				return ctrl.Result{}, flow.Stalled(ReasonPVCNotFound, "disk %q: PVC %s was deleted on %s during protection", v.Disk, v.SourcePVC, s.primaryCluster)
 			}
-			return false, remoteErr(s.primaryCluster, "reading PVC "+v.SourcePVC, err)
+			return ctrl.Result{}, remoteErr(s.primaryCluster, "reading PVC "+v.SourcePVC, err)
 		}
 		class, ok := mappedClass(s.zone, ptr.Deref(src.Spec.StorageClassName, ""))
 		if !ok {
-			return false, flow.Stalled(ReasonNoStorageMapping, "disk %q: the storage mapping for StorageClass %q was removed from zone %s", v.Disk, ptr.Deref(src.Spec.StorageClassName, ""), s.zone.Name)
+			return ctrl.Result{}, flow.Stalled(ReasonNoStorageMapping, "disk %q: the storage mapping for StorageClass %q was removed from zone %s", v.Disk, ptr.Deref(src.Spec.StorageClassName, ""), s.zone.Name)
 		}
 		pvc := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: v.TargetPVC, Labels: labels(s.req, "backing")},
@@ -48,12 +49,12 @@ func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (bool, error
 			},
 		}
 		if err := createOwned(ctx, s.dr, s.target, s, pvc); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonProgressing,
 		"backing PVCs exist on %s; creating the DRBD resources", s.target)
-	return true, nil
+	return r.advance(ctx, s, srv1alpha1.ProtectionCreatingReplication)
 }
 
 // createOwned creates obj on a workload cluster. An existing object is accepted

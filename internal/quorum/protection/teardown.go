@@ -75,7 +75,7 @@ func (r *Reconciler) removeTiers(ctx context.Context, s *scope, tiers ...tier) (
 			return false, err
 		}
 		if len(left) > 0 {
-			s.wait(ReasonRemovingReplication, "removing %s", strings.Join(left, ", "))
+			s.trail.Wait(ReasonRemovingReplication, "removing %s", strings.Join(left, ", "))
 			if !t.watched {
 				s.requeue(teardownPoll)
 			}

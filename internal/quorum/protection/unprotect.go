@@ -29,18 +29,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 	if !controllerutil.ContainsFinalizer(req, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{req: req, before: req.DeepCopy(), now: r.now()}
+	s := newScope(req, r.now())
 	if !reached(req, srv1alpha1.ProtectionProvisioningTarget) {
 		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeNormal, ReasonUnprotected,
 			"deleted before anything was created on the workload clusters; nothing to remove")
 	}
-	s.wait(ReasonUnprotecting, "removing protection of VirtualMachine %s", s.vmKey())
+	s.trail.Wait(ReasonUnprotecting, "removing protection of VirtualMachine %s", s.vmKey())
 	err := r.unprotect(ctx, s)
 	if err == nil {
 		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeNormal, ReasonUnprotected, doneMessage(s))
-	}
-	if errors.Is(err, errWaiting) {
-		err = nil
 	}
 	var e *flow.Error
 	switch {
@@ -60,20 +57,33 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 	return flow.Result(ctrl.Result{RequeueAfter: s.requeueAfter}, err)
 }
 
-// errWaiting ends the steps when one of them set a wait condition.
-var errWaiting = errors.New("waiting")
-
+// unprotect runs the steps in order (flow.RunPhases) until one is not done.
 func (r *Reconciler) unprotect(ctx context.Context, s *scope) error {
-	for _, st := range r.unprotectSteps() {
-		done, err := st(ctx, s)
-		if err != nil {
-			return err
-		}
-		if !done {
-			return errWaiting
-		}
+	steps := r.unprotectSteps()
+	phases := make([]flow.Phase[*scope], 0, len(steps))
+	for _, st := range steps {
+		phases = append(phases, held(st))
 	}
-	return nil
+	_, err := flow.RunPhases(ctx, s, phases...)
+	return err
+}
+
+// held is the phase of a step of removing protection: a step that is not done
+// has shown its wait on the trail, and the phase returns that wait as a
+// Waiting error, which stops the steps after it and is retried when a watch
+// wakes the request (or after the requeue the step asked for).
+func held(st step) flow.Phase[*scope] {
+	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
+		done, err := st(ctx, s)
+		if err != nil || done {
+			return ctrl.Result{}, err
+		}
+		reason, msg := ReasonUnprotecting, "removing protection of VirtualMachine "+s.vmKey().String()
+		if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionReady); c != nil {
+			reason, msg = c.Reason, c.Message
+		}
+		return ctrl.Result{}, flow.Waiting(reason, 0, "%s", msg)
+	}
 }
 
 // loadForDelete connects both clusters and checks that they answer: removing
@@ -104,7 +114,7 @@ func noteHold(s *scope) {
 	case ReasonFailedOver, ReasonFailoverInProgress, ReasonClusterUnreachable, ReasonRequestFailed:
 		kind = corev1.EventTypeWarning
 	}
-	s.events = append(s.events, transitionEvent{phase: s.req.Status.Phase, kind: kind, reason: now.Reason, message: now.Message})
+	s.trail.Events = append(s.trail.Events, flow.Event{Type: kind, Reason: now.Reason, Message: now.Message})
 }
 
 func doneMessage(s *scope) string {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -17,36 +18,36 @@ import (
 
 // validate checks everything the flow relies on and records the disks to
 // replicate in status.volumes. Anything the user must fix fails the request.
-func (r *Reconciler) validate(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ref := s.req.Spec.ProtectionGroupRef
 	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
-		return false, flow.Stalled(ReasonInvalidSpec, "spec.protectionGroupRef.namespace %q must be empty or %q: a DR namespace only drives its own groups", ref.Namespace, s.req.Namespace)
+		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "spec.protectionGroupRef.namespace %q must be empty or %q: a DR namespace only drives its own groups", ref.Namespace, s.req.Namespace)
 	}
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s not found on primary cluster %s", s.vmKey(), s.primaryCluster)
+			return ctrl.Result{}, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s not found on primary cluster %s", s.vmKey(), s.primaryCluster)
 		}
-		return false, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
+		return ctrl.Result{}, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
 	}
 	if g := vm.Labels[srv1alpha1.ProtectionGroupLabel]; g != "" {
-		return false, flow.Stalled(ReasonAlreadyProtected, "VirtualMachine %s is already in ProtectionGroup %s (label %s)", s.vmKey(), g, srv1alpha1.ProtectionGroupLabel)
+		return ctrl.Result{}, flow.Stalled(ReasonAlreadyProtected, "VirtualMachine %s is already in ProtectionGroup %s (label %s)", s.vmKey(), g, srv1alpha1.ProtectionGroupLabel)
 	}
 	if err := r.checkNoOtherRequest(ctx, s); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if vm.Spec.Template == nil {
-		return false, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no template", s.vmKey())
+		return ctrl.Result{}, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no template", s.vmKey())
 	}
 	volumes, err := r.validateDisks(ctx, s, vm)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.req.Status.Volumes = volumes
 	s.req.Status.DRBDResourceName = srv1alpha1.DRBDResourceName(vm.Name)
 	setCondition(s.req, ConditionValidated, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"%d disk(s) can be replicated from %s to %s", len(volumes), s.primaryCluster, s.target)
-	return true, nil
+	return r.advance(ctx, s, srv1alpha1.ProtectionProvisioningTarget)
 }
 
 // checkNoOtherRequest fails the request when another non-Failed request of this

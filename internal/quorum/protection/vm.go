@@ -77,7 +77,7 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, erro
 		if err := r.patchVM(ctx, s, m.sd, vm, patched, "stopping"); err != nil {
 			return false, err
 		}
-		s.wait(ReasonWaitingForVM, "stopping VirtualMachine %s on %s to move it onto %s", s.vmKey(), m.sd.cluster, m.onto)
+		s.trail.Wait(ReasonWaitingForVM, "stopping VirtualMachine %s on %s to move it onto %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
 	case !moved:
 		stopped, err := r.vmStopped(ctx, s, m.sd, vm)
@@ -89,7 +89,7 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, erro
 			if !m.start {
 				hint = "; it is neither stopped nor started here: stop it to go on"
 			}
-			s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s on %s to stop before moving it onto %s (now %s)%s", s.vmKey(), m.sd.cluster, m.onto, printable(vm), hint)
+			s.trail.Wait(ReasonWaitingForVM, "waiting for VirtualMachine %s on %s to stop before moving it onto %s (now %s)%s", s.vmKey(), m.sd.cluster, m.onto, printable(vm), hint)
 			return false, nil
 		}
 		if m.beforeSwap != nil {
@@ -111,17 +111,17 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, erro
 		if !m.start {
 			return true, nil
 		}
-		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
+		s.trail.Wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
 	case m.start && restore(patched):
 		if err := r.patchVM(ctx, s, m.sd, vm, patched, "starting"); err != nil {
 			return false, err
 		}
-		s.wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
+		s.trail.Wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 		return false, nil
 	}
 	if m.start && wantsRunning(vm) && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
-		s.wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
+		s.trail.Wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
 		return false, nil
 	}
 	return true, nil

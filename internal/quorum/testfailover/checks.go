@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -25,13 +26,13 @@ const probeGrace = 2 * time.Minute
 // verifying runs the guest agent and probe checks on every Ready test VM and
 // records each verdict; a VM that never became Ready gets them recorded as not
 // run. When every check has a verdict the test concludes.
-func (r *Reconciler) verifying(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) verifying(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rc, err := r.dr(ctx, s)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	checks := s.tf.Spec.Checks
-	since := s.enteredAt(srv1alpha1.TestFailoverVerifying)
+	since := s.trail.EnteredAt(srv1alpha1.TestFailoverVerifying)
 	var waiting []string
 	for _, res := range append([]srv1alpha1.CheckResult(nil), s.tf.Status.Results...) {
 		if res.Check != CheckVMReady {
@@ -51,7 +52,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (*time.Duration, e
 			if _, done := s.result(vm, CheckGuestAgent); !done {
 				ok, err := r.checkAgent(ctx, s, rc, vm, since)
 				if err != nil {
-					return nil, err
+					return ctrl.Result{}, err
 				}
 				if !ok {
 					waiting = append(waiting, vm+" guest agent")
@@ -62,7 +63,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (*time.Duration, e
 			if _, done := s.result(vm, CheckProbe); !done {
 				ok, err := r.checkProbe(ctx, s, rc, vm, since)
 				if err != nil {
-					return nil, err
+					return ctrl.Result{}, err
 				}
 				if !ok {
 					waiting = append(waiting, vm+" probe")
@@ -71,8 +72,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (*time.Duration, e
 		}
 	}
 	if len(waiting) > 0 {
-		s.waiting("waiting for %s", strings.Join(waiting, ", "))
-		return nil, nil
+		return ctrl.Result{}, waitFor("waiting for %s", strings.Join(waiting, ", "))
 	}
 	var failed []string
 	for _, res := range s.tf.Status.Results {
@@ -82,10 +82,10 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (*time.Duration, e
 	}
 	if len(failed) > 0 {
 		s.conclude(false, ReasonChecksFailed, "%d of %d check(s) failed: %s", len(failed), len(s.tf.Status.Results), strings.Join(failed, ", "))
-		return nil, nil
+		return ctrl.Result{}, nil
 	}
 	s.conclude(true, ReasonPassed, "all %d check(s) passed", len(s.tf.Status.Results))
-	return nil, nil
+	return ctrl.Result{}, nil
 }
 
 // checkAgent records the guest agent verdict once the VMI reports the agent

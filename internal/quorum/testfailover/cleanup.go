@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -21,32 +21,31 @@ import (
 
 // cleaningUp deletes everything the test created on the DR cluster and, once
 // nothing is left, ends the test with the verdict recorded when cleanup began.
-func (r *Reconciler) cleaningUp(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) cleaningUp(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rc, err := r.dr(ctx, s)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	left, err := r.deleteAll(ctx, s, rc)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	if len(left) > 0 {
-		s.waiting("cleaning up: waiting for %s to go", strings.Join(left, ", "))
-		return nil, nil
+		return ctrl.Result{}, waitFor("cleaning up: waiting for %s to go", strings.Join(left, ", "))
 	}
-	s.condition(ConditionCleanedUp, metav1.ConditionTrue, ReasonCleanedUp, "every test object on "+s.tf.Spec.TargetCluster+" is deleted")
+	s.trail.Condition(ConditionCleanedUp, metav1.ConditionTrue, ReasonCleanedUp, "every test object on "+s.tf.Spec.TargetCluster+" is deleted")
 	v := s.verdict()
 	if v != nil && v.Status == metav1.ConditionTrue {
-		s.enter(srv1alpha1.TestFailoverSucceeded, "%s; cleaned up", v.Message)
-		return nil, nil
+		s.trail.Succeed(ReasonPassed, "%s; cleaned up", v.Message)
+		return ctrl.Result{}, nil
 	}
 	reason, msg := ReasonChecksFailed, "the test failed"
 	if v != nil {
 		reason, msg = v.Reason, v.Message
 	}
-	s.enter(srv1alpha1.TestFailoverFailed, "%s; cleaned up", msg)
-	s.condition(srv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	return nil, nil
+	s.trail.Enter(srv1alpha1.TestFailoverFailed, "%s; cleaned up", msg)
+	s.trail.Condition(srv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	return ctrl.Result{}, nil
 }
 
 // zoneOfTarget finds the zone by its target cluster, so that cleanup works even

@@ -64,14 +64,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Reader.Get(ctx, req.NamespacedName, tf); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{tf: tf, before: tf.DeepCopy(), now: r.Clock.Now()}
+	s := newScope(tf, r.Clock.Now())
 	if terminal(tf.Status.Phase) {
 		// Everything was cleaned up before the terminal phase was written.
 		return ctrl.Result{}, r.removeFinalizer(ctx, tf)
 	}
 	if tf.Status.Phase == "" {
 		s.tf.Status.StartTime = &metav1.Time{Time: s.now}
-		s.enter(srv1alpha1.TestFailoverPending, "validating test of group %s on %s", tf.Spec.ProtectionGroupRef.Name, tf.Spec.TargetCluster)
+		s.trail.Enter(srv1alpha1.TestFailoverPending, "validating test of group %s on %s", tf.Spec.ProtectionGroupRef.Name, tf.Spec.TargetCluster)
 	}
 	switch {
 	case tf.DeletionTimestamp != nil && tf.Status.Phase == srv1alpha1.TestFailoverPending:
@@ -82,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.conclude(false, ReasonTimeout, "timed out after timeoutSeconds=%d in %s", tf.Spec.TimeoutSeconds, tf.Status.Phase)
 	}
 
-	wait, err := r.advance(ctx, s)
+	res, err := r.runner().Run(ctx, s)
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
@@ -90,12 +90,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.observe(s)
 		return ctrl.Result{}, r.removeFinalizer(ctx, s.tf)
 	}
-	if err != nil {
+	if res, err = flow.Result(res, err); err != nil {
 		return ctrl.Result{}, err
 	}
 	next := pollEvery
-	if wait != nil {
-		next = min(next, *wait)
+	if res.RequeueAfter > 0 {
+		next = min(next, res.RequeueAfter)
 	}
 	if active(s.tf.Status.Phase) {
 		next = min(next, max(s.deadline().Sub(s.now), 0)+time.Millisecond)
@@ -103,54 +103,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// advance runs the current phase and, whenever a phase completes, the next one.
-// A problem that retrying cannot fix ends the test: rejected in Pending, where
-// nothing exists yet, and through the cleanup anywhere else.
-func (r *Reconciler) advance(ctx context.Context, s *scope) (*time.Duration, error) {
-	for range 10 {
-		phase := s.tf.Status.Phase
-		var wait *time.Duration
-		var err error
-		switch phase {
-		case srv1alpha1.TestFailoverPending:
-			wait, err = r.pending(ctx, s)
-		case srv1alpha1.TestFailoverSnapshotting:
-			wait, err = r.snapshotting(ctx, s)
-		case srv1alpha1.TestFailoverRestoring:
-			wait, err = r.restoring(ctx, s)
-		case srv1alpha1.TestFailoverBooting:
-			wait, err = r.booting(ctx, s)
-		case srv1alpha1.TestFailoverVerifying:
-			wait, err = r.verifying(ctx, s)
-		case srv1alpha1.TestFailoverCleaningUp:
-			wait, err = r.cleaningUp(ctx, s)
-		default:
-			return nil, nil
-		}
-		if ie, ok := asInvalid(err); ok {
-			if phase == srv1alpha1.TestFailoverPending {
-				s.reject(ie.Reason, ie.Message)
-			} else {
-				s.conclude(false, ie.Reason, "%s", ie.Message)
-			}
-			continue
-		}
-		var ue *UnreachableError
-		if errors.As(err, &ue) {
-			s.waiting("%s", ue.Error())
-			return ptr.To(pollEvery), nil
-		}
-		if err != nil || s.tf.Status.Phase == phase {
-			return wait, err
-		}
+// runner runs the step of the test's phase and, whenever a step completes its
+// phase, the next one. A problem that retrying cannot fix (a Stalled error)
+// ends the test: rejected in Pending, where nothing exists yet, and through the
+// cleanup anywhere else, which then runs in the same reconcile.
+func (r *Reconciler) runner() flow.Runner[*scope, srv1alpha1.TestFailoverPhase] {
+	steps := map[srv1alpha1.TestFailoverPhase]flow.Phase[*scope]{
+		srv1alpha1.TestFailoverPending:      r.pending,
+		srv1alpha1.TestFailoverSnapshotting: r.snapshotting,
+		srv1alpha1.TestFailoverRestoring:    r.restoring,
+		srv1alpha1.TestFailoverBooting:      r.booting,
+		srv1alpha1.TestFailoverVerifying:    r.verifying,
+		srv1alpha1.TestFailoverCleaningUp:   r.cleaningUp,
 	}
-	return nil, nil
+	return flow.Runner[*scope, srv1alpha1.TestFailoverPhase]{
+		Phase:  func(s *scope) srv1alpha1.TestFailoverPhase { return s.tf.Status.Phase },
+		Step:   func(s *scope) flow.Phase[*scope] { return steps[s.tf.Status.Phase] },
+		Report: report,
+		Limit:  10,
+	}
+}
+
+// report shows a step's error on the test.
+func report(s *scope, err error) {
+	e := flow.As(err)
+	switch {
+	case e == nil:
+	case e.Kind == flow.KindStalled && s.tf.Status.Phase == srv1alpha1.TestFailoverPending:
+		s.reject(e.Reason, e.Error())
+	case e.Kind == flow.KindStalled:
+		s.conclude(false, e.Reason, "%s", e.Error())
+	case e.Kind == flow.KindWaiting:
+		s.trail.Wait(e.Reason, "%s", e.Error())
+	}
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	s.tf.Status.ObservedGeneration = s.tf.Generation
-	return flow.WriteStatus(ctx, r.Client, r.Recorder, s.tf,
-		!equality.Semantic.DeepEqual(s.before.Status, s.tf.Status), s.events)
+	_, err := flow.NewStatusWriter(r.Client, r.Recorder).Write(ctx, s.tf, flow.Change{
+		Changed: !equality.Semantic.DeepEqual(s.before.Status, s.tf.Status), Events: s.trail.Events})
+	return err
 }
 
 func (r *Reconciler) addFinalizer(ctx context.Context, tf *srv1alpha1.TestFailover) error {

@@ -1,38 +1,27 @@
 package testfailover
 
 import (
-	"errors"
 	"fmt"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
-// InvalidError is a problem with the request or the group that retrying cannot
-// fix: the test fails at once with Reason on its Ready condition.
-type InvalidError struct {
-	Reason  string
-	Message string
-}
-
-func (e *InvalidError) Error() string { return e.Message }
-
+// invalid is a problem with the request or the group that retrying cannot fix
+// (a Stalled error): the test fails at once with reason on its Ready condition,
+// rejected in Pending and through the cleanup anywhere else.
 func invalid(reason, format string, args ...any) error {
-	return &InvalidError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return flow.Stalled(reason, format, args...)
 }
 
-// asInvalid reports whether err is (or wraps) an InvalidError.
-func asInvalid(err error) (*InvalidError, bool) {
-	var ie *InvalidError
-	ok := errors.As(err, &ie)
-	return ie, ok
+// unreachable is a DR cluster that cannot be reached now (a Waiting error): the
+// phase retries after pollEvery.
+func unreachable(cluster string, err error) error {
+	return &flow.Error{Kind: flow.KindWaiting, Reason: srv1alpha1.ReasonProgressing, RequeueAfter: pollEvery,
+		Err: fmt.Errorf("cannot reach DR cluster %s: %w", cluster, err)}
 }
 
-// UnreachableError is a DR cluster that cannot be reached now; the phase retries.
-type UnreachableError struct {
-	Cluster string
-	Err     error
+// waitFor is a phase that waits on the DR cluster; a watch or the poll wakes it.
+func waitFor(format string, args ...any) error {
+	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, format, args...)
 }
-
-func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("cannot reach DR cluster %s: %v", e.Cluster, e.Err)
-}
-
-func (e *UnreachableError) Unwrap() error { return e.Err }

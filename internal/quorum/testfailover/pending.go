@@ -2,48 +2,48 @@ package testfailover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
 // pending validates the request and claims the isolated namespace's name. Nothing
 // exists on the DR cluster before the finalizer is on the request.
-func (r *Reconciler) pending(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.load(ctx, s); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	rc, err := r.dr(ctx, s)
 	if err != nil {
 		if !s.now.Before(s.deadline()) {
-			return nil, invalid(ReasonTimeout, "timed out after timeoutSeconds=%d waiting for %s: %v", s.tf.Spec.TimeoutSeconds, s.tf.Spec.TargetCluster, err)
+			return ctrl.Result{}, invalid(ReasonTimeout, "timed out after timeoutSeconds=%d waiting for %s: %v", s.tf.Spec.TimeoutSeconds, s.tf.Spec.TargetCluster, err)
 		}
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	ns := isolatedNamespace(s.tf)
 	existing := &corev1.Namespace{}
 	switch err := rc.Direct.Get(ctx, client.ObjectKey{Name: ns}, existing); {
 	case err == nil && existing.Labels[LabelUID] != string(s.tf.UID):
-		return nil, invalid(ReasonNamespaceExists, "isolated namespace %s already exists on %s and was not created by this test; set spec.isolatedNamespace to an unused name", ns, s.tf.Spec.TargetCluster)
+		return ctrl.Result{}, invalid(ReasonNamespaceExists, "isolated namespace %s already exists on %s and was not created by this test; set spec.isolatedNamespace to an unused name", ns, s.tf.Spec.TargetCluster)
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, &UnreachableError{Cluster: s.tf.Spec.TargetCluster, Err: err}
+		return ctrl.Result{}, unreachable(s.tf.Spec.TargetCluster, err)
 	}
 	if err := r.addFinalizer(ctx, s.tf); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	// The status is written against before, with its resourceVersion.
 	s.before.Finalizers, s.before.ResourceVersion = s.tf.Finalizers, s.tf.ResourceVersion
 	s.tf.Status.IsolatedNamespace = ns
-	s.enter(srv1alpha1.TestFailoverSnapshotting, "snapshotting the DR copies of group %s on %s", s.group.Name, s.tf.Spec.TargetCluster)
-	return nil, nil
+	s.trail.Enter(srv1alpha1.TestFailoverSnapshotting, "snapshotting the DR copies of group %s on %s", s.group.Name, s.tf.Spec.TargetCluster)
+	return ctrl.Result{}, nil
 }
 
 // load reads the quorum copy of the group and checks the target against it.
@@ -113,7 +113,7 @@ func (r *Reconciler) dr(ctx context.Context, s *scope) (*remote.Remote, error) {
 	}
 	rc, err := r.Remote.Get(s.key())
 	if err != nil {
-		return nil, &UnreachableError{Cluster: s.tf.Spec.TargetCluster, Err: err}
+		return nil, unreachable(s.tf.Spec.TargetCluster, err)
 	}
 	return rc, nil
 }
@@ -123,12 +123,11 @@ func remoteErr(cluster, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ue *UnreachableError
-	if errors.As(err, &ue) {
-		return err
+	if e := flow.As(err); e != nil && e.Kind == flow.KindWaiting {
+		return err // already an unreachable cluster
 	}
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		return fmt.Errorf("%s on %s: %w", what, cluster, err)
 	}
-	return &UnreachableError{Cluster: cluster, Err: fmt.Errorf("%s: %w", what, err)}
+	return unreachable(cluster, fmt.Errorf("%s: %w", what, err))
 }

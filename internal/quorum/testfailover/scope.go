@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,9 +20,20 @@ type scope struct {
 
 	group *srv1alpha1.ProtectionGroup
 	zone  string
-	// events to record once the status is written, so that a failed status write
-	// does not leave an event claiming a transition that was not persisted.
-	events []flow.Event
+	// trail is the test's audit trail: its phase, history, conditions, and the
+	// events recorded once the status is written.
+	trail *flow.Trail[srv1alpha1.TestFailoverPhase]
+}
+
+// phases are the terminal phases of a TestFailover.
+var phases = flow.Terminals[srv1alpha1.TestFailoverPhase]{Succeeded: srv1alpha1.TestFailoverSucceeded, Failed: srv1alpha1.TestFailoverFailed}
+
+func newScope(tf *srv1alpha1.TestFailover, now time.Time) *scope {
+	st := &tf.Status
+	return &scope{tf: tf, before: tf.DeepCopy(), now: now, trail: &flow.Trail[srv1alpha1.TestFailoverPhase]{
+		Phase: &st.Phase, History: &st.PhaseHistory, Conditions: &st.Conditions,
+		CompletionTime: &st.CompletionTime, Generation: tf.Generation, Now: now, Terminals: phases,
+	}}
 }
 
 func (s *scope) key() remote.Key {
@@ -37,36 +47,10 @@ func (s *scope) namespace() string {
 	return isolatedNamespace(s.tf)
 }
 
-// enter moves the test to phase, records it in the audit trail and queues the
-// one event of the transition.
-func (s *scope) enter(phase srv1alpha1.TestFailoverPhase, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	st := &s.tf.Status
-	st.Phase = phase
-	st.PhaseHistory = append(st.PhaseHistory, srv1alpha1.PhaseTransition{
-		Phase: string(phase), Time: metav1.NewMicroTime(s.now), Message: msg,
-	})
-	kind := corev1.EventTypeNormal
-	if phase == srv1alpha1.TestFailoverFailed {
-		kind = corev1.EventTypeWarning
-	}
-	s.events = append(s.events, flow.Event{Type: kind, Reason: string(phase), Message: msg})
-	switch phase {
-	case srv1alpha1.TestFailoverSucceeded:
-		st.CompletionTime = &metav1.Time{Time: s.now}
-		s.condition(srv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonPassed, msg)
-	case srv1alpha1.TestFailoverFailed:
-		st.CompletionTime = &metav1.Time{Time: s.now}
-	default:
-		s.condition(srv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
-	}
-}
-
 // reject ends a test that created nothing: bad input found in Pending.
 func (s *scope) reject(reason, message string) {
-	s.enter(srv1alpha1.TestFailoverFailed, "%s", message)
-	s.condition(srv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
-	s.condition(ConditionCleanedUp, metav1.ConditionTrue, ReasonCleanedUp, "nothing was created")
+	s.trail.Fail(reason, "%s", message)
+	s.trail.Condition(ConditionCleanedUp, metav1.ConditionTrue, ReasonCleanedUp, "nothing was created")
 }
 
 // conclude records the verdict and starts the cleanup, which every test that
@@ -77,37 +61,14 @@ func (s *scope) conclude(passed bool, reason, format string, args ...any) {
 	if passed {
 		status = metav1.ConditionTrue
 	}
-	s.condition(ConditionVerified, status, reason, msg)
-	s.condition(ConditionCleanedUp, metav1.ConditionFalse, ReasonCleaning, "deleting the test objects on "+s.tf.Spec.TargetCluster)
-	s.enter(srv1alpha1.TestFailoverCleaningUp, "%s; cleaning up", msg)
+	s.trail.Condition(ConditionVerified, status, reason, msg)
+	s.trail.Condition(ConditionCleanedUp, metav1.ConditionFalse, ReasonCleaning, "deleting the test objects on "+s.tf.Spec.TargetCluster)
+	s.trail.Enter(srv1alpha1.TestFailoverCleaningUp, "%s; cleaning up", msg)
 }
 
 // verdict is the recorded outcome of the checks, if any.
 func (s *scope) verdict() *metav1.Condition {
 	return meta.FindStatusCondition(s.tf.Status.Conditions, ConditionVerified)
-}
-
-// condition sets a condition; a changed message alone does not bump the time.
-func (s *scope) condition(t string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.tf.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: s.tf.Generation,
-	})
-}
-
-// waiting records why the current phase cannot proceed yet, without an event.
-func (s *scope) waiting(format string, args ...any) {
-	s.condition(srv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf(format, args...))
-}
-
-// enteredAt is when the test entered phase, from its audit trail.
-func (s *scope) enteredAt(phase srv1alpha1.TestFailoverPhase) time.Time {
-	h := s.tf.Status.PhaseHistory
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Phase == string(phase) {
-			return h[i].Time.Time
-		}
-	}
-	return s.now
 }
 
 // deadline is when the whole test times out.
@@ -147,9 +108,7 @@ func (s *scope) record(vm, check string, passed bool, format string, args ...any
 	})
 }
 
-func terminal(p srv1alpha1.TestFailoverPhase) bool {
-	return p == srv1alpha1.TestFailoverSucceeded || p == srv1alpha1.TestFailoverFailed
-}
+func terminal(p srv1alpha1.TestFailoverPhase) bool { return phases.IsTerminal(p) }
 
 // active phases have objects on the DR cluster and run under the timeout.
 func active(p srv1alpha1.TestFailoverPhase) bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -23,20 +23,20 @@ import (
 // replicated disk next to its PVC (a snapshot must live in its PVC's namespace)
 // and waits until all are ready. Replication keeps running: a CSI snapshot of the
 // Secondary's backing volume is a crash-consistent copy per disk.
-func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.reload(ctx, s); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	rc, err := r.dr(ctx, s)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	if err := r.ensureIsolation(ctx, s, rc); err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	disks, err := r.disks(ctx, s, rc)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	cluster := s.tf.Spec.TargetCluster
 	var waiting []string
@@ -50,52 +50,51 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (*time.Duration
 		}
 		if err := rc.Direct.Create(ctx, vs); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
-				return nil, remoteErr(cluster, "creating VolumeSnapshot "+vs.Name, err)
+				return ctrl.Result{}, remoteErr(cluster, "creating VolumeSnapshot "+vs.Name, err)
 			}
 			if err := rc.Direct.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
-				return nil, remoteErr(cluster, "reading VolumeSnapshot "+vs.Name, err)
+				return ctrl.Result{}, remoteErr(cluster, "reading VolumeSnapshot "+vs.Name, err)
 			}
 		}
 		if err := snapshotError(vs); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
 		if !ready(vs) {
 			waiting = append(waiting, d.String())
 		}
 	}
 	if len(waiting) > 0 {
-		s.waiting("waiting for %d snapshot(s) to become ready: %s", len(waiting), strings.Join(waiting, ", "))
-		return nil, nil
+		return ctrl.Result{}, waitFor("waiting for %d snapshot(s) to become ready: %s", len(waiting), strings.Join(waiting, ", "))
 	}
-	s.enter(srv1alpha1.TestFailoverRestoring, "%d snapshot(s) of the DR copies are ready; restoring them into %s", len(disks), s.namespace())
-	return nil, nil
+	s.trail.Enter(srv1alpha1.TestFailoverRestoring, "%d snapshot(s) of the DR copies are ready; restoring them into %s", len(disks), s.namespace())
+	return ctrl.Result{}, nil
 }
 
 // restoring carries every snapshot into the isolated namespace (a pre-provisioned
 // VolumeSnapshotContent with the same snapshot handle and deletionPolicy Retain,
 // bound to a VolumeSnapshot there) and creates a PVC from each copy.
-func (r *Reconciler) restoring(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) restoring(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rc, err := r.dr(ctx, s)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	snaps, err := r.productionSnapshots(ctx, s, rc)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	cluster := s.tf.Spec.TargetCluster
 	var waiting []string
 	for i := range snaps {
 		src := &snaps[i]
 		if err := snapshotError(src); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
 		copyVS, err := r.ensureCopy(ctx, s, rc, src)
 		if err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
 		if err := snapshotError(copyVS); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
 		if !ready(copyVS) {
 			waiting = append(waiting, "snapshot "+copyVS.Name)
@@ -103,20 +102,19 @@ func (r *Reconciler) restoring(ctx context.Context, s *scope) (*time.Duration, e
 		}
 		pvc, err := r.ensureRestoredPVC(ctx, s, rc, src, copyVS)
 		if err != nil {
-			return nil, remoteErr(cluster, "restoring PVC "+copyVS.Name, err)
+			return ctrl.Result{}, remoteErr(cluster, "restoring PVC "+copyVS.Name, err)
 		}
 		if bound, err := r.bindingDone(ctx, rc, pvc); err != nil {
-			return nil, remoteErr(cluster, "reading StorageClass of "+pvc.Name, err)
+			return ctrl.Result{}, remoteErr(cluster, "reading StorageClass of "+pvc.Name, err)
 		} else if !bound {
 			waiting = append(waiting, "PVC "+pvc.Name)
 		}
 	}
 	if len(waiting) > 0 {
-		s.waiting("waiting for %s", strings.Join(waiting, ", "))
-		return nil, nil
+		return ctrl.Result{}, waitFor("waiting for %s", strings.Join(waiting, ", "))
 	}
-	s.enter(srv1alpha1.TestFailoverBooting, "%d PVC(s) restored in %s; starting the test VMs", len(snaps), s.namespace())
-	return nil, nil
+	s.trail.Enter(srv1alpha1.TestFailoverBooting, "%d PVC(s) restored in %s; starting the test VMs", len(snaps), s.namespace())
+	return ctrl.Result{}, nil
 }
 
 // productionSnapshots are the snapshots Snapshotting took, sorted by name.

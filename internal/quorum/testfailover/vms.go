@@ -7,7 +7,6 @@ import (
 	"maps"
 	"sort"
 	"strings"
-	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -28,39 +29,39 @@ const podNetwork = "default"
 // booting creates one test VM per group VM in the isolated namespace and waits,
 // up to vmReadyTimeoutSeconds, for each to be Ready; the VMReady results are
 // recorded here.
-func (r *Reconciler) booting(ctx context.Context, s *scope) (*time.Duration, error) {
+func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rc, err := r.dr(ctx, s)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	claims, err := r.restoredClaims(ctx, s, rc)
 	if err != nil {
-		return nil, err
+		return ctrl.Result{}, err
 	}
 	cluster := s.tf.Spec.TargetCluster
-	left := s.enteredAt(srv1alpha1.TestFailoverBooting).Add(s.vmReadyTimeout()).Sub(s.now)
+	left := s.trail.EnteredAt(srv1alpha1.TestFailoverBooting).Add(s.vmReadyTimeout()).Sub(s.now)
 	var waiting []string
 	for _, name := range sortedKeys(claims) {
 		ref := s.vmRef(name)
 		if err := r.ensureProbeService(ctx, s, rc, name); err != nil {
-			return nil, err
+			return ctrl.Result{}, err
 		}
 		vm := &kubevirtv1.VirtualMachine{}
 		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.namespace(), Name: name}, vm)
 		if apierrors.IsNotFound(err) {
 			standby := &kubevirtv1.VirtualMachine{}
 			if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: ref, Name: name}, standby); err != nil {
-				return nil, remoteErr(cluster, "reading standby VM "+name, err)
+				return ctrl.Result{}, remoteErr(cluster, "reading standby VM "+name, err)
 			}
 			vm, err = testVM(s, standby, claims[name])
 			if err != nil {
-				return nil, err
+				return ctrl.Result{}, err
 			}
 			if err := rc.Direct.Create(ctx, vm); err != nil && !apierrors.IsAlreadyExists(err) {
-				return nil, remoteErr(cluster, "creating test VM "+name, err)
+				return ctrl.Result{}, remoteErr(cluster, "creating test VM "+name, err)
 			}
 		} else if err != nil {
-			return nil, remoteErr(cluster, "reading test VM "+name, err)
+			return ctrl.Result{}, remoteErr(cluster, "reading test VM "+name, err)
 		}
 		switch {
 		case vm.Status.Ready:
@@ -73,11 +74,10 @@ func (r *Reconciler) booting(ctx context.Context, s *scope) (*time.Duration, err
 		}
 	}
 	if len(waiting) > 0 {
-		s.waiting("waiting for test VM(s) %s to be Ready", strings.Join(waiting, ", "))
-		return ptr.To(left), nil
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for test VM(s) %s to be Ready", strings.Join(waiting, ", "))
 	}
-	s.enter(srv1alpha1.TestFailoverVerifying, "%d test VM(s) booted; running the checks", len(claims))
-	return nil, nil
+	s.trail.Enter(srv1alpha1.TestFailoverVerifying, "%d test VM(s) booted; running the checks", len(claims))
+	return ctrl.Result{}, nil
 }
 
 // vmRef is the namespace of a group VM on the workload clusters.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -75,8 +76,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equality.Semantic.DeepEqual(before.Status, zone.Status) {
 		return ctrl.Result{}, nil
 	}
-	r.recordTransitions(before, zone)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, zone, client.MergeFrom(before)))
+	// An update with the resourceVersion read: a stale read fails with a
+	// conflict and is retried with a fresh copy.
+	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, zone, flow.Change{Changed: true})
+	if out.Wrote {
+		r.recordTransitions(before, zone)
+	}
+	return ctrl.Result{}, err
 }
 
 func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.ProtectionZone, zc srv1alpha1.ZoneCluster) srv1alpha1.ClusterStatus {

@@ -67,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := flow.RunPhases(ctx, s, r.loadVMs, r.applyDesiredState)
 	if s.loaded {
 		setStatus(s)
-		if perr := r.patchStatus(ctx, s); perr != nil {
+		if perr := r.writeStatus(ctx, s); perr != nil {
 			err = errors.Join(err, perr)
 		}
 	}
@@ -150,22 +150,20 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 // parallelPatches bounds the VM patches one reconcile has in flight.
 const parallelPatches = 8
 
-// patchStatus writes the status when it changed and records transitions as events.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.before.Status, s.group.Status) {
-		return nil
-	}
-	// An update of the whole status with the resourceVersion it was read with,
-	// as flow.WriteStatus does: a stale cached copy fails with a conflict
-	// and is retried with a fresh one, so the server never keeps a wrong
-	// currentState (status changes do not requeue the group).
-	if err := r.Client.Status().Update(ctx, s.group); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile
-		}
+// writeStatus writes the status when it changed and records transitions as
+// events. flow.StatusWriter updates the whole status with the resourceVersion
+// it was read with: a stale cached copy fails with a conflict and is retried
+// with a fresh one, so the server never keeps a wrong currentState (status
+// changes do not requeue the group). A group deleted meanwhile is no error.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, s.group,
+		flow.Change{Changed: !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)})
+	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	r.recordTransitions(s)
+	if out.Wrote {
+		r.recordTransitions(s)
+	}
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res, err := flow.RunPhases(ctx, s, r.ensureFinalizer, r.loadPVCs, r.labelGroup, r.reachConsensus, r.replicate)
 	setStatus(s)
-	if perr := r.patchStatus(ctx, s); perr != nil {
+	if perr := r.writeStatus(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
 	}
 	return flow.Result(res, err)
@@ -109,18 +109,22 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func(*drv1a
 	return nil
 }
 
-// patchStatus writes the status when it changed and records transitions as events.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+// writeStatus writes the status when it changed and records transitions as
+// events. flow.StatusWriter updates the status with the resourceVersion it was
+// read with, so a stale read fails with a conflict instead of overwriting a
+// newer status.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.vrg.Status) {
 		return nil
 	}
 	s.vrg.Status.LastUpdateTime = &metav1.Time{Time: s.now}
-	// Optimistic lock: a merge patch against a stale before would leave out a
-	// field whose new value equals the stale one.
-	if err := r.Client.Status().Patch(ctx, s.vrg, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
+	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, s.vrg, flow.Change{Changed: true})
+	if err != nil {
+		return fmt.Errorf("writing status: %w", err)
 	}
-	r.recordTransitions(s)
+	if out.Wrote {
+		r.recordTransitions(s)
+	}
 	return nil
 }
 

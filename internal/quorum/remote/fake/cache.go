@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -278,6 +279,15 @@ func (f *ClusterCache) deliverWrites(key remote.Key) interceptor.Funcs {
 			after(ctx, c, obj, false)
 			return nil
 		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := c.Apply(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if applied, err := appliedObject(obj); err == nil {
+				after(ctx, c, applied, false)
+			}
+			return nil
+		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if err := c.Delete(ctx, obj, opts...); err != nil {
 				return err
@@ -300,4 +310,18 @@ func (f *ClusterCache) deliverWrites(key remote.Key) interceptor.Funcs {
 			return nil
 		},
 	}
+}
+
+// appliedObject is the object a server-side apply names (kind, namespace and
+// name), to be read back as stored.
+func appliedObject(ac runtime.ApplyConfiguration) (client.Object, error) {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
