@@ -69,8 +69,8 @@ func TestChartsRenderAndInstall(t *testing.T) {
 
 func TestChartsShipGeneratedCRDs(t *testing.T) {
 	for dir, want := range map[string][]string{
-		"protectionzone":         {"protectionzones.siterecovery.trilio.io", "failoverrequests.siterecovery.trilio.io", "drplacementcontrols.ramendr.openshift.io"},
-		"workload-control-plane": {"protectiongroups.siterecovery.trilio.io", "drbdresources.siterecovery.trilio.io", "volumereplicationgroups.ramendr.openshift.io"},
+		"protectionzone":         {"protectionzones.siterecovery.trilio.io", "failoverrequests.siterecovery.trilio.io", "drplacementcontrols.dr.siterecovery.trilio.io"},
+		"workload-control-plane": {"protectiongroups.siterecovery.trilio.io", "drbdresources.siterecovery.trilio.io", "volumereplicationgroups.dr.siterecovery.trilio.io"},
 	} {
 		chrt, err := loader.Load(chartPath(dir))
 		require.NoError(t, err)

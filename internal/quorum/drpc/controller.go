@@ -27,7 +27,7 @@ import (
 const ControllerName = "drpc"
 
 // Finalizer holds a DRPC until its VRGs are deleted on both clusters.
-const Finalizer = "drpc.ramendr.openshift.io/finalizer"
+const Finalizer = "drpc.dr.siterecovery.trilio.io/finalizer"
 
 // Requeue intervals. Remote watches, health changes and the peer watcher drive
 // the controller; these are only the safety net.
