@@ -32,11 +32,17 @@ sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (C
 demo: build sim-binaries kube-binaries ## Protect, fail over, fail back, and fail over with the primary down.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo
 
-generate: ## Regenerate deepcopy code and CRDs, and copy CRDs into the charts.
+generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into the charts.
 	$(CONTROLLER_GEN) object paths=./apis/...
 	rm -rf config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	scripts/dev/copy-crds.sh
+	@# Each binary's rights, from the +kubebuilder:rbac markers of its tier's packages.
+	rm -rf config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=quorum-manager paths=./internal/quorum/... output:rbac:artifacts:config=config/rbac/quorum-manager
+	$(CONTROLLER_GEN) rbac:roleName=pg-controller paths=./internal/workload/... output:rbac:artifacts:config=config/rbac/pg-controller
+	$(CONTROLLER_GEN) rbac:roleName=drbd-node-agent paths=./internal/nodeagent/... output:rbac:artifacts:config=config/rbac/drbd-node-agent
+	scripts/dev/copy-rbac.sh
 
 verify: generate tidy-check ## Fail when generated files are stale or go.mod is untidy.
 	@if [ -n "$$(git status --porcelain -- apis config charts)" ]; then \

@@ -20,7 +20,7 @@ func (c *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*
 }
 
 func TestRememberingMapper(t *testing.T) {
-	gv := schema.GroupVersion{Group: "ramendr.openshift.io", Version: "v1alpha1"}
+	gv := schema.GroupVersion{Group: "dr.siterecovery.trilio.io", Version: "v1alpha1"}
 	discovered := meta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
 	discovered.Add(gv.WithKind("DRPlacementControl"), meta.RESTScopeNamespace)
 	counting := &countingMapper{RESTMapper: discovered}

@@ -33,6 +33,15 @@ type EventRecorder interface {
 	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
+// RBAC on the workload cluster: the agent reads DRBDResources, keeps its finalizer
+// on them with updates and writes their status, reads the PVC behind a disk
+// uncached, and records events.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler drives the DRBDResources of one node.
 type Reconciler struct {
 	Client    client.Client

@@ -16,6 +16,10 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
+// RBAC on the workload cluster: the agent reads its own Node uncached and
+// patches the Node's taints.
+// +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch
+
 // Taints keeps this node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
 // with DRBD: present while any resource on the node lacks quorum, removed only when
 // none does. It patches nothing but the node's taint list, with an optimistic lock

@@ -17,15 +17,15 @@ quorum_crds=(
   siterecovery.trilio.io_testfailovers.yaml
   siterecovery.trilio.io_replicationgroupstatuses.yaml
   siterecovery.trilio.io_rpoevents.yaml
-  ramendr.openshift.io_drpolicies.yaml
-  ramendr.openshift.io_drplacementcontrols.yaml
+  dr.siterecovery.trilio.io_drpolicies.yaml
+  dr.siterecovery.trilio.io_drplacementcontrols.yaml
 )
 workload_crds=(
   siterecovery.trilio.io_protectiongroups.yaml
   siterecovery.trilio.io_drbdresources.yaml
-  ramendr.openshift.io_volumereplicationgroups.yaml
-  ramendr.openshift.io_replicationgroupsources.yaml
-  ramendr.openshift.io_replicationgroupdestinations.yaml
+  dr.siterecovery.trilio.io_volumereplicationgroups.yaml
+  dr.siterecovery.trilio.io_replicationgroupsources.yaml
+  dr.siterecovery.trilio.io_replicationgroupdestinations.yaml
 )
 
 # Every generated CRD must belong to a tier, so a new kind cannot be forgotten.

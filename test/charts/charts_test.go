@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,8 +70,8 @@ func TestChartsRenderAndInstall(t *testing.T) {
 
 func TestChartsShipGeneratedCRDs(t *testing.T) {
 	for dir, want := range map[string][]string{
-		"protectionzone":         {"protectionzones.siterecovery.trilio.io", "failoverrequests.siterecovery.trilio.io", "drplacementcontrols.ramendr.openshift.io"},
-		"workload-control-plane": {"protectiongroups.siterecovery.trilio.io", "drbdresources.siterecovery.trilio.io", "volumereplicationgroups.ramendr.openshift.io"},
+		"protectionzone":         {"protectionzones.siterecovery.trilio.io", "failoverrequests.siterecovery.trilio.io", "drplacementcontrols.dr.siterecovery.trilio.io"},
+		"workload-control-plane": {"protectiongroups.siterecovery.trilio.io", "drbdresources.siterecovery.trilio.io", "volumereplicationgroups.dr.siterecovery.trilio.io"},
 	} {
 		chrt, err := loader.Load(chartPath(dir))
 		require.NoError(t, err)
@@ -93,7 +94,8 @@ func render(t *testing.T, dir, namespace string) []*unstructured.Unstructured {
 	install.DryRun = true
 	install.ReleaseName = "sr"
 	install.Namespace = namespace
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	kv := kubeVersion()
+	install.KubeVersion = &kv
 	rel, err := install.Run(chrt, nil)
 	require.NoError(t, err)
 
@@ -117,4 +119,11 @@ func render(t *testing.T, dir, namespace string) []*unstructured.Unstructured {
 
 func chartPath(dir string) string {
 	return filepath.Join(harness.RepoRoot(), "charts", dir)
+}
+
+// kubeVersion is the version of the harness's kube-apiserver, as Helm's
+// capabilities spell it.
+func kubeVersion() chartutil.KubeVersion {
+	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
+	return chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
 }

@@ -1,11 +1,11 @@
 package crdvalidation
 
-// ramenCases are the examples for the ramendr.openshift.io group.
+// ramenCases are the examples for the dr.siterecovery.trilio.io group.
 var ramenCases = []crdCase{
 	{
 		kind: "DRPolicy",
 		valid: `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: offloaded-0m}
 spec:
@@ -14,25 +14,25 @@ spec:
 `,
 		invalid: []invalidCase{
 			{"interval without unit", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: bad}
 spec: {drClusters: [a, b], schedulingInterval: "5"}
 `, []string{"spec.schedulingInterval", "should match"}},
 			{"one cluster", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: bad}
 spec: {drClusters: [a], schedulingInterval: 5m}
 `, []string{"spec.drClusters", "at least 2 items"}},
 			{"three clusters", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: bad}
 spec: {drClusters: [a, b, c], schedulingInterval: 5m}
 `, []string{"spec.drClusters", "at most 2 items"}},
 			{"same cluster twice", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: bad}
 spec: {drClusters: [a, a], schedulingInterval: 5m}
@@ -42,7 +42,7 @@ spec: {drClusters: [a, a], schedulingInterval: 5m}
 	{
 		kind: "DRPlacementControl",
 		valid: `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPlacementControl
 metadata:
   name: app-1
@@ -57,7 +57,7 @@ spec:
 `,
 		invalid: []invalidCase{
 			{"failover without failoverCluster", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPlacementControl
 metadata: {name: bad}
 spec:
@@ -67,7 +67,7 @@ spec:
   action: Failover
 `, []string{"failoverCluster is required when action is Failover"}},
 			{"relocate without preferredCluster", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPlacementControl
 metadata: {name: bad}
 spec:
@@ -77,7 +77,7 @@ spec:
   action: Relocate
 `, []string{"preferredCluster is required when action is Relocate"}},
 			{"unknown action", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPlacementControl
 metadata: {name: bad}
 spec:
@@ -87,7 +87,7 @@ spec:
   action: Move
 `, []string{"spec.action", `supported values: "Failover", "Relocate"`}},
 			{"no policy", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPlacementControl
 metadata: {name: bad}
 spec:
@@ -99,7 +99,7 @@ spec:
 	{
 		kind: "VolumeReplicationGroup",
 		valid: `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: VolumeReplicationGroup
 metadata:
   name: app-1
@@ -112,19 +112,19 @@ spec:
 `,
 		invalid: []invalidCase{
 			{"capitalised state", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: VolumeReplicationGroup
 metadata: {name: bad}
 spec: {pvcSelector: {}, replicationState: Primary}
 `, []string{"spec.replicationState", `supported values: "primary", "secondary"`}},
 			{"bad interval", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: VolumeReplicationGroup
 metadata: {name: bad}
 spec: {pvcSelector: {}, replicationState: primary, async: {schedulingInterval: soon}}
 `, []string{"spec.async.schedulingInterval", "should match"}},
 			{"no state", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: VolumeReplicationGroup
 metadata: {name: bad}
 spec: {pvcSelector: {}}
@@ -134,7 +134,7 @@ spec: {pvcSelector: {}}
 	{
 		kind: "ReplicationGroupSource",
 		valid: `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupSource
 metadata:
   name: app-1
@@ -146,13 +146,13 @@ spec:
 `,
 		invalid: []invalidCase{
 			{"no snapshot class", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupSource
 metadata: {name: bad}
 spec: {volumeGroupSnapshotSource: {}}
 `, []string{"spec.volumeGroupSnapshotClassName", "Required value"}},
 			{"schedule and manual", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupSource
 metadata: {name: bad}
 spec:
@@ -161,7 +161,7 @@ spec:
   volumeGroupSnapshotSource: {}
 `, []string{"set either schedule or manual, not both"}},
 			{"bad cron", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupSource
 metadata: {name: bad}
 spec:
@@ -174,7 +174,7 @@ spec:
 	{
 		kind: "ReplicationGroupDestination",
 		valid: `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupDestination
 metadata: {name: app-1}
 spec:
@@ -183,14 +183,14 @@ spec:
 `,
 		invalid: []invalidCase{
 			{"PVC without size", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupDestination
 metadata: {name: bad}
 spec:
   rdSpecs: [{protectedPVC: {name: data}}]
 `, []string{"resources.requests.storage is required"}},
 			{"PVC without name", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupDestination
 metadata: {name: bad}
 spec:
@@ -198,7 +198,7 @@ spec:
   - protectedPVC: {name: "", resources: {requests: {storage: 1Gi}}}
 `, []string{"spec.rdSpecs[0].protectedPVC.name", "at least 1 chars long"}},
 			{"entry without PVC", `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: ReplicationGroupDestination
 metadata: {name: bad}
 spec:

@@ -34,7 +34,7 @@ func TestPeerClassStatusRoundTrip(t *testing.T) {
 	require.NoError(t, c.Create(ctx, namespace(testNamespace)))
 
 	policy := decode(t, `
-apiVersion: ramendr.openshift.io/v1alpha1
+apiVersion: dr.siterecovery.trilio.io/v1alpha1
 kind: DRPolicy
 metadata: {name: offloaded}
 spec: {drClusters: [cl-id-1, cl-id-2], schedulingInterval: 0m}

@@ -82,6 +82,7 @@ func New(t testing.TB, opts Options) *Env {
 		},
 	})
 	e.createNodes(t)
+	e.installChartRBAC(t)
 	return e
 }
 

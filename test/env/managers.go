@@ -54,7 +54,7 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	}
 	// Several managers (one per cluster and node) share this process.
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(e.Clusters[cluster].Config, opts)
+	mgr, err := ctrl.NewManager(identity(e.Clusters[cluster].Config, name), opts)
 	require.NoError(t, err)
 	require.NoError(t, register(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,6 +76,9 @@ type WorkloadOptions struct {
 // StartWorkload runs pg-controller and the KubeVirt simulator against a workload
 // cluster.
 func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Process {
+	if chartRBAC() {
+		return e.startWorkloadAsChart(t, cluster, o)
+	}
 	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if o.Offloaded != nil {
 			return e.registerOffloaded(cluster, mgr, o)

@@ -3,7 +3,9 @@ package v1alpha1
 import "strings"
 
 // Labels and annotations of spec 000 (global VolumeGroupReplication) and spec 001
-// (incremental sync for consistency groups).
+// (incremental sync for consistency groups). Storage vendors and Ramen set and read
+// these keys, so they keep Ramen's ramendr.openshift.io and ramen.openshift.io
+// prefixes although the kinds of this package are served under GroupVersion.
 const (
 	// GlobalVGRLabel marks VRGs and DRPCs that share one global VGR; its value is
 	// GlobalVGRName(groupReplicationID).

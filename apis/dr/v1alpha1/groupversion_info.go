@@ -6,7 +6,7 @@ import (
 
 var (
 	// GroupVersion is the group and version of every type in this package.
-	GroupVersion = schema.GroupVersion{Group: "ramendr.openshift.io", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: "dr.siterecovery.trilio.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
 	SchemeBuilder = &schemeBuilder{}

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +26,7 @@ import (
 const ControllerName = "drpc"
 
 // Finalizer holds a DRPC until its VRGs are deleted on both clusters.
-const Finalizer = "drpc.ramendr.openshift.io/finalizer"
+const Finalizer = "drpc.dr.siterecovery.trilio.io/finalizer"
 
 // Requeue intervals. Remote watches, health changes and the peer watcher drive
 // the controller; these are only the safety net.
@@ -45,6 +44,16 @@ const (
 // consensus over a group is bounded by these status writes, and the API server
 // takes them faster together than in waves.
 const maxConcurrentReconciles = 50
+
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// policies, keeps its finalizer and decisions on DRPCs and writes their status,
+// and patches the quorum ProtectionGroup a DRPC drives.
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler runs DRPlacementControls.
 type Reconciler struct {
@@ -67,7 +76,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		For(&drv1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Not[client.Object](decisionWritten()))).
 		// The DRPC watcher: a change of one global DRPC's action or target, or its
 		// deletion, wakes every peer with the same global-vgr label. Ahead of other

@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
@@ -48,6 +46,14 @@ const (
 	syncingRetry     = time.Second
 )
 
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// policies and zones and writes policy status.
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler discovers the peer classes of DRPolicies.
 type Reconciler struct {
 	Client   client.Client
@@ -62,7 +68,6 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&drv1alpha1.DRPolicy{}).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfZone)).
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +35,18 @@ type Options struct {
 	// MaxConcurrentReconciles defaults to 2.
 	MaxConcurrentReconciles int
 }
+
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// groups and zones and creates and updates the ReplicationGroupStatus and
+// RPOEvents it owns. Owner references block the owner's deletion, which needs
+// update on the group's finalizers.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=replicationgroupstatuses,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=replicationgroupstatuses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=rpoevents,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=rpoevents/status,verbs=get;update;patch
 
 // Reconciler keeps the ReplicationGroupStatus and RPOEvents of each quorum
 // ProtectionGroup.
@@ -67,7 +78,7 @@ func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Clock: o.Clock, Metrics: defaultMetrics}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{

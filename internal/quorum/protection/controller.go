@@ -34,6 +34,17 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// requests, zones and FailoverRequests, keeps its finalizer on requests and
+// writes their status, and creates and patches the quorum ProtectionGroups.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionrequests,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler drives ProtectionRequests of one DR namespace.
 type Reconciler struct {
 	// Client reads and writes the quorum cluster (cached reads).

@@ -23,6 +23,13 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/zone"
 )
 
+// RBAC on the quorum cluster, in the DR namespace: leader election holds a Lease
+// and records events about it. Each controller package declares its own rights;
+// make generate collects them into config/rbac/quorum-manager and the
+// quorum-control-plane chart's Role.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+
 // Options are the flags every siterecovery binary accepts.
 type Options = boot.Options
 

@@ -9,10 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -29,6 +27,15 @@ const DefaultProbeImage = "busybox:1.36"
 // pollEvery is how often an active test looks at what it does not watch
 // (snapshots, Jobs, VMIs); watched VMs and PVCs wake it earlier.
 const pollEvery = 2 * time.Second
+
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// tests, groups and zones, keeps its finalizer on tests and writes their status.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=testfailovers,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=testfailovers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler executes TestFailovers.
 type Reconciler struct {
@@ -52,7 +59,6 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: DefaultProbeImage}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.TestFailover{}).
 		WatchesRawSource(r.remoteEvents()).
 		Complete(r)

@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,6 +24,14 @@ import (
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "protectionzone"
+
+// RBAC on the quorum cluster, in the DR namespace: the controller reads
+// zones and the kubeconfig Secrets they name, and writes zone status and events.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler connects zone clusters and reports their reachability.
 type Reconciler struct {
@@ -40,7 +46,6 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.Connector) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		For(&srv1alpha1.ProtectionZone{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.zonesUsingSecret)).
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{Clusters: remote.ZoneRequests})).

@@ -11,11 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -24,6 +22,15 @@ import (
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "protectiongroup"
+
+// RBAC on the workload cluster: the controller reads local groups and
+// their VMs, changes the VMs' run state, and writes group status and events.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler runs or stops the VMs of local ProtectionGroups.
 type Reconciler struct {
@@ -44,8 +51,6 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// The sandbox and the tests run one manager per cluster in one process.
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		// Every change, its own status writes included: a reconcile that decided
 		// on a stale cached copy runs again once the cache has caught up.
 		For(&srv1alpha1.ProtectionGroup{}).

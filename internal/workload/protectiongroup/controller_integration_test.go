@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -36,7 +37,9 @@ func startCluster(t *testing.T) client.Client {
 	s := scheme.New()
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, "primary")
 	cluster := zone.Clusters["primary"]
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test starts its own manager in this one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	require.NoError(t, err)
 	require.NoError(t, protectiongroup.SetupWithManager(mgr))
 	require.NoError(t, kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 20 * time.Millisecond, StopDelay: 20 * time.Millisecond}))

@@ -12,6 +12,14 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 )
 
+// RBAC on the workload cluster: leader election holds a Lease in the release
+// namespace (a Role there; siterecovery-system is the chart's usual namespace,
+// the chart binds the rules in its own) and records events about it. Each
+// controller package declares its own rights; make generate collects them into
+// config/rbac/pg-controller and the workload-control-plane chart.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=siterecovery-system
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+
 // Options are the flags every siterecovery binary accepts.
 type Options = boot.Options
 

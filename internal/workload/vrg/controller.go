@@ -12,12 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -32,6 +30,22 @@ type Options struct {
 	// when empty.
 	OperatorNamespace string
 }
+
+// RBAC on the workload cluster: the controller keeps its finalizer on
+// VRGs and writes their status, labels and holds the PVCs they protect, drives
+// the VolumeGroupReplications, and reads the classes, StorageClasses, groups,
+// pods and VMIs that say whether the PVCs are in use.
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplications,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles the VolumeReplicationGroups of one workload cluster.
 type Reconciler struct {
@@ -61,8 +75,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	inOperatorNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == opts.OperatorNamespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// The sandbox and the tests run one manager per cluster in one process.
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		// Every change, the controller's own status writes included: a reconcile
 		// that decided on a stale cached copy runs again once the cache has
 		// caught up, and ends without a write when nothing is left to change.

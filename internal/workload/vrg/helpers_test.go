@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -46,7 +47,9 @@ func startCluster(t *testing.T) client.Client {
 	s := scheme.New()
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary)
 	cluster := zone.Clusters[harness.Primary]
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test starts its own manager in this one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	require.NoError(t, err)
 	require.NoError(t, vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: operatorNS}))
 	require.NoError(t, storagearray.SetupWithManager(mgr, storagearray.Options{

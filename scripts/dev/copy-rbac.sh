@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Copies each tier's generated role (config/rbac/<tier>/role.yaml, written by
+# controller-gen from the +kubebuilder:rbac markers) into the chart that runs the
+# tier, under files/rbac/<tier>.yaml. The charts' RBAC templates read the rules
+# from there with .Files.Get; names, namespaces and bindings stay the charts'.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+declare -A chart_of=(
+  [quorum-manager]=charts/quorum-control-plane
+  [pg-controller]=charts/workload-control-plane
+  [drbd-node-agent]=charts/workload-control-plane
+)
+
+# Every generated role must belong to a chart, so a new tier cannot be forgotten.
+for d in config/rbac/*/; do
+  tier=$(basename "$d")
+  if [[ -z "${chart_of[$tier]:-}" ]]; then
+    echo "copy-rbac: config/rbac/$tier belongs to no chart; add it to $0" >&2
+    exit 1
+  fi
+done
+
+for chart in $(printf '%s\n' "${chart_of[@]}" | sort -u); do
+  rm -rf "$chart/files/rbac"
+  mkdir -p "$chart/files/rbac"
+done
+for tier in "${!chart_of[@]}"; do
+  cp "config/rbac/$tier/role.yaml" "${chart_of[$tier]}/files/rbac/$tier.yaml"
+done

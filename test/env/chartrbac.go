@@ -1,0 +1,151 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
+	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
+	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+	"github.com/siterecovery/siterecovery/test/harness"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	"github.com/siterecovery/siterecovery/test/sim/storagearray"
+)
+
+// ChartRBACEnv, set to any value, runs quorum-manager, pg-controller and the
+// drbd-node-agent of every zone under the service accounts and roles their
+// charts install, instead of as cluster admin, so that any integration test
+// proves the generated roles grant what the controllers use:
+//
+//	SITERECOVERY_CHART_RBAC=1 go test ./internal/quorum/failover/ -run TestX
+//
+// The simulators keep admin rights. Connections to the workload clusters use the
+// kubeconfigs of the zone's Secrets, as in production.
+const ChartRBACEnv = "SITERECOVERY_CHART_RBAC"
+
+// workloadNamespace is where the workload-control-plane chart is installed.
+const workloadNamespace = "siterecovery-system"
+
+// chartIdentities are the service accounts (namespace, name) the charts bind
+// each manager's role to, by the manager names this package uses.
+var chartIdentities = map[string][2]string{
+	"quorum-manager":  {Namespace, "quorum-manager-" + Namespace},
+	"pg-controller":   {workloadNamespace, "pg-controller"},
+	"drbd-node-agent": {workloadNamespace, "drbd-node-agent"},
+}
+
+func chartRBAC() bool { return os.Getenv(ChartRBACEnv) != "" }
+
+// identity returns cfg impersonating the chart's service account of the
+// manager name, when ChartRBACEnv is set.
+func identity(cfg *rest.Config, name string) *rest.Config {
+	sa, ok := chartIdentities[name]
+	if !chartRBAC() || !ok {
+		return cfg
+	}
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + sa[0] + ":" + sa[1],
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sa[0], "system:authenticated"},
+	}
+	return c
+}
+
+// installChartRBAC creates the service accounts, roles and bindings the charts
+// render: quorum-control-plane in the DR namespace of the quorum cluster,
+// workload-control-plane on each workload cluster.
+func (e *Env) installChartRBAC(t testing.TB) {
+	if !chartRBAC() {
+		return
+	}
+	ctx := context.Background()
+	for name, c := range e.Clusters {
+		chart, ns := "workload-control-plane", workloadNamespace
+		if name == Quorum {
+			chart, ns = "quorum-control-plane", Namespace
+		}
+		err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+		for _, obj := range renderChart(t, chart, ns) {
+			switch obj.GetKind() {
+			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
+				require.NoError(t, c.Client.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
+			}
+		}
+	}
+}
+
+// startWorkloadAsChart is StartWorkload under the chart's role: pg-controller
+// in a manager of its own, the simulators in another with admin rights.
+func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptions) *Process {
+	e.Manager(t, cluster, "simulators", ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if o.Offloaded != nil {
+			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay}); err != nil {
+				return err
+			}
+		}
+		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay})
+	})
+	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if o.Offloaded == nil {
+			return protectiongroup.SetupWithManager(mgr)
+		}
+		ns := o.Offloaded.OperatorNamespace
+		if ns == "" {
+			ns = vrg.DefaultOperatorNamespace
+		}
+		err := e.Client(cluster).Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return wsetup.PGController(wsetup.PGOptions{OperatorNamespace: ns})(mgr, wsetup.Options{})
+	})
+}
+
+// renderChart renders a chart of this repository as `helm template` would.
+func renderChart(t testing.TB, chart, namespace string) []*unstructured.Unstructured {
+	t.Helper()
+	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", chart))
+	require.NoError(t, err)
+	install := action.NewInstall(&action.Configuration{})
+	install.ClientOnly, install.DryRun = true, true
+	install.ReleaseName, install.Namespace = "sr", namespace
+	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
+	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
+	rel, err := install.Run(chrt, nil)
+	require.NoError(t, err)
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rel.Manifest), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			require.NoError(t, err)
+		}
+		if len(obj.Object) != 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
