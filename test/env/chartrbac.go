@@ -30,7 +30,7 @@ import (
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
-// ChartRBACEnv, set to any value, runs quorum-manager, pg-controller and the
+// ChartRBACEnv names the variable that, set to any value, runs quorum-manager, pg-controller and the
 // drbd-node-agent of every zone under the service accounts and roles their
 // charts install, instead of as cluster admin, so that any integration test
 // proves the generated roles grant what the controllers use:

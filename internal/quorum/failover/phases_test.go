@@ -76,7 +76,7 @@ func key(cluster string) remote.Key {
 	return remote.Key{Namespace: testNS, Zone: testZone, Cluster: cluster}
 }
 
-func newFixture(t *testing.T, c phaseCase) *fixture {
+func newFixture(c phaseCase) *fixture {
 	s := scheme.New()
 	enteredAt := t0.Add(-c.since)
 	fr := &srv1alpha1.FailoverRequest{
@@ -153,7 +153,7 @@ func groupCopyIn(name string, desired, state srv1alpha1.GroupState) *srv1alpha1.
 }
 
 // replica is the VM's DRBDResource on node, with the role DRBD reports.
-func replica(node string, spec srv1alpha1.DRBDRole, role srv1alpha1.DRBDRole, promotable bool) *srv1alpha1.DRBDResource {
+func replica(node string, spec, role srv1alpha1.DRBDRole, promotable bool) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: testGroup}},
@@ -321,7 +321,7 @@ func TestPhases(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, c)
+			f := newFixture(c)
 			_, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
 			require.NoError(t, err)
 			fr := f.request(t)
@@ -350,7 +350,7 @@ func TestPhases(t *testing.T) {
 // A write through a workload cluster wakes the active requests of its DR
 // namespace: the controller's remote events, fed by the fake's writes.
 func TestRemoteWritesWakeActiveRequests(t *testing.T) {
-	f := newFixture(t, phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
+	f := newFixture(phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
 		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: targetStoppedPromotable}})
 	src := f.r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
 		{Object: &srv1alpha1.DRBDResource{}, Map: f.r.activeRequestsOfRemote}}})

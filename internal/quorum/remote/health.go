@@ -11,16 +11,16 @@ import (
 type State string
 
 const (
-	// NotConnected: the cluster has no connection (not in a zone, or its
+	// NotConnected means the cluster has no connection (not in a zone, or its
 	// kubeconfig Secret is missing or invalid).
 	NotConnected State = "NotConnected"
-	// Connecting: connected, with no verdict yet. A new connection stays here
+	// Connecting means connected, with no verdict yet. A new connection stays here
 	// until a probe succeeds or FailureThreshold probes in a row fail.
 	Connecting State = "Connecting"
-	// Reachable: the last probe succeeded, or fewer than FailureThreshold
+	// Reachable means the last probe succeeded, or fewer than FailureThreshold
 	// probes failed since.
 	Reachable State = "Reachable"
-	// Unreachable: FailureThreshold probes in a row failed. A cache of an
+	// Unreachable means FailureThreshold probes in a row failed. A cache of an
 	// unreachable cluster answers with what it saw last: acting on it is unsafe.
 	Unreachable State = "Unreachable"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -52,7 +52,7 @@ func TestProbeFailureThreshold(t *testing.T) {
 	var up atomic.Bool
 	up.Store(true)
 	kubeconfig := versionServer(t, &up)
-	m := NewManager(k8sruntime.NewScheme(), logr.Discard(), Options{FailureThreshold: 3})
+	m := NewManager(runtime.NewScheme(), logr.Discard(), Options{FailureThreshold: 3})
 	changes := make(chan Key, 16)
 	m.Source("test", Events{Clusters: func(_ context.Context, k Key) []reconcile.Request {
 		changes <- k

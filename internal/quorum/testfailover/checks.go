@@ -49,7 +49,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (ctrl.Result, erro
 			continue
 		}
 		if checks.GuestAgent {
-			if _, done := s.result(vm, CheckGuestAgent); !done {
+			if !s.recorded(vm, CheckGuestAgent) {
 				ok, err := r.checkAgent(ctx, s, rc, vm, since)
 				if err != nil {
 					return ctrl.Result{}, err
@@ -60,7 +60,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (ctrl.Result, erro
 			}
 		}
 		if checks.Probe != nil {
-			if _, done := s.result(vm, CheckProbe); !done {
+			if !s.recorded(vm, CheckProbe) {
 				ok, err := r.checkProbe(ctx, s, rc, vm, since)
 				if err != nil {
 					return ctrl.Result{}, err

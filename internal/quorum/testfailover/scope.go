@@ -88,19 +88,19 @@ func (s *scope) vmReadyTimeout() time.Duration {
 	return time.Duration(sec) * time.Second
 }
 
-// result returns the recorded verdict of one check of one VM.
-func (s *scope) result(vm, check string) (srv1alpha1.CheckResult, bool) {
+// recorded reports whether one check of one VM has its verdict.
+func (s *scope) recorded(vm, check string) bool {
 	for _, r := range s.tf.Status.Results {
 		if r.VM == vm && r.Check == check {
-			return r, true
+			return true
 		}
 	}
-	return srv1alpha1.CheckResult{}, false
+	return false
 }
 
 // record adds a verdict; a verdict once recorded is final.
 func (s *scope) record(vm, check string, passed bool, format string, args ...any) {
-	if _, ok := s.result(vm, check); ok {
+	if s.recorded(vm, check) {
 		return
 	}
 	s.tf.Status.Results = append(s.tf.Status.Results, srv1alpha1.CheckResult{

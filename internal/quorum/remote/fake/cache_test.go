@@ -63,7 +63,7 @@ func TestWritesReachTheWatchingSources(t *testing.T) {
 	u.SetNamespace("dr")
 	u.SetName("g")
 	u.SetLabels(map[string]string{"state": "applied"})
-	require.NoError(t, c.Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
+	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership))
 	require.Equal(t, []string{"g/applied"}, names(q))
 
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pg), pg))
