@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -124,9 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if out.Changed {
 		rgs.Status = out.Status
-		if err := r.Client.Status().Update(ctx, rgs); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	}
+	if err := flow.WriteStatus(ctx, r.Client, nil, rgs, out.Changed, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.Metrics.record(group.Name, in.ObjectiveSeconds, &out.Status)
 	return ctrl.Result{RequeueAfter: requeueAfter(rgs, out.NextBreach, in.Now)}, nil

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // applyEpisode writes an episode transition to its RPOEvent. It runs before the
@@ -44,7 +45,7 @@ func (r *Reconciler) applyEpisode(ctx context.Context, group *srv1alpha1.Protect
 		ep.Status = mergeStatus(ev.Status, ep.Status)
 	}
 	ev.Status = ep.Status
-	if err := r.Client.Status().Update(ctx, ev); err != nil {
+	if err := flow.WriteStatus(ctx, r.Client, nil, ev, true, nil); err != nil {
 		return err
 	}
 	if ep.Action == EpisodeEnd {

@@ -43,7 +43,10 @@ func TestRequestsBoundedBeforeStart(t *testing.T) {
 		}
 	}
 	require.Equal(t, 3, q.Pending(), "one pending request per key, however many events")
-	require.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "Send spawned goroutines")
+	// 30,000 sends with no consumer: a Send that spawned a goroutine when it
+	// could not deliver would leave thousands. The slack absorbs goroutines that
+	// earlier tests of the package still start or end.
+	require.Less(t, runtime.NumGoroutine()-goroutines, 100, "Send spawned goroutines")
 
 	queue := newQueue()
 	defer queue.ShutDown()
