@@ -66,7 +66,7 @@ func (t *Trail[P]) EnterWithReason(p P, reason, format string, args ...any) {
 		*t.Message = msg
 	}
 	*t.History = append(*t.History, srv1alpha1.PhaseTransition{
-		Phase: string(p), Time: metav1.NewMicroTime(t.Now), Message: t.truncate(msg),
+		Phase: string(p), Time: metav1.NewMicroTime(t.Now), Message: Truncate(msg, t.MaxMessage),
 	})
 	kind := corev1.EventTypeNormal
 	if p == t.Failed {
@@ -133,13 +133,15 @@ func (t *Trail[P]) Report(err error) {
 // alone does not move its transition time.
 func (t *Trail[P]) Condition(typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(t.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: t.truncate(message), ObservedGeneration: t.Generation,
+		Type: typ, Status: status, Reason: reason, Message: Truncate(message, t.MaxMessage), ObservedGeneration: t.Generation,
 	})
 }
 
-func (t *Trail[P]) truncate(s string) string {
-	if t.MaxMessage > 3 && len(s) > t.MaxMessage {
-		return s[:t.MaxMessage-3] + "..."
+// Truncate bounds a condition or history message to limit bytes, marking the
+// cut with "..."; a limit of 3 or less keeps it whole.
+func Truncate(s string, limit int) string {
+	if limit > 3 && len(s) > limit {
+		return s[:limit-3] + "..."
 	}
 	return s
 }

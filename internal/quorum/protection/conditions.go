@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Condition types of a ProtectionRequest (besides srv1alpha1.ConditionReady).
@@ -108,14 +109,7 @@ const (
 // setCondition sets a condition of the request at its generation.
 func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
 	meta.SetStatusCondition(&req.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(fmt.Sprintf(format, args...)),
+		Type: typ, Status: status, Reason: reason, Message: flow.Truncate(fmt.Sprintf(format, args...), maxMessage),
 		ObservedGeneration: req.Generation,
 	})
-}
-
-func truncate(s string) string {
-	if len(s) > maxMessage {
-		return s[:maxMessage-3] + "..."
-	}
-	return s
 }
