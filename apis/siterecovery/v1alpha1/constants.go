@@ -34,6 +34,12 @@ const (
 	// PVCs. Without it the deletion is held until the group fails back.
 	ForceUnprotectAnnotation = "siterecovery.trilio.io/force-unprotect"
 
+	// ConfirmAnnotation must carry the protection group's name on a FailoverRequest
+	// that is unplanned or forced: typing the name confirms a failover that may lose
+	// the writes not yet replicated. The admission webhook refuses such a request
+	// without it.
+	ConfirmAnnotation = "siterecovery.trilio.io/confirm"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 
