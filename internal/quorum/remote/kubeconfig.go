@@ -44,29 +44,84 @@ func RESTConfig(data []byte, limits Limits) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// CheckKubeconfig applies the rules RESTConfig applies, without building a
+// config: the admission webhook refuses a Secret that quorum-manager would refuse
+// at connect time. Its errors never contain the kubeconfig's content.
+func CheckKubeconfig(data []byte) error {
+	_, err := RESTConfig(data, Limits{})
+	return err
+}
+
+// checkAllowed refuses what would let a kubeconfig Secret open a hole: a program
+// or plugin to run, files of quorum-manager's own filesystem, a connection that is
+// not verified TLS, a password, a proxy, or acting as someone else. Every entry is
+// checked, not only the current context's, so that switching contexts later cannot
+// bring a refused entry into use.
 func checkAllowed(raw *clientcmdapi.Config) error {
-	names := make([]string, 0, len(raw.AuthInfos))
-	for name := range raw.AuthInfos {
+	for _, name := range sortedKeys(raw.AuthInfos) {
+		if err := checkUser(name, raw.AuthInfos[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(raw.Clusters) {
+		if err := checkCluster(name, raw.Clusters[name]); err != nil {
+			return err
+		}
+	}
+	return checkCredentials(raw)
+}
+
+func checkUser(name string, a *clientcmdapi.AuthInfo) error {
+	switch {
+	case a.Exec != nil:
+		return fmt.Errorf("%w: user %q uses an exec credential plugin; use a token or client certificate", ErrKubeconfigNotAllowed, name)
+	case a.AuthProvider != nil:
+		return fmt.Errorf("%w: user %q uses an auth-provider; use a token or client certificate", ErrKubeconfigNotAllowed, name)
+	case a.TokenFile != "" || a.ClientCertificate != "" || a.ClientKey != "":
+		return fmt.Errorf("%w: user %q refers to files; embed token or client-certificate-data/client-key-data", ErrKubeconfigNotAllowed, name)
+	case a.Username != "" || a.Password != "":
+		return fmt.Errorf("%w: user %q uses basic auth (username/password); use a ServiceAccount token or a client certificate", ErrKubeconfigNotAllowed, name)
+	case a.Impersonate != "" || a.ImpersonateUID != "" || len(a.ImpersonateGroups) > 0 || len(a.ImpersonateUserExtra) > 0:
+		return fmt.Errorf("%w: user %q impersonates another identity (as/as-groups/as-uid/as-user-extra); give the identity's own credentials instead", ErrKubeconfigNotAllowed, name)
+	}
+	return nil
+}
+
+func checkCluster(name string, c *clientcmdapi.Cluster) error {
+	switch {
+	case c.CertificateAuthority != "":
+		return fmt.Errorf("%w: cluster %q refers to a CA file; embed certificate-authority-data", ErrKubeconfigNotAllowed, name)
+	case c.InsecureSkipTLSVerify:
+		return fmt.Errorf("%w: cluster %q sets insecure-skip-tls-verify; remove it and embed the API server's CA as certificate-authority-data", ErrKubeconfigNotAllowed, name)
+	case c.ProxyURL != "":
+		return fmt.Errorf("%w: cluster %q sets proxy-url; quorum-manager connects to the API server directly", ErrKubeconfigNotAllowed, name)
+	case !strings.HasPrefix(strings.ToLower(c.Server), "https://"):
+		return fmt.Errorf("%w: cluster %q has server %q; use the API server's https:// address", ErrKubeconfigNotAllowed, name, c.Server)
+	}
+	return nil
+}
+
+// checkCredentials refuses a current context whose user carries no credential:
+// quorum-manager would connect anonymously.
+func checkCredentials(raw *clientcmdapi.Config) error {
+	ctx, ok := raw.Contexts[raw.CurrentContext]
+	if !ok {
+		return nil // clientcmd reports the missing context.
+	}
+	a, ok := raw.AuthInfos[ctx.AuthInfo]
+	if !ok || (a.Token == "" && len(a.ClientCertificateData) == 0) {
+		return fmt.Errorf("%w: user %q of context %q has no credentials; embed a token or client-certificate-data/client-key-data", ErrKubeconfigNotAllowed, ctx.AuthInfo, raw.CurrentContext)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		a := raw.AuthInfos[name]
-		switch {
-		case a.Exec != nil:
-			return fmt.Errorf("%w: user %q uses an exec credential plugin; use a token or client certificate", ErrKubeconfigNotAllowed, name)
-		case a.AuthProvider != nil:
-			return fmt.Errorf("%w: user %q uses an auth-provider; use a token or client certificate", ErrKubeconfigNotAllowed, name)
-		case a.TokenFile != "" || a.ClientCertificate != "" || a.ClientKey != "":
-			return fmt.Errorf("%w: user %q refers to files; embed token or client-certificate-data/client-key-data", ErrKubeconfigNotAllowed, name)
-		}
-	}
-	for name, c := range raw.Clusters {
-		if c.CertificateAuthority != "" {
-			return fmt.Errorf("%w: cluster %q refers to a CA file; embed certificate-authority-data", ErrKubeconfigNotAllowed, name)
-		}
-	}
-	return nil
+	return names
 }
 
 // redact drops anything after "token" or "password" in an error message, in case

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +29,30 @@ func TestRESTConfigRefusesPluginsAndFiles(t *testing.T) {
 		{"auth provider", "    auth-provider: {name: oidc, config: {id-token: s3cret}}\n", "auth-provider"},
 		{"token file", "    tokenFile: /var/run/token\n", "refers to files"},
 		{"client cert file", "    client-certificate: /etc/cert\n    client-key: /etc/key\n", "refers to files"},
+		{"basic auth", "    username: admin\n    password: s3cret\n", "basic auth"},
+		{"impersonation", "    token: s3cret\n    as: system:admin\n", "impersonates"},
+		{"impersonated groups", "    token: s3cret\n    as-groups: [system:masters]\n", "impersonates"},
+		{"no credentials", "    {}\n", "has no credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RESTConfig([]byte(kubeconfigTemplate+tc.user), Limits{})
+			require.ErrorIs(t, err, ErrKubeconfigNotAllowed)
+			require.Contains(t, err.Error(), tc.want)
+			require.NotContains(t, err.Error(), "s3cret")
+		})
+	}
+}
+
+func TestRESTConfigRefusesUnverifiedConnections(t *testing.T) {
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"insecure", `certificate-authority-data: "Y2E="`, `insecure-skip-tls-verify: true`, "insecure-skip-tls-verify"},
+		{"plain http", `"https://127.0.0.1:6443"`, `"http://127.0.0.1:6443"`, "https:// address"},
+		{"proxy", `certificate-authority-data: "Y2E="`, `certificate-authority-data: "Y2E=", proxy-url: "http://proxy:3128"`, "proxy-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := strings.Replace(kubeconfigTemplate, tc.from, tc.to, 1) + "    token: s3cret\n"
+			require.NotEqual(t, kubeconfigTemplate+"    token: s3cret\n", kc, "the case must change the template")
+			err := CheckKubeconfig([]byte(kc))
 			require.ErrorIs(t, err, ErrKubeconfigNotAllowed)
 			require.Contains(t, err.Error(), tc.want)
 			require.NotContains(t, err.Error(), "s3cret")

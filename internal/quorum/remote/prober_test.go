@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +29,7 @@ func probes(t *testing.T, key Key) uint64 {
 // versionServer answers /version while up is true, like an API server's
 // discovery endpoint, and fails otherwise.
 func versionServer(t *testing.T, up *atomic.Bool) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !up.Load() || r.URL.Path != "/version" {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -38,11 +40,11 @@ func versionServer(t *testing.T, up *atomic.Bool) string {
 	t.Cleanup(srv.Close)
 	return fmt.Sprintf(`apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: %q}}]
+clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]
 contexts: [{name: ctx, context: {cluster: c, user: u}}]
 current-context: ctx
 users: [{name: u, user: {token: s3cret}}]
-`, srv.URL)
+`, srv.URL, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 }
 
 // A cluster is unreachable only after FailureThreshold failed probes in a row
