@@ -8,6 +8,7 @@ package boot
 import (
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,8 @@ type Options struct {
 	// defaults (5/10) would throttle a 20-VM failover to seconds.
 	QPS   float64
 	Burst int
+	// Webhook configures the admission webhook server; its Port 0 serves none.
+	Webhook WebhookOptions
 	// Zap configures logging.
 	Zap zap.Options
 }
@@ -51,7 +54,21 @@ func (o *Options) BindFlags(fs *flag.FlagSet, leaderElectionID string) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (defaults to the pod's namespace)")
 	fs.Float64Var(&o.QPS, "kube-api-qps", 50, "sustained requests per second to the API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", 100, "request burst to the API server")
+	o.Webhook.BindFlags(fs)
 	o.Zap.BindFlags(fs)
+}
+
+// webhookOptions completes the webhook options from the rest: the certificate
+// Secret lives in the binary's namespace unless a flag says otherwise.
+func (o Options) webhookOptions() WebhookOptions {
+	w := o.Webhook
+	if w.SecretNamespace == "" {
+		w.SecretNamespace = o.Namespace
+	}
+	if w.SecretNamespace == "" {
+		w.SecretNamespace = os.Getenv("POD_NAMESPACE")
+	}
+	return w
 }
 
 // CacheOptions is the cache of every siterecovery manager: scoped to namespace
@@ -99,6 +116,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 		RenewDeadline:                 &renew,
 		Cache:                         CacheOptions(o.Namespace),
 		MapperProvider:                NewRESTMapper,
+		WebhookServer:                 o.webhookOptions().server(),
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {

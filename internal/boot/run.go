@@ -16,6 +16,7 @@ func Run(o Options, register Register) int {
 		log.Error(err, "unable to start")
 		return 1
 	}
+	o.Webhook = o.webhookOptions()
 	if err := register(mgr, o); err != nil {
 		log.Error(err, "unable to register controllers")
 		return 1

@@ -42,6 +42,9 @@ const (
 // Reasons of a FailoverRequest.
 const (
 	ReasonLockHeld          = "LockHeldByOtherRequest"
+	// ReasonCancelled: the request was deleted before it moved any DRBD role;
+	// the group was left, or put back, running on its source.
+	ReasonCancelled = "Cancelled"
 	ReasonAlreadyOnTarget   = "AlreadyOnTarget"
 	ReasonGroupNotFound     = "ProtectionGroupNotFound"
 	ReasonInvalidTarget     = "InvalidTargetCluster"
@@ -157,4 +160,37 @@ type FailoverRequestList struct {
 
 func init() {
 	SchemeBuilder.Register(&FailoverRequest{}, &FailoverRequestList{})
+}
+
+// FailoverRequestFinalizer holds the deletion of an unfinished FailoverRequest
+// until its flow has reached a safe resting point and its outcome is recorded in
+// the group's history.
+const FailoverRequestFinalizer = "siterecovery.trilio.io/failover-request"
+
+// FailoverDeletionRefusal returns why a FailoverRequest in phase p may not be
+// deleted now, or "" when it may. While DRBD roles change, stopping the flow
+// would leave the group with no Primary or with a promotion half done; the
+// admission webhook refuses the deletion, and the controller does not stop there
+// either.
+func FailoverDeletionRefusal(p FailoverPhase) string {
+	if p == FailoverWaitingForDRBD {
+		return "its DRBD roles are changing; it cannot stop safely until the target is promoted (phase StartingOnTarget) or the request ends; retry in a few seconds"
+	}
+	return ""
+}
+
+// FailoverDeletionEffect says what deleting a FailoverRequest in phase p does
+// before it goes, for the admission warning and the request's events.
+func FailoverDeletionEffect(p FailoverPhase) string {
+	switch p {
+	case "", FailoverPending:
+		return "the request had not started; it goes at once and the group stays where it runs"
+	case FailoverStoppingOnSource:
+		return "the group is asked to run on its source again (nothing was promoted), then the request goes"
+	case FailoverStartingOnTarget:
+		return "the target is already promoted; the request finishes starting the group there, records the outcome, then goes"
+	case FailoverCompleted, FailoverFailed:
+		return "the request is finished; its outcome stays in the group's status.history"
+	}
+	return ""
 }

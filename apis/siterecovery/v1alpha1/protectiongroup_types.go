@@ -137,6 +137,57 @@ type ProtectionGroupStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// history is the outcome of the group's last failover requests (quorum copy),
+	// newest first, so that deleting a finished request loses nothing an operator
+	// needs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	History []RequestRecord `json:"history,omitempty"`
+}
+
+// GroupHistoryLength is how many requests ProtectionGroupStatus.History keeps.
+const GroupHistoryLength = 10
+
+// RequestRecord is what a finished request did to its group.
+type RequestRecord struct {
+	// kind of the request, e.g. FailoverRequest.
+	Kind string `json:"kind"`
+	// name of the request.
+	Name string `json:"name"`
+	// uid of the request, which tells two requests of one name apart.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// type of the failover: planned or unplanned.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// sourceCluster the group ran on before the request.
+	// +optional
+	SourceCluster string `json:"sourceCluster,omitempty"`
+	// targetCluster the request asked for.
+	// +optional
+	TargetCluster string `json:"targetCluster,omitempty"`
+	// outcome is the request's terminal phase (Completed or Failed).
+	Outcome string `json:"outcome"`
+	// reason of the outcome, e.g. FailoverCompleted, DrainTimeout, Cancelled.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message of the outcome.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// startTime is when the request took the group's lock.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the request reached its outcome.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// phases are the phases the request went through with their entry times.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Phases []PhaseTransition `json:"phases,omitempty"`
 }
 
 // ProtectionGroup is the set of VMs of one application that fail over together.

@@ -30,7 +30,9 @@ const ControllerName = "failover"
 // RBAC on the quorum cluster, in the DR namespace: the controller reads
 // requests, zones and groups, moves a group's active cluster and its DRPCs, holds
 // one Lease per group as the failover lock, and writes request status.
-// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests/finalizers,verbs=update
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups/status,verbs=get;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
@@ -88,17 +90,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := newScope(fr, r.Clock.Now())
 	if terminal(fr.Status.Phase) {
-		// A crash between the final status write and the release leaves the Lease
-		// held; release it now.
-		return ctrl.Result{}, r.release(ctx, fr, fr.Spec.ProtectionGroupRef.Name)
+		// A crash between the final status write and finish leaves the Lease held,
+		// the history short or the finalizer on; finish is idempotent.
+		return ctrl.Result{}, r.finish(ctx, fr)
 	}
+	if err := r.addFinalizer(ctx, fr); err != nil {
+		return ctrl.Result{}, err
+	}
+	s := newScope(fr, r.Clock.Now())
 	if fr.Status.Phase == "" {
 		s.trail.Enter(srv1alpha1.FailoverPending, "waiting for the failover lock of group %s", fr.Spec.ProtectionGroupRef.Name)
 	}
 
-	res, err := r.runner().Run(ctx, s)
+	var res ctrl.Result
+	var err error
+	if cancellable(s) {
+		res, err = r.cancel(ctx, s)
+	} else {
+		res, err = r.runner().Run(ctx, s)
+	}
 	held, werr := r.writeStatus(ctx, s)
 	if werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
@@ -108,10 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
 		r.statusWriter().Forget(req.String())
-		if rerr := r.release(ctx, s.req, s.req.Spec.ProtectionGroupRef.Name); rerr != nil {
-			return ctrl.Result{}, rerr
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finish(ctx, s.req)
 	}
 	if res, err = flow.Result(res, err); err != nil {
 		return ctrl.Result{}, err
@@ -122,6 +130,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		res.RequeueAfter = renewEvery
 	}
 	return res, nil
+}
+
+// finish ends a finished request: its outcome goes into the group's history,
+// its Lease is released, and its finalizer removed, in that order, so that a
+// deleted request disappears only once nothing of it is lost.
+func (r *Reconciler) finish(ctx context.Context, fr *srv1alpha1.FailoverRequest) error {
+	if err := r.recordHistory(ctx, fr); err != nil {
+		return err
+	}
+	if err := r.release(ctx, fr, fr.Spec.ProtectionGroupRef.Name); err != nil {
+		return err
+	}
+	return r.removeFinalizer(ctx, fr)
 }
 
 // runner runs the step of the request's phase and, whenever a step completes

@@ -1,0 +1,39 @@
+package admission
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// RBAC: the webhooks read what they check against, in the DR namespace, and ask
+// the API server whether the requesting user may make an unplanned or forced
+// failover.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests;testfailovers;protectionrequests;protectiongroups;protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies;drplacementcontrols,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
+
+// SetupWithManager registers the webhooks with mgr's webhook server.
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
+	c := mgr.GetClient()
+	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.FailoverRequest{}).
+		WithValidator(&failoverRequests{client: c, access: &accessReviewer{client: c}}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.TestFailover{}).
+		WithValidator(&testFailovers{client: c}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionRequest{}).
+		WithValidator(&protectionRequests{client: c, remote: rm}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionZone{}).
+		WithValidator(&zones{client: c}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &drv1alpha1.DRPlacementControl{}).
+		WithValidator(&placements{client: c}).Complete()
+}

@@ -1,0 +1,60 @@
+package failover
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// recordHistory puts a finished request's outcome at the head of its group's
+// status.history, once: a retry after a crash finds the request's UID there.
+// This controller is the only writer of history; the patch touches no other
+// status field.
+func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverRequest) error {
+	group := &srv1alpha1.ProtectionGroup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fr.Namespace, Name: fr.Spec.ProtectionGroupRef.Name}, group); err != nil {
+		return client.IgnoreNotFound(err) // a request for a missing group has nothing to record on
+	}
+	for _, h := range group.Status.History {
+		if h.UID == string(fr.UID) {
+			return nil
+		}
+	}
+	before := group.DeepCopy()
+	group.Status.History = append([]srv1alpha1.RequestRecord{recordOf(fr)}, group.Status.History...)
+	if len(group.Status.History) > srv1alpha1.GroupHistoryLength {
+		group.Status.History = group.Status.History[:srv1alpha1.GroupHistoryLength]
+	}
+	return r.Client.Status().Patch(ctx, group, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// historyPhases bounds the phases a record keeps to the API's limit.
+const historyPhases = 16
+
+func recordOf(fr *srv1alpha1.FailoverRequest) srv1alpha1.RequestRecord {
+	rec := srv1alpha1.RequestRecord{
+		Kind:           "FailoverRequest",
+		Name:           fr.Name,
+		UID:            string(fr.UID),
+		Type:           string(fr.Spec.FailoverType),
+		SourceCluster:  fr.Status.SourceCluster,
+		TargetCluster:  fr.Spec.TargetCluster,
+		Outcome:        string(fr.Status.Phase),
+		Message:        flow.Truncate(fr.Status.Message, 1024),
+		StartTime:      fr.Status.StartTime,
+		CompletionTime: fr.Status.CompletionTime,
+	}
+	if ready := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady); ready != nil {
+		rec.Reason = ready.Reason
+	}
+	p := fr.Status.PhaseHistory
+	if len(p) > historyPhases {
+		p = p[len(p)-historyPhases:]
+	}
+	rec.Phases = append(rec.Phases, p...)
+	return rec
+}
