@@ -6,9 +6,20 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"github.com/siterecovery/siterecovery/internal/workload/setup"
 )
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 func main() {
 	var o setup.Options
@@ -16,6 +27,15 @@ func main() {
 	o.BindFlags(flag.CommandLine, "pg-controller.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
 	flag.StringVar(&p.OperatorNamespace, "operator-namespace", setup.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
+	flag.Func("admission-allowed-users", "comma-separated users who may start standby VMs and change replication objects (quorum-manager's identity on this cluster, pg-controller's and the agent's service accounts)", func(v string) error {
+		p.Allowed.Users = splitList(v)
+		return nil
+	})
+	p.Allowed.Groups = setup.DefaultAdmissionGroups
+	flag.Func("admission-allowed-groups", "comma-separated groups who may do the same (default: "+strings.Join(setup.DefaultAdmissionGroups, ",")+")", func(v string) error {
+		p.Allowed.Groups = splitList(v)
+		return nil
+	})
 	flag.Parse()
 	os.Exit(setup.Run(o, p))
 }

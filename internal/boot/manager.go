@@ -116,7 +116,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 		RenewDeadline:                 &renew,
 		Cache:                         CacheOptions(o.Namespace),
 		MapperProvider:                NewRESTMapper,
-		WebhookServer:                 o.webhookOptions().server(),
+		WebhookServer:                 o.webhookOptions().Server(),
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {

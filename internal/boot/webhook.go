@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -43,6 +44,10 @@ type WebhookOptions struct {
 	// Configurations are the ValidatingWebhookConfigurations whose caBundle the
 	// binary keeps current in CertsSelf mode.
 	Configurations []string
+	// RotatorName names the certificate rotator's controller, which must be
+	// unique in a process ("webhook-certs" if empty); a process running several
+	// webhook servers, as tests do, names each.
+	RotatorName string
 	// CertDuration, Lookahead and RotationCheck tune rotation; zero takes the
 	// defaults (a ten-year CA, a one-year serving certificate renewed 90 days
 	// before it expires, checked every 12 hours).
@@ -68,8 +73,8 @@ func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
 	})
 }
 
-// server is the webhook server NewManager gives the manager.
-func (o WebhookOptions) server() webhook.Server {
+// Server is the webhook server NewManager gives the manager.
+func (o WebhookOptions) Server() webhook.Server {
 	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir})
 }
 
@@ -137,7 +142,7 @@ func ServeWebhooks(mgr ctrl.Manager, o WebhookOptions, register func(ctrl.Manage
 		// Every replica serves webhooks, so every replica keeps the files
 		// current; the Secret's resourceVersion settles concurrent rotations.
 		RequireLeaderElection: false,
-		ControllerName:        "webhook-certs",
+		ControllerName:        cmp.Or(o.RotatorName, "webhook-certs"),
 	}
 	for _, name := range o.Configurations {
 		cr.Webhooks = append(cr.Webhooks, rotator.WebhookInfo{Name: name, Type: rotator.Validating})

@@ -1,31 +1,22 @@
 package env
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
-	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/chartrender"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
@@ -125,27 +116,7 @@ func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptio
 // renderChart renders a chart of this repository as `helm template` would.
 func renderChart(t testing.TB, chart, namespace string) []*unstructured.Unstructured {
 	t.Helper()
-	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", chart))
+	objs, err := chartrender.Render(chart, namespace)
 	require.NoError(t, err)
-	install := action.NewInstall(&action.Configuration{})
-	install.ClientOnly, install.DryRun = true, true
-	install.ReleaseName, install.Namespace = "sr", namespace
-	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
-	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
-	rel, err := install.Run(chrt, nil)
-	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rel.Manifest), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs
-			}
-			require.NoError(t, err)
-		}
-		if len(obj.Object) != 0 {
-			objs = append(objs, obj)
-		}
-	}
+	return objs
 }

@@ -39,3 +39,8 @@ role names, namespaces and bindings; only the rules come from the markers.
 {{- fail (printf "%s holds no %s with rules; run make generate" .file .kind) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Name of this release's ValidatingWebhookConfiguration (cluster-scoped, so it names the DR namespace). */}}
+{{- define "qcp.webhookConfiguration" -}}
+{{- printf "siterecovery-quorum-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- end -}}

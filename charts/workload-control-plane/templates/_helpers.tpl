@@ -34,3 +34,14 @@ role names, namespaces and bindings; only the rules come from the markers.
 {{- fail (printf "%s holds no %s with rules; run make generate" .file .kind) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Name of the release's ValidatingWebhookConfiguration. */}}
+{{- define "wcp.webhookConfiguration" -}}
+{{- printf "siterecovery-workload-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Identities the workload webhooks let through: siterecovery's own service accounts, then the configured ones. */}}
+{{- define "wcp.admissionUsers" -}}
+{{- $users := list (printf "system:serviceaccount:%s:pg-controller" .Release.Namespace) (printf "system:serviceaccount:%s:drbd-node-agent" .Release.Namespace) -}}
+{{- join "," (concat $users .Values.webhooks.allowedUsers) -}}
+{{- end -}}

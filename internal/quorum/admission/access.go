@@ -16,7 +16,9 @@ import (
 // API server's authorizer about this subresource for the requesting user.
 const DisasterSubresource = "disaster"
 
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// Creating SubjectAccessReviews is a cluster-scoped right, which the
+// quorum-control-plane chart grants in a ClusterRole of its own (webhook.yaml)
+// rather than through the namespaced Role generated from markers.
 
 // accessReviewer asks the API server whether the requesting user may do
 // something.

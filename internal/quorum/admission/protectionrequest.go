@@ -45,7 +45,8 @@ func (v *protectionRequests) ValidateCreate(ctx context.Context, pr *srv1alpha1.
 	primary := primaryOf(z)
 	rc, err := v.remote.Get(remote.Key{Namespace: pr.Namespace, Zone: z.Name, Cluster: primary})
 	if err != nil {
-		return admission.Warnings{fmt.Sprintf("primary cluster %s cannot be reached now, so the VM and its disks were not checked; the request checks them before it starts", primary)}, nil
+		// Not a refusal: the controller checks again before it touches anything.
+		return admission.Warnings{fmt.Sprintf("primary cluster %s cannot be reached now (%s), so the VM and its disks were not checked; the request checks them before it starts", primary, err)}, nil
 	}
 	if err := checkVM(ctx, rc.Direct, z, primary, pr.Spec.VirtualMachine); err != nil {
 		var unreachable remoteError

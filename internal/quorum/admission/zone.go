@@ -17,7 +17,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// AllowZoneDeletionAnnotation, set to "true" on a ProtectionZone, lets it be
+// AllowZoneDeletionAnnotation set to "true" on a ProtectionZone lets it be
 // deleted while groups or unfinished requests still use it.
 const AllowZoneDeletionAnnotation = "siterecovery.trilio.io/allow-zone-deletion"
 

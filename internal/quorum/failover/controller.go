@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var res ctrl.Result
 	var err error
 	if cancellable(s) {
-		res, err = r.cancel(ctx, s)
+		err = r.cancel(ctx, s)
 	} else {
 		res, err = r.runner().Run(ctx, s)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -60,26 +59,26 @@ func cancellable(s *scope) bool {
 
 // cancel ends a deleted request that moved no DRBD role: a group asked to stop
 // is asked to run on its source again first.
-func (r *Reconciler) cancel(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *Reconciler) cancel(ctx context.Context, s *scope) error {
 	phase := s.req.Status.Phase
 	restored := "the group was not touched"
 	if phase == srv1alpha1.FailoverStoppingOnSource {
 		if err := r.loadGroupAndZone(ctx, s); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		src, err := r.Remote.Get(s.key(s.source()))
 		if err == nil {
 			err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
 		}
 		if err != nil {
-			return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
+			return flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
 				"deleted while stopping group %s; waiting to reach source %s to run the group there again before the request goes: %s",
 				s.group.Name, s.source(), err.Error())
 		}
 		restored = fmt.Sprintf("group %s was asked to run on %s again; nothing was promoted on %s", s.group.Name, s.source(), s.target())
 	}
 	s.trail.Fail(srv1alpha1.ReasonCancelled, "the request was deleted in phase %s; %s", phaseName(phase), restored)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func phaseName(p srv1alpha1.FailoverPhase) string {

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/quorum/admission"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
 	"github.com/siterecovery/siterecovery/internal/quorum/failover"
@@ -68,9 +69,17 @@ func QuorumManager(q QuorumOptions) boot.Register {
 		if o.Namespace == "" {
 			return errors.New("--namespace is required: quorum-manager serves one DR namespace (dr-<name>)")
 		}
-		_, err := AddToManager(mgr, q)
-		return err
+		quorum, err := AddToManager(mgr, q)
+		if err != nil {
+			return err
+		}
+		return ServeWebhooks(mgr, quorum, o.Webhook)
 	}
+}
+
+// ServeWebhooks serves quorum-manager's admission webhooks when o has a port.
+func ServeWebhooks(mgr ctrl.Manager, q *Quorum, o boot.WebhookOptions) error {
+	return boot.ServeWebhooks(mgr, o, func(mgr ctrl.Manager) error { return admission.SetupWithManager(mgr, q.Remote) })
 }
 
 // AddToManager registers every quorum-tier component with mgr. Tests and the

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/workload/admission"
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 )
@@ -27,10 +28,17 @@ type Options = boot.Options
 // live unless a flag says otherwise.
 const DefaultOperatorNamespace = vrg.DefaultOperatorNamespace
 
+// DefaultAdmissionGroups may change what pg-controller's webhooks guard unless
+// a flag says otherwise: Kubernetes' own controllers and the nodes.
+var DefaultAdmissionGroups = admission.DefaultGroups
+
 // PGOptions are pg-controller's own settings.
 type PGOptions struct {
 	// OperatorNamespace is where the shared global VolumeGroupReplications live.
 	OperatorNamespace string
+	// Allowed are the identities the admission webhooks let start standby VMs
+	// and change the replication stack's objects.
+	Allowed admission.Identities
 }
 
 // Run runs pg-controller until SIGTERM or SIGINT and returns its exit code.
@@ -38,10 +46,21 @@ func Run(o Options, p PGOptions) int { return boot.Run(o, PGController(p)) }
 
 // PGController returns the Register function of pg-controller.
 func PGController(p PGOptions) boot.Register {
-	return func(mgr ctrl.Manager, _ boot.Options) error {
+	return func(mgr ctrl.Manager, o boot.Options) error {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace})
+		if err := vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace}); err != nil {
+			return err
+		}
+		return ServeWebhooks(mgr, p, o.Webhook)
 	}
+}
+
+// ServeWebhooks serves pg-controller's admission webhooks when o has a port.
+func ServeWebhooks(mgr ctrl.Manager, p PGOptions, o boot.WebhookOptions) error {
+	return boot.ServeWebhooks(mgr, o, func(mgr ctrl.Manager) error {
+		admission.SetupWithManager(mgr, p.Allowed)
+		return nil
+	})
 }

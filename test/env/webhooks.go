@@ -1,0 +1,72 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/test/chartrender"
+)
+
+// WebhookRotation tunes certificate rotation for tests that watch it.
+type WebhookRotation struct {
+	CertDuration, Lookahead, RotationCheck time.Duration
+}
+
+// InstallWebhooks creates the chart's ValidatingWebhookConfigurations on a
+// cluster of the zone as the chart renders them for the DR namespace, except that
+// each webhook calls a server of this test process at https://localhost:<port>
+// instead of the chart's Service, and the empty certificate Secret the chart
+// creates. It returns the options of that server: self-managed certificates, as
+// the chart's default, whose CA the server injects into the configurations.
+func (e *Env) InstallWebhooks(t testing.TB, cluster, chart string, rot WebhookRotation) boot.WebhookOptions {
+	t.Helper()
+	port := freePort(t)
+	o := boot.WebhookOptions{
+		Port: port, Host: "127.0.0.1", CertDir: t.TempDir(), CertManagement: boot.CertsSelf,
+		SecretNamespace: Namespace, DNSName: "localhost", RotatorName: fmt.Sprintf("webhook-certs-%d", rotators.Add(1)),
+		CertDuration: rot.CertDuration, Lookahead: rot.Lookahead, RotationCheck: rot.RotationCheck,
+	}
+	w, err := chartrender.LocalWebhooks(renderChart(t, chart, Namespace), port)
+	require.NoError(t, err, "chart %s", chart)
+	ctx := context.Background()
+	c := e.Client(cluster)
+	for _, cfg := range w.Configurations {
+		require.NoError(t, c.Create(ctx, cfg))
+		o.Configurations = append(o.Configurations, cfg.Name)
+		t.Cleanup(func() { _ = c.Delete(context.Background(), cfg) })
+	}
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: w.CertSecret}}))
+	o.SecretName = w.CertSecret
+	return o
+}
+
+// rotators numbers the certificate rotators of this test process.
+var rotators atomic.Int32
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// InstallClusterRoles creates the ClusterRoles a chart renders on a cluster of
+// the zone, e.g. the user roles of the protectionzone chart.
+func (e *Env) InstallClusterRoles(t testing.TB, cluster, chart string) {
+	t.Helper()
+	for _, obj := range renderChart(t, chart, Namespace) {
+		if obj.GetKind() == "ClusterRole" {
+			require.NoError(t, e.Client(cluster).Create(context.Background(), obj), "ClusterRole %s", obj.GetName())
+		}
+	}
+}
