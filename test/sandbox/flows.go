@@ -61,6 +61,10 @@ func (sb *sandbox) failover(ctx context.Context, name, target string, typ srv1al
 		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName},
 			TargetCluster: target, FailoverType: typ, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300},
 	}
+	if typ == srv1alpha1.FailoverUnplanned {
+		// Typing the group's name confirms a failover that may lose writes.
+		fr.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: groupName}
+	}
 	created := time.Now()
 	if err := q.Create(ctx, fr); err != nil {
 		return err
@@ -148,6 +152,14 @@ metadata: {name: my-failover, namespace: %[2]s}
 spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: planned}
 YAML
   kubectl -n %[2]s get failoverrequest my-failover -w
+An unplanned failover must be confirmed with the group's name; without it the
+admission webhook refuses it and says how:
+  kubectl create -f - <<YAML
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: FailoverRequest
+metadata: {name: disaster, namespace: %[2]s}
+spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: unplanned}
+YAML
 Logs of every process: %[7]s/logs
 `, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir)
 	fmt.Print(b.String())

@@ -74,8 +74,14 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.startSimulators(simCtx); err != nil {
 		return sb, err
 	}
-	err = sb.startProcesses()
-	return sb, err
+	webhookArgs, err := sb.installWebhooks(ctx)
+	if err != nil {
+		return sb, fmt.Errorf("registering the admission webhooks: %w", err)
+	}
+	if err := sb.startProcesses(webhookArgs); err != nil {
+		return sb, err
+	}
+	return sb, sb.waitWebhooks(ctx)
 }
 
 func (sb *sandbox) kubeconfig(cluster string) string {
@@ -111,11 +117,11 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 }
 
 // startProcesses runs the product's binaries against the three clusters.
-func (sb *sandbox) startProcesses() error {
+func (sb *sandbox) startProcesses(webhookArgs []string) error {
 	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
 	sb.procs = append(sb.procs, &process{name: "quorum-manager", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-		args: append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, common...)})
+		args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)})
 	for _, cluster := range []string{primary, dr} {
 		n := nodes[cluster]
 		sb.procs = append(sb.procs,
