@@ -81,7 +81,8 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.startProcesses(webhookArgs); err != nil {
 		return sb, err
 	}
-	return sb, sb.waitWebhooks(ctx)
+	err = sb.waitWebhooks(ctx)
+	return sb, err
 }
 
 func (sb *sandbox) kubeconfig(cluster string) string {

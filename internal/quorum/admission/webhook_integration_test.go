@@ -235,6 +235,10 @@ func TestWebhookCertificateRotates(t *testing.T) {
 		env.WebhookRotation{CertDuration: 20 * time.Second, Lookahead: 16 * time.Second, RotationCheck: 500 * time.Millisecond})
 	startWebhooks(t, e, o)
 	admin := asUser(t, e, "")
+	require.NoError(t, e.Client(env.Quorum).Create(ctx, &srv1alpha1.ProtectionGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: group},
+		Spec:       srv1alpha1.ProtectionGroupSpec{ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}},
+	}))
 	waitServing(t, admin)
 
 	secret := &corev1.Secret{}
