@@ -64,8 +64,8 @@ never the failover.`,
 func newFailbackCommand(o *Options) *cobra.Command {
 	f := &failoverFlags{}
 	cmd := &cobra.Command{
-		Use:   "failback GROUP",
-		Short: "Move a group back to its zone's Primary-role cluster (a planned failover)",
+		Use:     "failback GROUP",
+		Short:   "Move a group back to its zone's Primary-role cluster (a planned failover)",
 		Example: `  kubectl siterecovery failback production-pg --wait -n dr-production`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

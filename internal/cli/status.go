@@ -140,6 +140,14 @@ func groupStatus(ctx context.Context, c client.Client, pg *srv1alpha1.Protection
 	if pg.Spec.ZoneRef != nil {
 		g.Zone = pg.Spec.ZoneRef.Name
 	}
+	if g.CurrentState == "" {
+		// The quorum copy may not aggregate a state; the active copy's is the group's.
+		for _, cs := range pg.Status.Clusters {
+			if cs.Cluster == pg.Spec.ActiveCluster {
+				g.CurrentState = string(cs.CurrentState)
+			}
+		}
+	}
 	if err := replication(ctx, c, pg, g); err != nil {
 		return nil, err
 	}

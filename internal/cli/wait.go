@@ -90,9 +90,10 @@ func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name st
 	if err != nil {
 		return stillRunning(err, "FailoverRequest", ns, name, string(fr.Status.Phase))
 	}
+	// The final phase's entry is when the request ended, to the microsecond.
 	end := time.Now()
-	if fr.Status.CompletionTime != nil {
-		end = fr.Status.CompletionTime.Time
+	if h := fr.Status.PhaseHistory; len(h) > 0 {
+		end = h[len(h)-1].Time.Time
 	}
 	if o.Output != outputTable {
 		if err := render(o.Out, o.Output, fr, nil); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,10 +74,11 @@ func restConfig(ctx context.Context, quorum client.Client, ns string, zc srv1alp
 	if !ok {
 		return nil, fmt.Errorf("kubeconfig Secret %s/%s has no key %q", ns, zc.KubeconfigSecretRef.Name, key)
 	}
-	cfg, err := remote.RESTConfig(data, remote.Limits{QPS: 20, Burst: 40, Timeout: Timeout})
+	cfg, err := remote.RESTConfig(data, remote.Limits{QPS: 100, Burst: 200, Timeout: Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, zc.KubeconfigSecretRef.Name, err)
 	}
+	// validate asks one access review per verb and resource: a burst of ~200.
 	cfg.UserAgent = "kubectl-siterecovery"
 	return cfg, nil
 }
@@ -100,7 +102,7 @@ func ProbeServer(ctx context.Context, cfg *rest.Config) (Probe, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/version", http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/version", http.NoBody)
 	if err != nil {
 		return Probe{}, err
 	}

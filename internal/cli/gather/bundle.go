@@ -39,7 +39,9 @@ func (b *bundle) add(path, what string, data []byte) error {
 	return nil
 }
 
-func (b *bundle) note(format string, args ...any) { b.notes = append(b.notes, fmt.Sprintf(format, args...)) }
+func (b *bundle) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
 
 // close writes the README and finishes the archive.
 func (b *bundle) close(header string) error {

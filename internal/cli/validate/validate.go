@@ -196,6 +196,7 @@ func (z *zoneCheck) permissions(ctx context.Context, cl *clusters.Cluster) {
 			scopes = nss
 		}
 		for _, ns := range scopes {
+			var denied []string
 			for _, verb := range n.verbs {
 				ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: n.group, Resource: n.resource}}}
@@ -204,29 +205,34 @@ func (z *zoneCheck) permissions(ctx context.Context, cl *clusters.Cluster) {
 					return
 				}
 				if !ssar.Status.Allowed {
-					missing = append(missing, describe(verb, n, ns))
+					denied = append(denied, verb)
 				}
+			}
+			if len(denied) > 0 {
+				missing = append(missing, describe(denied, n, ns))
 			}
 		}
 	}
 	if len(missing) > 0 {
 		z.r.add("permissions", z.target(cl.Name), Problem,
-			fmt.Sprintf("the identity of Secret %s may not: %s", cl.Secret, strings.Join(missing, ", ")),
+			fmt.Sprintf("the identity of Secret %s may not: %s", cl.Secret, strings.Join(missing, "; ")),
 			"bind that identity to the role the workload-control-plane chart provides for quorum-manager")
 		return
 	}
 	z.r.ok("permissions", z.target(cl.Name), fmt.Sprintf("the identity of Secret %s has the %d rights quorum-manager uses", cl.Secret, countNeeds(len(nss))))
 }
 
-func describe(verb string, n need, ns string) string {
+// describe renders denied verbs on one resource: "create,delete drbdresources.siterecovery.trilio.io in apps".
+func describe(verbs []string, n need, ns string) string {
 	res := n.resource
 	if n.group != "" {
 		res += "." + n.group
 	}
+	out := strings.Join(verbs, ",") + " " + res
 	if ns != "" {
-		return verb + " " + res + " in " + ns
+		out += " in " + ns
 	}
-	return verb + " " + res
+	return out
 }
 
 func countNeeds(namespaces int) int {
@@ -284,7 +290,7 @@ func crdVersions(r *Report, target string, cfg *rest.Config, want []string) {
 		}
 	}
 	if len(missing) > 0 {
-		r.add("crd-versions", target, Problem, fmt.Sprintf("%s does not serve %s", gv, strings.Join(missing, ", ")),
+		r.add("crd-versions", target, Problem, fmt.Sprintf("%s does not serve %s", gv, strings.Join(missing, "; ")),
 			"install or upgrade the chart's CRDs to the version of this CLI")
 		return
 	}
