@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -25,7 +26,7 @@ func readBundle(t *testing.T, path string) map[string]string {
 	out := map[string]string{}
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		require.NoError(t, err)

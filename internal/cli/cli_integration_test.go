@@ -97,7 +97,7 @@ func TestCLI(t *testing.T) {
 		res := find(&rep, "permissions", validate.Problem)
 		require.Len(t, res, 2, "%+v", rep.Results)
 		assert.Contains(t, res[0].Message, "get,list,watch,create,update,patch,delete drbdresources.siterecovery.trilio.io in dr-production")
-		assert.Contains(t, res[0].Message, "; create,update,patch,delete protectiongroups.siterecovery.trilio.io in dr-production;")
+		assert.Contains(t, res[0].Message, "may not: create,update,patch,delete protectiongroups.siterecovery.trilio.io in dr-production;")
 	})
 
 	t.Run("a user without rights to Secrets sees the quorum view", func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestCLI(t *testing.T) {
 		require.Len(t, frs.Items, 1)
 		assert.Equal(t, "maintenance of the primary site", frs.Items[0].Annotations[cli.ReasonAnnotation])
 		assert.NotEmpty(t, frs.Items[0].Annotations[cli.RequestedByAnnotation])
-		z.waitGroup(env.DR, srv1alpha1.StateRunning)
+		z.waitRunning(env.DR)
 	})
 
 	t.Run("an unplanned failover needs the group's name", func(t *testing.T) {
@@ -176,8 +176,10 @@ func TestCLI(t *testing.T) {
 		r := z.cli(wctx, "failback", group, "--wait")
 		assert.Equal(t, cli.ExitStillRunning, r.code)
 		assert.Contains(t, r.stderr, "goes on")
-		z.waitGroup(env.Primary, srv1alpha1.StateRunning)
+		z.waitRunning(env.Primary)
 	})
+
+	t.Run("runbooks", z.runbooks)
 }
 
 const secretToken = "s3cr3t-notify-token-0123456789"

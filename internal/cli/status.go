@@ -165,12 +165,12 @@ func groupStatus(ctx context.Context, c client.Client, pg *srv1alpha1.Protection
 
 func replication(ctx context.Context, c client.Client, pg *srv1alpha1.ProtectionGroup, g *GroupStatus) error {
 	rgs := &srv1alpha1.ReplicationGroupStatus{}
-	err := c.Get(ctx, client.ObjectKeyFromObject(pg), rgs)
-	if apierrors.IsNotFound(err) {
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(pg), rgs); {
+	case apierrors.IsNotFound(err):
 		g.Health = string(srv1alpha1.HealthUnknown)
-	} else if err != nil {
+	case err != nil:
 		return err
-	} else {
+	default:
 		st := rgs.Status
 		g.Health, g.FailoverReady, g.MaxLagSeconds = string(st.Health), st.FailoverReady, st.MaxLagSeconds
 		if rgs.Spec.RPOObjectiveSeconds > 0 {

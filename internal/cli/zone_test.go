@@ -41,6 +41,8 @@ type zone struct {
 	t          *testing.T
 	ctx        context.Context
 	kubeconfig string
+	// path is the PATH the runbooks run with.
+	path string
 }
 
 func newZone(t *testing.T) *zone {
@@ -84,7 +86,7 @@ func newZone(t *testing.T) *zone {
 	z.installAgentsAndSnapshotClass()
 	z.kubeconfig = filepath.Join(t.TempDir(), "quorum.kubeconfig")
 	require.NoError(t, os.WriteFile(z.kubeconfig, z.Clusters[env.Quorum].Kubeconfig, 0o600))
-	z.waitGroup(env.Primary, srv1alpha1.StateRunning)
+	z.waitRunning(env.Primary)
 	env.Eventually(t, timeout, "replication status healthy", func() error {
 		rgs := &srv1alpha1.ReplicationGroupStatus{}
 		if err := z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, rgs); err != nil {
@@ -163,8 +165,9 @@ func (z *zone) waitDRBD(cluster, vmName string, ok func(*srv1alpha1.DRBDResource
 	})
 }
 
-func (z *zone) waitGroup(cluster string, state srv1alpha1.GroupState) {
+func (z *zone) waitRunning(cluster string) {
 	z.t.Helper()
+	state := srv1alpha1.StateRunning
 	env.Eventually(z.t, timeout, "group "+string(state)+" on "+cluster, func() error {
 		pg := &srv1alpha1.ProtectionGroup{}
 		if err := z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg); err != nil {

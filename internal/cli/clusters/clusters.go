@@ -18,7 +18,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// ErrSecretForbidden: the user may not read the cluster's kubeconfig Secret.
+// ErrSecretForbidden means the user may not read the cluster's kubeconfig Secret.
 var ErrSecretForbidden = errors.New("not allowed to read the kubeconfig Secret")
 
 // Cluster is one workload cluster of a zone, as the CLI reaches it.

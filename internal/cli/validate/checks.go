@@ -19,9 +19,14 @@ import (
 	"github.com/siterecovery/siterecovery/internal/cli/clusters"
 )
 
-// AgentNameLabel selects the drbd-node-agent DaemonSet and its pods, as the
-// workload-control-plane chart labels them.
-const AgentNameLabel, AgentName = "app.kubernetes.io/name", "drbd-node-agent"
+// The drbd-node-agent DaemonSet and its pods carry AgentNameLabel=AgentName,
+// as the workload-control-plane chart labels them.
+const (
+	// AgentNameLabel is the label key that names the agent.
+	AgentNameLabel = "app.kubernetes.io/name"
+	// AgentName is its value.
+	AgentName = "drbd-node-agent"
+)
 
 // agents checks that a ready agent pod runs on every node holding a replica.
 func (z *zoneCheck) agents(ctx context.Context, cl *clusters.Cluster) {
@@ -241,7 +246,7 @@ func (z *zoneCheck) rpo(ctx context.Context, g *srv1alpha1.ProtectionGroup) {
 // clockSkew compares the API servers' Date headers. Each is known to within
 // its request's round trip plus the header's one-second resolution.
 func clockSkew(r *Report, probes []probe) {
-	var min, max probe
+	var lo, hi probe
 	var spread time.Duration
 	have := 0
 	for _, p := range probes {
@@ -249,26 +254,26 @@ func clockSkew(r *Report, probes []probe) {
 			continue
 		}
 		have++
-		if have == 1 || offset(p) < offset(min) {
-			min = p
+		if have == 1 || offset(p) < offset(lo) {
+			lo = p
 		}
-		if have == 1 || offset(p) > offset(max) {
-			max = p
+		if have == 1 || offset(p) > offset(hi) {
+			hi = p
 		}
 	}
 	if have < 2 {
 		r.add("clock-skew", "zone", Warning, "fewer than two API servers answered with a Date header", "")
 		return
 	}
-	spread = offset(max) - offset(min)
-	slack := time.Second + max.p.Latency + min.p.Latency
+	spread = offset(hi) - offset(lo)
+	slack := time.Second + hi.p.Latency + lo.p.Latency
 	skew := spread - slack
 	switch {
 	case skew > 30*time.Second:
-		r.add("clock-skew", max.cluster+" vs "+min.cluster, Problem, fmt.Sprintf("clocks differ by at least %s", skew.Round(time.Second)),
+		r.add("clock-skew", hi.cluster+" vs "+lo.cluster, Problem, fmt.Sprintf("clocks differ by at least %s", skew.Round(time.Second)),
 			"run NTP on every cluster: lock Leases, RPO lag and the audit timeline compare timestamps across clusters")
 	case skew > 5*time.Second:
-		r.add("clock-skew", max.cluster+" vs "+min.cluster, Warning, fmt.Sprintf("clocks differ by at least %s", skew.Round(time.Second)), "run NTP on every cluster")
+		r.add("clock-skew", hi.cluster+" vs "+lo.cluster, Warning, fmt.Sprintf("clocks differ by at least %s", skew.Round(time.Second)), "run NTP on every cluster")
 	default:
 		r.ok("clock-skew", "zone", fmt.Sprintf("%d API servers agree within %s", have, slack.Round(100*time.Millisecond)))
 	}
