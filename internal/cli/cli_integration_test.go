@@ -179,6 +179,29 @@ func TestCLI(t *testing.T) {
 		z.waitRunning(env.Primary)
 	})
 
+	t.Run("protect and unprotect", func(t *testing.T) {
+		r := z.cli(ctx, "protect", "apps/vm-new", "--group", "new-pg")
+		assert.Equal(t, cli.ExitUsage, r.code, "two zones now: --zone is needed")
+		r = z.cli(ctx, "protect", "apps/vm-new", "--group", "new-pg", "--zone", env.ZoneName)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		pr := &srv1alpha1.ProtectionRequest{}
+		require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "protect-apps-vm-new"}, pr))
+		assert.Equal(t, srv1alpha1.VirtualMachineReference{Namespace: env.AppNS, Name: "vm-new"}, pr.Spec.VirtualMachine)
+		assert.Equal(t, env.ZoneName, pr.Spec.ZoneRef.Name)
+		assert.Equal(t, "new-pg", pr.Spec.ProtectionGroupRef.Name)
+		r = z.cli(ctx, "unprotect", "apps/vm-new", "--force")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		env.Eventually(t, timeout, "ProtectionRequest gone", func() error {
+			err := z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(pr), pr)
+			if err == nil {
+				return fmt.Errorf("still there, phase %s", pr.Status.Phase)
+			}
+			return client.IgnoreNotFound(err)
+		})
+		r = z.cli(ctx, "unprotect", "apps/vm-new")
+		assert.Equal(t, cli.ExitError, r.code)
+	})
+
 	t.Run("runbooks", z.runbooks)
 }
 

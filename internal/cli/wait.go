@@ -21,6 +21,9 @@ const pollEvery = 250 * time.Millisecond
 type progress struct {
 	w       io.Writer
 	t0      time.Time
+	// anchor is t0 on the CLI's clock: the latest phase seen at the first
+	// read is taken as entered then. Messages carry no time of their own.
+	anchor  time.Time
 	shown   int
 	message string
 }
@@ -33,6 +36,7 @@ func (p *progress) update(h []srv1alpha1.PhaseTransition, message string) {
 	}
 	if p.t0.IsZero() {
 		p.t0 = h[0].Time.Time
+		p.anchor = time.Now().Add(-h[len(h)-1].Time.Sub(p.t0))
 	}
 	for _, t := range h[p.shown:] {
 		fmt.Fprintf(p.w, "%8s  %-18s %s\n", "+"+since(t.Time.Sub(p.t0)), t.Phase, t.Message)
@@ -42,7 +46,7 @@ func (p *progress) update(h []srv1alpha1.PhaseTransition, message string) {
 	}
 	p.shown = len(h)
 	if message != "" && message != p.message {
-		fmt.Fprintf(p.w, "%8s  %-18s waiting: %s\n", "", "", message)
+		fmt.Fprintf(p.w, "%8s  %-18s waiting: %s\n", "~"+since(time.Since(p.anchor)), "", message)
 		p.message = message
 	}
 }
