@@ -19,8 +19,8 @@ const pollEvery = 250 * time.Millisecond
 // progress prints a request's phases as they are entered, and its message
 // whenever it changes (what the request waits for).
 type progress struct {
-	w       io.Writer
-	t0      time.Time
+	w  io.Writer
+	t0 time.Time
 	// anchor is t0 on the CLI's clock: the latest phase seen at the first
 	// read is taken as entered then. Messages carry no time of their own.
 	anchor  time.Time
