@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries test test-unit test-integration lint fmt bench clean
+.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
 
 all: build
 
@@ -54,15 +54,20 @@ verify: generate tidy-check ## Fail when generated files are stale or go.mod is 
 tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the module or the lint tool).
 	$(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
+	cd tools/kubectl && $(GO) mod tidy -diff
 
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
 
-lint: ## gofmt, go vet and golangci-lint (.golangci.yml: import rules by tier, aliases, linters).
+kubectl: ## Build kubectl for the runbook tests (cached; tools/kubectl pins the version).
+	scripts/dev/kubectl.sh >/dev/null
+
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, aliases, linters) and shellcheck.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \
 		if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
+	shellcheck -x $$(git ls-files 'scripts/*.sh')
 
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
 	$(GOLANGCI_LINT) fmt ./...

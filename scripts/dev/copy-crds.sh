@@ -31,7 +31,7 @@ workload_crds=(
 # Every generated CRD must belong to a tier, so a new kind cannot be forgotten.
 for f in "$src"/*.yaml; do
   base=$(basename "$f")
-  if [[ ! " ${quorum_crds[*]} ${workload_crds[*]} " =~ " ${base} " ]]; then
+  if [[ " ${quorum_crds[*]} ${workload_crds[*]} " != *" ${base} "* ]]; then
     echo "copy-crds: $base belongs to no chart; add it to $0" >&2
     exit 1
   fi

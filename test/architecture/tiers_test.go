@@ -58,3 +58,18 @@ func TestQuorumManagerLinksNoWorkloadController(t *testing.T) {
 		}
 	}
 }
+
+// The operator CLI drives DR through the API only: it links no controller, so
+// that what it does is what a FailoverRequest or TestFailover does.
+func TestCLILinksNoController(t *testing.T) {
+	allowed := []string{"cmd/kubectl-siterecovery", "internal/cli", "internal/quorum/remote", "internal/scheme", "apis/"}
+	for _, p := range deps(t, "./cmd/kubectl-siterecovery") {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(p, a)
+		}
+		if !ok || strings.HasPrefix(p, "internal/quorum/remote/fake") {
+			t.Errorf("kubectl-siterecovery links %s: it may link only internal/cli, internal/quorum/remote, internal/scheme and apis/", p)
+		}
+	}
+}

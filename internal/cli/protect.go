@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// vmRef parses NAMESPACE/NAME, or NAME in --vm-namespace.
+func vmRef(arg, defaultNS string) (srv1alpha1.VirtualMachineReference, error) {
+	ns, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		ns, name = defaultNS, arg
+	}
+	if ns == "" || name == "" {
+		return srv1alpha1.VirtualMachineReference{}, usagef("VM %q: give NAMESPACE/NAME or --vm-namespace", arg)
+	}
+	return srv1alpha1.VirtualMachineReference{Namespace: ns, Name: name}, nil
+}
+
+// protectionRequestName is the name protect gives a VM's ProtectionRequest.
+func protectionRequestName(vm srv1alpha1.VirtualMachineReference) string {
+	return "protect-" + vm.Namespace + "-" + vm.Name
+}
+
+func newProtectCommand(o *Options) *cobra.Command {
+	var group, zone, vmNS, target string
+	cmd := &cobra.Command{
+		Use:   "protect [NAMESPACE/]VM --group GROUP",
+		Short: "Protect a VM of the primary cluster (creates a ProtectionRequest)",
+		Long: `protect creates a ProtectionRequest: the VM's disks get a DRBD replica on the
+DR cluster and the VM joins the group, which is created if missing. --zone may
+be left out when the DR namespace has one zone.`,
+		Example: `  kubectl siterecovery protect apps/web-01 --group production-pg -n dr-production
+  kubectl siterecovery protect web-01 --vm-namespace apps --group production-pg --zone production`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if group == "" {
+				return usagef("--group is required")
+			}
+			ref, err := vmRef(args[0], vmNS)
+			if err != nil {
+				return err
+			}
+			return o.protect(cmd.Context(), ref, group, zone, target)
+		},
+	}
+	cmd.Flags().StringVar(&group, "group", "", "the ProtectionGroup the VM joins")
+	cmd.Flags().StringVar(&zone, "zone", "", "the ProtectionZone; defaults to the DR namespace's only zone")
+	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
+	cmd.Flags().StringVar(&target, "to", "", "the DR cluster for the replica; defaults to the zone's only DR cluster")
+	return cmd
+}
+
+func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, group, zone, target string) error {
+	c, err := o.Quorum()
+	if err != nil {
+		return err
+	}
+	ns, _, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	if zone == "" {
+		zones := &srv1alpha1.ProtectionZoneList{}
+		if err := c.List(ctx, zones, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(zones.Items) != 1 {
+			return usagef("DR namespace %s has %d zones: name one with --zone", ns, len(zones.Items))
+		}
+		zone = zones.Items[0].Name
+	}
+	pr := &srv1alpha1.ProtectionRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: protectionRequestName(vm), Annotations: o.auditAnnotations(ctx, "")},
+		Spec: srv1alpha1.ProtectionRequestSpec{
+			VirtualMachine:     vm,
+			ZoneRef:            srv1alpha1.LocalObjectReference{Name: zone},
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group},
+			TargetCluster:      target,
+		},
+	}
+	if err := c.Create(ctx, pr); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "protectionrequest/%s created: %s/%s joins %s in zone %s\n", pr.Name, vm.Namespace, vm.Name, group, zone)
+	return nil
+}
+
+func newUnprotectCommand(o *Options) *cobra.Command {
+	var vmNS string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "unprotect [NAMESPACE/]VM",
+		Short: "Stop protecting a VM (deletes its ProtectionRequest)",
+		Long: `unprotect deletes the VM's ProtectionRequest; the protection flow removes the
+replica and leaves the VM running on its original disks. While the group runs on
+the DR cluster the removal waits for a failback; --force removes replication
+and leaves the VM running on the DR cluster, on its DR disks.`,
+		Example: `  kubectl siterecovery unprotect apps/web-01 -n dr-production
+  kubectl siterecovery unprotect apps/web-01 --force`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := vmRef(args[0], vmNS)
+			if err != nil {
+				return err
+			}
+			return o.unprotect(cmd.Context(), ref, force)
+		},
+	}
+	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
+	cmd.Flags().BoolVar(&force, "force", false, "unprotect even while the group runs on the DR cluster; the VM stays there")
+	return cmd
+}
+
+func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, force bool) error {
+	c, err := o.Quorum()
+	if err != nil {
+		return err
+	}
+	ns, _, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	prs := &srv1alpha1.ProtectionRequestList{}
+	if err := c.List(ctx, prs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var found []srv1alpha1.ProtectionRequest
+	for _, pr := range prs.Items {
+		if pr.Spec.VirtualMachine == vm {
+			found = append(found, pr)
+		}
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("no ProtectionRequest for VM %s/%s in DR namespace %s", vm.Namespace, vm.Name, ns)
+	}
+	for i := range found {
+		pr := &found[i]
+		if force {
+			patch := client.MergeFrom(pr.DeepCopy())
+			if pr.Annotations == nil {
+				pr.Annotations = map[string]string{}
+			}
+			pr.Annotations[srv1alpha1.ForceUnprotectAnnotation] = "true"
+			if err := c.Patch(ctx, pr, patch); err != nil {
+				return err
+			}
+		}
+		if err := c.Delete(ctx, pr); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "protectionrequest/%s deleted: the protection flow now removes the replica of %s/%s\n", pr.Name, vm.Namespace, vm.Name)
+	}
+	return nil
+}

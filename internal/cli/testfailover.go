@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+func newTestFailoverCommand(o *Options) *cobra.Command {
+	var to string
+	var wait, keep bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "test-failover GROUP",
+		Short: "Boot snapshots of a group's DR copies in an isolated namespace and check them (creates a TestFailover)",
+		Long: `test-failover creates a TestFailover: snapshots of the group's replicas on
+the DR cluster boot in an isolated namespace, are checked, and are cleaned up.
+Production and replication are not touched.
+
+With --wait it streams the phases, prints each check's result, and then deletes
+the finished TestFailover unless --keep is given (its results stay in the
+output). Without --wait the TestFailover is left for you to read and delete.`,
+		Example: `  kubectl siterecovery test-failover production-pg --wait -n dr-production
+  kubectl siterecovery test-failover production-pg --to dr-cluster --wait --keep`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.testFailover(cmd.Context(), args[0], to, wait, keep, timeout)
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the DR cluster whose replicas are tested; defaults to the zone's cluster the group is not active on")
+	cmd.Flags().BoolVar(&wait, "wait", false, "stream the phases until the test ends and print the check results")
+	cmd.Flags().BoolVar(&keep, "keep", false, "with --wait, keep the finished TestFailover (its results) instead of deleting it")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, stop waiting after this long (the test goes on)")
+	return cmd
+}
+
+func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep bool, timeout time.Duration) error {
+	c, err := o.Quorum()
+	if err != nil {
+		return err
+	}
+	ns, _, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	pg, err := o.group(ctx, c, ns, group)
+	if err != nil {
+		return err
+	}
+	if to == "" {
+		z, err := zoneOf(ctx, c, pg)
+		if err != nil {
+			return err
+		}
+		for _, zc := range z.Spec.Clusters {
+			if zc.Name != pg.Spec.ActiveCluster {
+				to = zc.Name
+				break
+			}
+		}
+	}
+	tf := &srv1alpha1.TestFailover{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: group + "-test-", Annotations: o.auditAnnotations(ctx, "")},
+		Spec: srv1alpha1.TestFailoverSpec{
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group, Namespace: ns},
+			TargetCluster:      to,
+		},
+	}
+	if err := c.Create(ctx, tf); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "created TestFailover %s/%s of %s on %s\n", ns, tf.Name, group, to)
+	if !wait {
+		fmt.Fprintf(o.Out, "testfailover/%s\n", tf.Name)
+		return nil
+	}
+	stream := o.Out
+	if o.Output != outputTable {
+		stream = o.ErrOut
+	}
+	p := &progress{w: stream}
+	err = poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tf), tf); err != nil {
+			return false, err
+		}
+		p.update(tf.Status.PhaseHistory, "")
+		return testFailoverDone(tf.Status.Phase), nil
+	})
+	if err != nil {
+		return stillRunning(err, "TestFailover", ns, tf.Name, string(tf.Status.Phase))
+	}
+	if err := render(o.Out, o.Output, tf, func(w io.Writer) error { return checkTable(w, tf) }); err != nil {
+		return err
+	}
+	if !keep {
+		if err := c.Delete(ctx, tf); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		fmt.Fprintf(o.ErrOut, "deleted TestFailover %s/%s (use --keep to keep it)\n", ns, tf.Name)
+	}
+	if tf.Status.Phase == srv1alpha1.TestFailoverFailed {
+		return exitf(ExitRequestFailed, "TestFailover %s/%s failed: %s", ns, tf.Name, lastMessage(tf.Status.PhaseHistory))
+	}
+	return nil
+}
+
+func checkTable(w io.Writer, tf *srv1alpha1.TestFailover) error {
+	fmt.Fprintf(w, "\nChecks of TestFailover %s (%s):\n", tf.Name, tf.Status.Phase)
+	t := newTable(w, "VM", "CHECK", "PASSED", "MESSAGE")
+	for _, r := range tf.Status.Results {
+		t.row(r.VM, r.Check, strconv.FormatBool(r.Passed), r.Message)
+	}
+	return t.flush()
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/siterecovery/siterecovery/internal/cli/validate"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+)
+
+func newValidateCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [zone|group NAME]",
+		Short: "Check what would break DR before it is needed; score each check ok, warning or problem",
+		Long: `validate checks, for every zone of the DR namespace or for one zone or group:
+the kubeconfig Secrets parse and are safe; each cluster answers, and the
+Secret's identity has every right quorum-manager uses there (one
+SelfSubjectAccessReview per verb and resource); the CRDs serve this CLI's
+version; a ready drbd-node-agent runs on every node holding a replica; DRBD
+connections are up and in sync; no node has the lost-quorum taint; standby VMs
+match pg-sync's intent; a VolumeSnapshotClass exists for test failover; the
+clusters' clocks agree (API server Date headers); the RPO objective is met.
+
+Each problem and warning says what to do. It exits 3 when a problem is found.
+A user who may not read the kubeconfig Secrets gets a warning per cluster and
+the quorum cluster's view of it.`,
+		Example: `  kubectl siterecovery validate -n dr-production
+  kubectl siterecovery validate group production-pg -o json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if len(args) != 2 || (args[0] != "zone" && args[0] != "group") {
+				return usagef("use validate, validate zone NAME or validate group NAME")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var scope validate.Scope
+			if len(args) == 2 {
+				if args[0] == "zone" {
+					scope.Zone = args[1]
+				} else {
+					scope.Group = args[1]
+				}
+			}
+			r, err := o.validate(cmd.Context(), scope)
+			if err != nil {
+				return err
+			}
+			if err := render(o.Out, o.Output, r, r.Table); err != nil {
+				return err
+			}
+			if r.Problems > 0 {
+				return exitf(ExitProblems, "validate found %d problems", r.Problems)
+			}
+			return nil
+		},
+	}
+}
+
+func (o *Options) validate(ctx context.Context, scope validate.Scope) (*validate.Report, error) {
+	c, err := o.Quorum()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := o.Flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	ns, _, err := o.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	return validate.Run(ctx, validate.Input{Quorum: c, QuorumConfig: cfg, Scheme: scheme.New(), Namespace: ns, Scope: scope})
+}
