@@ -34,6 +34,13 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, flow.Stalled("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
 	}
 
+	if s.unplanned() {
+		r.reportLag(ctx, s, targetRes)
+		// Never a second Primary beside a connected one (fencing.go).
+		if err := r.sourceStillPrimary(ctx, s, tgt, targetRes); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if done, msg := r.demoteSource(ctx, s); !done {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
 	}
@@ -193,7 +200,7 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remo
 // promoteForced is whether a promotion must be forced: only in an unplanned
 // failover, and only where DRBD refuses or would refuse a normal one.
 func promoteForced(s *scope, res *srv1alpha1.DRBDResource) bool {
-	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res))
+	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res) || fenced(res))
 }
 
 // parallelWrites bounds the writes to one workload cluster in flight at once.
