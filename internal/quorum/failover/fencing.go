@@ -191,7 +191,7 @@ func (r *Reconciler) confirmedBy(ctx context.Context, req *srv1alpha1.FailoverRe
 			continue
 		}
 		var fields map[string]map[string]map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, ok := fields["f:metadata"]["f:annotations"][key]; !ok {

@@ -58,7 +58,7 @@ type Node struct {
 	// is neither connected nor counted for quorum, as DRBD drops a connection
 	// that the configuration no longer has.
 	Configured map[string]bool `json:",omitempty"`
-	Role     string
+	Role       string
 	// Quorum and OnNoQuorum are the options of this node's resource file.
 	Quorum     string
 	OnNoQuorum string
