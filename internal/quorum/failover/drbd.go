@@ -42,6 +42,10 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, err
 		}
 	}
+	if restoring(s) {
+		gaps, _ := r.sourceGaps(ctx, s)
+		return ctrl.Result{}, r.abortResync(ctx, s, tgt, targetRes, gaps)
+	}
 	if done, msg := r.demoteSource(ctx, s); !done {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
 	}

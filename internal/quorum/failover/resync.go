@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -76,6 +77,10 @@ func describeGaps(gaps map[string]syncGap) string {
 // source. Each step waits for the one before; the last fails the request.
 func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource, gaps map[string]syncGap) error {
 	behind := describeGaps(gaps)
+	// Recorded first: from now on the request restores the source and never
+	// demotes it again (restoring).
+	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
+		"the target did not become UpToDate within drainTimeoutSeconds; restoring the source"+behind)
 	secondary := srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
 	var primaries []string
 	for i := range targetRes {
@@ -121,7 +126,15 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	if err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
 	}
-	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate, "the target did not become UpToDate in time"+behind)
+	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
+		"the target did not become UpToDate within drainTimeoutSeconds; the source was restored"+behind)
 	return flow.Stalled(srv1alpha1.ReasonTargetNotUpToDate, "DRBD on %s did not become UpToDate within drainTimeoutSeconds=%d%s; nothing was promoted on %s, DRBD is Primary on %s again and group %s was asked to run there",
 		s.target(), s.req.Spec.DrainTimeoutSeconds, behind, s.target(), s.source(), s.group.Name)
+}
+
+// restoring reports whether a planned request already began restoring its
+// source after the target did not become UpToDate in time.
+func restoring(s *scope) bool {
+	c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionTargetPromoted)
+	return !s.unplanned() && c != nil && c.Reason == srv1alpha1.ReasonTargetNotUpToDate
 }
