@@ -28,10 +28,10 @@ func TestPlannedFailoverWithDataPathDownFailsSafely(t *testing.T) {
 	require.NoError(t, fabric.Write(drbdName(vm), env.Nodes[env.Primary].Name, 256))
 	require.NoError(t, fabric.Disconnect(drbdName(vm)))
 
-	name := z.failover("link-down", env.DR, srv1alpha1.FailoverPlanned, func(fr *srv1alpha1.FailoverRequest) { fr.Spec.DrainTimeoutSeconds = 5 })
+	name := z.failover("link-down", env.DR, srv1alpha1.FailoverPlanned, func(fr *srv1alpha1.FailoverRequest) { fr.Spec.DrainTimeoutSeconds = 12 })
 	fr := z.waitPhase(name, srv1alpha1.FailoverFailed)
 	require.Equal(t, srv1alpha1.ReasonTargetNotUpToDate, readyReason(fr))
-	for _, want := range []string{fmt.Sprintf("%s %d bytes out of sync (disconnected)", drbdName(vm), 256<<10), "drainTimeoutSeconds=5", "nothing was promoted"} {
+	for _, want := range []string{fmt.Sprintf("%s %d bytes out of sync (disconnected)", drbdName(vm), 256<<10), "drainTimeoutSeconds=12", "nothing was promoted"} {
 		require.Contains(t, fr.Status.Message, want)
 	}
 	r := z.drbd(env.DR, vm)
