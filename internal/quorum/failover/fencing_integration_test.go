@@ -17,6 +17,20 @@ import (
 // starts an unplanned failover and waits until it holds with FencingRequired.
 func holdForFencing(t *testing.T, z *zone, name string) *srv1alpha1.FailoverRequest {
 	t.Helper()
+	// quorum-manager must have reached the primary once, as in production,
+	// where the zone was connected long before the site failed.
+	env.Eventually(t, timeout, "quorum-manager reaching "+env.Primary, func() error {
+		pz := &srv1alpha1.ProtectionZone{}
+		if err := z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, pz); err != nil {
+			return err
+		}
+		for _, st := range pz.Status.Clusters {
+			if st.Name == env.Primary && meta.IsStatusConditionTrue(st.Conditions, srv1alpha1.ConditionReachable) {
+				return nil
+			}
+		}
+		return errPending
+	})
 	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
 	z.failover(name, env.DR, srv1alpha1.FailoverUnplanned)
 	var fr *srv1alpha1.FailoverRequest
