@@ -16,6 +16,9 @@ type ResourceConfig struct {
 	Quorum   QuorumOptions
 	Nodes    []NodeConfig
 	Volumes  []VolumeConfig
+	// Standalone allows a single node: every peer was left out on purpose
+	// (fenced), so the resource runs without connections.
+	Standalone bool
 }
 
 // QuorumOptions map to the resource's options section.
@@ -68,7 +71,10 @@ func (c *ResourceConfig) Validate() error {
 	default:
 		add("on-no-quorum %q: must be io-error or suspend-io", c.Quorum.OnNoQuorum)
 	}
-	if len(c.Nodes) < 2 {
+	switch {
+	case c.Standalone && len(c.Nodes) < 1:
+		add("need the local node")
+	case !c.Standalone && len(c.Nodes) < 2:
 		add("need at least 2 nodes, have %d", len(c.Nodes))
 	}
 	errs = append(errs, validateNodes(c.Nodes)...)
@@ -210,6 +216,9 @@ func (c *ResourceConfig) Render() ([]byte, error) {
 		fmt.Fprintf(&b, "    on %s {\n        node-id %d;\n        address %s;\n    }\n", n.Hostname, n.NodeID, ep)
 		hosts = append(hosts, n.Hostname)
 	}
-	fmt.Fprintf(&b, "    connection-mesh {\n        hosts %s;\n    }\n}\n", strings.Join(hosts, " "))
+	if len(hosts) > 1 {
+		fmt.Fprintf(&b, "    connection-mesh {\n        hosts %s;\n    }\n", strings.Join(hosts, " "))
+	}
+	b.WriteString("}\n")
 	return b.Bytes(), nil
 }

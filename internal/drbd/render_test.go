@@ -73,6 +73,7 @@ func TestValidate(t *testing.T) {
 		{"empty name", func(c *ResourceConfig) { c.Name = "" }, "resource name: empty"},
 		{"long name", func(c *ResourceConfig) { c.Name = strings.Repeat("a", 64) }, "longer than 63"},
 		{"one node", func(c *ResourceConfig) { c.Nodes = c.Nodes[:1] }, "at least 2 nodes"},
+		{"one node, every peer fenced", func(c *ResourceConfig) { c.Nodes, c.Standalone = c.Nodes[:1], true }, ""},
 		{"protocol B", func(c *ResourceConfig) { c.Protocol = "B" }, "must be A or C"},
 		{"bad address", func(c *ResourceConfig) { c.Nodes[0].Address = "example.com" }, "not an IPv4/IPv6 literal"},
 		{"mixed families", func(c *ResourceConfig) { c.Nodes[0].Address = "fd00::1" }, "address family"},
@@ -154,4 +155,15 @@ func TestWriteFileAtomic(t *testing.T) {
 	assert.Error(t, err)
 	_, err = WriteFileAtomic(filepath.Join(dir, "missing"), "r.res", []byte("x"))
 	assert.Error(t, err)
+}
+
+// TestRenderStandalone: a resource whose every peer is fenced has no
+// connection-mesh, so DRBD keeps no connection to the fenced peer.
+func TestRenderStandalone(t *testing.T) {
+	c := sampleConfig()
+	c.Nodes, c.Standalone = c.Nodes[:1], true
+	out, err := c.Render()
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "connection-mesh")
+	assert.Contains(t, string(out), "on "+c.Nodes[0].Hostname+" {")
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -62,9 +63,15 @@ func resourceConfig(obj *srv1alpha1.DRBDResource, localAddr string, devices map[
 			Address: localAddr, Port: int(spec.Port)}},
 	}
 	for _, p := range spec.Peers {
+		if slices.Contains(spec.FencedPeers, p.NodeName) {
+			// A fenced peer stays out of the file: adjust drops the connection
+			// and DRBD does not reconnect to it.
+			continue
+		}
 		rc.Nodes = append(rc.Nodes, drbd.NodeConfig{Hostname: p.NodeName, NodeID: int(p.NodeID),
 			Address: p.Address, Port: int(p.Port)})
 	}
+	rc.Standalone = len(rc.Nodes) == 1 && len(spec.Peers) > 0
 	for _, v := range spec.Volumes {
 		rc.Volumes = append(rc.Volumes, drbd.VolumeConfig{Number: int(v.Number), Minor: int(v.Minor),
 			Disk: devices[v.Number], MetaDisk: "internal"})

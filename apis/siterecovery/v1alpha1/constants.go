@@ -40,6 +40,15 @@ const (
 	// without it.
 	ConfirmAnnotation = "siterecovery.trilio.io/confirm"
 
+	// SourceFencedAnnotation, set to the protection group's name on an unplanned
+	// FailoverRequest, confirms that the operator fenced the source cluster
+	// (powered off its nodes or cut its replication network) while its API
+	// server could not be reached and DRBD still showed it Primary. The
+	// failover-controller then disconnects the target replicas from the source
+	// and promotes them with force. Without it such a request holds with
+	// FencingRequired rather than risk two Primaries.
+	SourceFencedAnnotation = "siterecovery.trilio.io/source-fenced"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 

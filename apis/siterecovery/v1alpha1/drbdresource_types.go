@@ -175,6 +175,18 @@ type DRBDResourceSpec struct {
 	// quorum options.
 	// +optional
 	Quorum QuorumSettings `json:"quorum,omitempty"`
+	// fencedPeers names peers (by nodeName) that an operator confirmed fenced
+	// during an unplanned failover whose source could not be reached. The agent
+	// leaves them out of the resource file, so DRBD drops its connection to
+	// them and does not reconnect while they are listed: a forced promotion then
+	// never meets them as a connected Primary. Only the failover-controller sets
+	// it; removing a name reconnects that peer (after a forced promotion its data
+	// has diverged and must be resynced from the new primary).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=31
+	// +kubebuilder:validation:items:MaxLength=253
+	FencedPeers []string `json:"fencedPeers,omitempty"`
 	// volumes are the VM's disks, one DRBD volume each.
 	// +required
 	// +listType=map

@@ -37,6 +37,11 @@ const (
 	ConditionTargetPromoted = "TargetPromoted"
 	ConditionTargetRunning  = "TargetRunning"
 	ConditionDataLossRisk   = "DataLossPossible"
+	// ConditionFencingRequired is True while an unplanned request holds because
+	// the source's API server cannot be reached and DRBD still shows the source
+	// Primary and connected; False once the source was confirmed fenced
+	// (SourceFencedAnnotation) or demoted.
+	ConditionFencingRequired = "FencingRequired"
 )
 
 // Reasons of a FailoverRequest.
@@ -53,6 +58,20 @@ const (
 	ReasonTaintConflict     = "TaintRemovalBlocked"
 	ReasonSourceUnreachable = "SourceUnreachable"
 	ReasonUnplanned         = "UnplannedFailover"
+	// ReasonSourcePrimaryConnected holds an unplanned request: see
+	// ConditionFencingRequired.
+	ReasonSourcePrimaryConnected = "SourcePrimaryConnected"
+	// ReasonSourceFenced: the operator confirmed the source fenced.
+	ReasonSourceFenced = "SourceFenced"
+	// ReasonSourceDemoted: the source's API server answered again and the
+	// source was stopped and demoted as in a planned failover.
+	ReasonSourceDemoted = "SourceDemoted"
+	// ReasonTargetNotUpToDate ends a planned request whose target did not
+	// become UpToDate within drainTimeoutSeconds.
+	ReasonTargetNotUpToDate = "TargetNotUpToDate"
+	// ReasonTargetUnreachable ends a request whose target could not be reached
+	// before anything was promoted there.
+	ReasonTargetUnreachable = "TargetUnreachable"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.
@@ -120,7 +139,7 @@ type FailoverRequestStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// conditions: LockAcquired, Validated, SourceStopped, TargetPromoted,
-	// TargetRunning, DataLossPossible, Ready.
+	// TargetRunning, DataLossPossible, FencingRequired, Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -201,6 +201,11 @@ func (in *DRBDResourceList) DeepCopyObject() runtime.Object {
 func (in *DRBDResourceSpec) DeepCopyInto(out *DRBDResourceSpec) {
 	*out = *in
 	out.Quorum = in.Quorum
+	if in.FencedPeers != nil {
+		in, out := &in.FencedPeers, &out.FencedPeers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Volumes != nil {
 		in, out := &in.Volumes, &out.Volumes
 		*out = make([]DRBDVolume, len(*in))

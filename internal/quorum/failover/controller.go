@@ -48,6 +48,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
+	// APIReader reads what the cache strips: the managedFields that say who
+	// confirmed a fenced source. The cached Client when not set.
+	APIReader client.Reader
 
 	// status writes the requests' status; its throttle spaces out the writes
 	// of waiting messages alone. Made on first use when not set.
@@ -67,7 +70,7 @@ const progressInterval = time.Second
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, APIReader: mgr.GetAPIReader()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&srv1alpha1.FailoverRequest{}).

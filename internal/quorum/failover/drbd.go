@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,10 +35,28 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, flow.Stalled("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
 	}
 
+	if s.unplanned() {
+		r.reportLag(ctx, s, targetRes)
+		// Never a second Primary beside a connected one (fencing.go).
+		if err := r.sourceStillPrimary(ctx, s, tgt, targetRes); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if restoring(s) {
+		gaps, _ := r.sourceGaps(ctx, s)
+		return ctrl.Result{}, r.abortResync(ctx, s, tgt, targetRes, gaps)
+	}
 	if done, msg := r.demoteSource(ctx, s); !done {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
 	}
-	var pending []string
+	var gaps map[string]syncGap
+	if !s.unplanned() {
+		var err error
+		if gaps, err = r.sourceGaps(ctx, s); err != nil {
+			return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		}
+	}
+	var pending, notReady []string
 	var promote []int
 	for i := range targetRes {
 		res := &targetRes[i]
@@ -45,13 +64,19 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 			continue
 		}
 		pending = append(pending, res.Namespace+"/"+res.Name)
-		if !s.unplanned() && !res.Status.Promotable {
-			continue // a planned failover never forces; it waits until promotable
+		if g, known := gaps[res.Name]; !s.unplanned() && (!res.Status.Promotable || known && g.behind()) {
+			// A planned failover never forces; it waits until the target is
+			// promotable and the source has sent it everything (resync.go).
+			notReady = append(notReady, res.Name)
+			continue
 		}
 		if res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion == promoteForced(s, res) {
 			continue // asked already; the agent reports the outcome
 		}
 		promote = append(promote, i)
+	}
+	if len(notReady) > 0 && r.drainLeft(s) <= 0 {
+		return ctrl.Result{}, r.abortResync(ctx, s, tgt, targetRes, gaps)
 	}
 	// The taint check reads the target's nodes: only when it is about to matter,
 	// before the first promotion and before the group may start there.
@@ -69,7 +94,11 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	if len(pending) > 0 {
 		sort.Strings(pending)
 		// The agents report each promotion, which wakes the request.
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, 0, "waiting for DRBD on %s to be promotable and promoted: %s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes))
+		var recheck time.Duration
+		if len(notReady) > 0 {
+			recheck = r.drainLeft(s) // no DRBD event may come while the link is down
+		}
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, recheck, "waiting for DRBD on %s to be promotable and promoted: %s%s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes), describeGaps(gaps))
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
 	s.trail.Enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
@@ -193,7 +222,7 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remo
 // promoteForced is whether a promotion must be forced: only in an unplanned
 // failover, and only where DRBD refuses or would refuse a normal one.
 func promoteForced(s *scope, res *srv1alpha1.DRBDResource) bool {
-	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res))
+	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res) || fenced(res))
 }
 
 // parallelWrites bounds the writes to one workload cluster in flight at once.

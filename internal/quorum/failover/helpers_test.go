@@ -39,6 +39,8 @@ type zone struct {
 type zoneOptions struct {
 	vms                       int
 	vmStartDelay, vmStopDelay time.Duration
+	// drStartDelay, when set, replaces vmStartDelay on the DR cluster.
+	drStartDelay time.Duration
 }
 
 // newZone starts the zone with the workload tier, DRBD agents and quorum-manager,
@@ -47,8 +49,12 @@ type zoneOptions struct {
 func newZone(t testing.TB, o zoneOptions) *zone {
 	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
+		start := o.vmStartDelay
+		if c == env.DR && o.drStartDelay > 0 {
+			start = o.drStartDelay
+		}
 		z.workload = append(z.workload,
-			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay}),
+			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: start, VMStopDelay: o.vmStopDelay}),
 			z.StartAgent(t, c))
 	}
 	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})

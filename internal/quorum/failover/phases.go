@@ -155,12 +155,12 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, ferr
 		}
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionFalse, srv1alpha1.ReasonBootTimeout, "VMs did not all run in time")
-		state := "unknown"
+		state, late := "unknown", "not reported"
 		if pg != nil {
-			state = string(pg.Status.CurrentState)
+			state, late = string(pg.Status.CurrentState), notRunning(pg)
 		}
-		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonBootTimeout, "VMs of %s did not all run on %s within batchBootTimeoutSeconds=%d (currentState %s); DRBD is primary on %s, which is now the active cluster and keeps trying to start them; the source stays stopped",
-			s.group.Name, s.target(), s.req.Spec.BatchBootTimeoutSeconds, state, s.target())
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonBootTimeout, "VMs of %s did not all run on %s within batchBootTimeoutSeconds=%d (currentState %s; not running: %s); the group stays on %s, already promoted: DRBD is primary there, it is now the active cluster and keeps trying to start them; the source stays stopped",
+			s.group.Name, s.target(), s.req.Spec.BatchBootTimeoutSeconds, state, late, s.target())
 	}
 	if err != nil {
 		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
@@ -204,4 +204,19 @@ func zoneClusters(z *srv1alpha1.ProtectionZone) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// notRunning names the VMs of a workload copy that do not run, with their
+// state, for the boot-timeout message.
+func notRunning(pg *srv1alpha1.ProtectionGroup) string {
+	var out []string
+	for _, vm := range pg.Status.VirtualMachines {
+		if vm.PrintableStatus != "Running" {
+			out = append(out, fmt.Sprintf("%s/%s (%s)", vm.Namespace, vm.Name, vm.PrintableStatus))
+		}
+	}
+	if len(out) == 0 {
+		return "none reported"
+	}
+	return strings.Join(out, ", ")
 }

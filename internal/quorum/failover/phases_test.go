@@ -152,13 +152,16 @@ func groupCopyIn(name string, desired, state srv1alpha1.GroupState) *srv1alpha1.
 		Status: srv1alpha1.ProtectionGroupStatus{ObservedGeneration: 1, CurrentState: state}}
 }
 
-// replica is the VM's DRBDResource on node, with the role DRBD reports.
+// replica is the VM's DRBDResource on node, with the role DRBD reports,
+// connected and in sync with a Secondary peer.
 func replica(node string, spec, role srv1alpha1.DRBDRole, promotable bool) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: testGroup}},
-		Spec:   srv1alpha1.DRBDResourceSpec{NodeName: node, Role: spec, Quorum: srv1alpha1.QuorumForRole(spec)},
-		Status: srv1alpha1.DRBDResourceStatus{Role: string(role), Promotable: promotable},
+		Spec: srv1alpha1.DRBDResourceSpec{NodeName: node, Role: spec, Quorum: srv1alpha1.QuorumForRole(spec)},
+		Status: srv1alpha1.DRBDResourceStatus{Role: string(role), Promotable: promotable, Peers: []srv1alpha1.DRBDPeerStatus{{
+			NodeName: "peer", ConnectionState: "Connected", PeerRole: string(srv1alpha1.RoleSecondary),
+			Volumes: []srv1alpha1.DRBDPeerVolumeStatus{{Number: 0}}}}},
 	}
 }
 

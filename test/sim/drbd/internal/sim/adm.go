@@ -70,8 +70,10 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			if n.Up {
 				return fail(10, "%s: Failure: (161) Minor or volume exists already (delete it first)\nCommand 'drbdsetup new-minor %s %d 0' terminated with exit code 10", res, res, firstMinor(r))
 			}
+			n.Configured = configuredPeers(rc, env.Node)
 			return up(r, n)
 		case "adjust":
+			n.Configured = configuredPeers(rc, env.Node)
 			if n.Up {
 				return nil
 			}
@@ -115,6 +117,17 @@ func (w *World) syncConfig(rc *ResConfig) *Res {
 		n.NodeID, n.Addr = h.NodeID, h.Addr
 	}
 	return r
+}
+
+// configuredPeers are the hosts of a node's resource file other than itself.
+func configuredPeers(rc *ResConfig, self string) map[string]bool {
+	out := map[string]bool{}
+	for h := range rc.Hosts {
+		if h != self {
+			out[h] = true
+		}
+	}
+	return out
 }
 
 func createMD(w *World, r *Res, n *Node, force bool) error {

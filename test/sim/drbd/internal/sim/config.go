@@ -120,8 +120,8 @@ func resource(s stmt) (*ResConfig, error) {
 			rc.Hosts[c.words[1]] = h
 		}
 	}
-	if len(rc.Volumes) == 0 || len(rc.Hosts) < 2 {
-		return nil, fmt.Errorf("resource %s: needs volumes and at least two hosts", rc.Name)
+	if len(rc.Volumes) == 0 || len(rc.Hosts) < 1 {
+		return nil, fmt.Errorf("resource %s: needs volumes and a host", rc.Name)
 	}
 	return rc, nil
 }

@@ -47,6 +47,9 @@ func (r *Res) DiskView(n *Node, v int) string {
 func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
 	var out []ConnView
 	for _, m := range r.Peers(n) {
+		if !n.configures(m) {
+			continue // no connection configured: DRBD does not list it
+		}
 		c := ConnView{Peer: m, State: "Connecting", PeerRole: "Unknown", Connected: r.Connected(n, m)}
 		if c.Connected {
 			c.State, c.PeerRole = "Connected", m.Role

@@ -53,7 +53,12 @@ type Node struct {
 	MD       bool   // create-md done
 	Up       bool
 	Departed bool // went down gracefully: does not count for quorum
-	Role     string
+	// Configured holds the peers of this node's resource file as last applied
+	// (up or adjust); nil means every node of the resource. A peer left out
+	// is neither connected nor counted for quorum, as DRBD drops a connection
+	// that the configuration no longer has.
+	Configured map[string]bool `json:",omitempty"`
+	Role       string
 	// Quorum and OnNoQuorum are the options of this node's resource file.
 	Quorum     string
 	OnNoQuorum string
@@ -169,8 +174,11 @@ func (r *Res) Pair(a, b string) *Pair {
 
 // Connected reports whether two nodes of the resource have a live link.
 func (r *Res) Connected(a, b *Node) bool {
-	return a != b && a.Up && b.Up && !r.Partitioned
+	return a != b && a.Up && b.Up && !r.Partitioned && a.configures(b) && b.configures(a)
 }
+
+// configures reports whether n's applied configuration has a connection to m.
+func (n *Node) configures(m *Node) bool { return n.Configured == nil || n.Configured[m.Host] }
 
 // Peers returns the other nodes of the resource.
 func (r *Res) Peers(n *Node) []*Node {
@@ -191,7 +199,7 @@ func (r *Res) HasQuorum(n *Node) bool {
 	}
 	voters, votes := 0, 0
 	for _, m := range r.Nodes {
-		if m != n && m.Departed && !m.Up {
+		if m != n && (m.Departed && !m.Up || !n.configures(m)) {
 			continue
 		}
 		voters++

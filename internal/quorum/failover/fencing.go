@@ -1,0 +1,241 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// fencingRecheck is how often a request held for fencing looks again without
+// an event; the annotation, the source's return and DRBD changes all wake it.
+const fencingRecheck = 30 * time.Second
+
+// blockedReplica is a target replica whose DRBD sees a peer Primary and connected.
+type blockedReplica struct {
+	res   *srv1alpha1.DRBDResource
+	peers []string // node names of the connected Primary peers
+}
+
+// connectedPrimaries lists the target replicas that a promotion would make a
+// second Primary beside a connected one: DRBD refuses that, and forcing it
+// after cutting the link is only safe once the peer is known fenced.
+func connectedPrimaries(res []srv1alpha1.DRBDResource) []blockedReplica {
+	var out []blockedReplica
+	for i := range res {
+		var peers []string
+		for _, p := range res[i].Status.Peers {
+			if p.ConnectionState == "Connected" && p.PeerRole == string(srv1alpha1.RolePrimary) {
+				peers = append(peers, p.NodeName)
+			}
+		}
+		if len(peers) > 0 {
+			out = append(out, blockedReplica{res: &res[i], peers: peers})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].res.Name < out[j].res.Name })
+	return out
+}
+
+// sourceStillPrimary decides an unplanned request whose target still sees the
+// source Primary and connected. Nothing is promoted while that holds:
+//   - the source's API server answers: stop the group there and demote it, as
+//     a planned failover would (planned-safe), then promote normally;
+//   - the operator confirmed the source fenced (SourceFencedAnnotation): the
+//     target replicas disconnect from it (spec.fencedPeers), then promote with force;
+//   - otherwise: hold with FencingRequired, saying what was seen and the two ways on.
+//
+// It returns nil when no target replica sees a connected Primary peer.
+func (r *Reconciler) sourceStillPrimary(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) error {
+	blocked := connectedPrimaries(targetRes)
+	if len(blocked) == 0 {
+		if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionFencingRequired); c != nil && c.Status == metav1.ConditionTrue {
+			s.trail.Condition(srv1alpha1.ConditionFencingRequired, metav1.ConditionFalse, "SourceDisconnected",
+				fmt.Sprintf("DRBD on %s no longer sees %s Primary and connected", s.target(), s.source()))
+		}
+		return nil
+	}
+	health := r.Remote.Health(s.key(s.source()))
+	if health.Reachable() {
+		return r.demoteReturnedSource(ctx, s)
+	}
+	if s.req.Annotations[srv1alpha1.SourceFencedAnnotation] == s.group.Name {
+		return r.fenceSource(ctx, s, tgt, blocked)
+	}
+	since := s.now
+	if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionFencingRequired); c != nil && c.Status == metav1.ConditionTrue {
+		since = c.LastTransitionTime.Time
+	}
+	msg := fencingMessage(s, blocked, health, since)
+	s.trail.Condition(srv1alpha1.ConditionFencingRequired, metav1.ConditionTrue, srv1alpha1.ReasonSourcePrimaryConnected, msg)
+	return flow.Waiting(srv1alpha1.ReasonSourcePrimaryConnected, fencingRecheck, "%s", msg)
+}
+
+// fencingMessage says what was seen, what it means, and the two ways on.
+func fencingMessage(s *scope, blocked []blockedReplica, health remote.Health, since time.Time) string {
+	seen := make([]string, 0, len(blocked))
+	for _, b := range blocked {
+		seen = append(seen, fmt.Sprintf("%s (peer %s)", b.res.Name, strings.Join(b.peers, ", ")))
+	}
+	lastAnswer := "never answered since quorum-manager started"
+	if !health.LastSuccessTime.IsZero() {
+		lastAnswer = "last answered at " + health.LastSuccessTime.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("fencing required: DRBD on %s still sees %s Primary and connected for %s, seen since %s, while %s's API server does not answer (%s). "+
+		"The VMs of group %s may still be running on %s, so promoting here would make a second Primary. "+
+		"Either restore %s's API server, and this request continues as a planned-safe demotion (stop there, demote, then promote here); "+
+		"or fence %s (power off its nodes or cut its replication network) and confirm it with: kubectl annotate failoverrequest -n %s %s %s=%s",
+		s.target(), s.source(), strings.Join(seen, ", "), since.UTC().Format(time.RFC3339), s.source(), lastAnswer,
+		s.group.Name, s.source(), s.source(), s.source(), s.req.Namespace, s.req.Name, srv1alpha1.SourceFencedAnnotation, s.group.Name)
+}
+
+// demoteReturnedSource stops the group on the source and demotes it there,
+// once its API server answers again, before anything is promoted on the target.
+func (r *Reconciler) demoteReturnedSource(ctx context.Context, s *scope) error {
+	src, err := r.Remote.Get(s.key(s.source()))
+	if err == nil {
+		err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped)
+	}
+	if err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %s", s.source(), s.group.Name, err.Error())
+	}
+	pg, err := workloadGroup(ctx, src, s.req.Namespace, s.group.Name)
+	if err != nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+	}
+	if !settled(pg, srv1alpha1.StateStopped) {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "%s answers again: waiting for group %s to stop there before demoting it (currentState %q)", s.source(), s.group.Name, pg.Status.CurrentState)
+	}
+	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped", fmt.Sprintf("every VM of %s stopped on %s", s.group.Name, s.source()))
+	if done, msg := r.demoteSource(ctx, s); !done {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
+	}
+	s.trail.Condition(srv1alpha1.ConditionFencingRequired, metav1.ConditionFalse, srv1alpha1.ReasonSourceDemoted,
+		fmt.Sprintf("%s answered again: group %s was stopped and DRBD demoted there before promoting %s", s.source(), s.group.Name, s.target()))
+	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "waiting for DRBD on %s to become Secondary", s.source())
+}
+
+// fenceSource acts on the operator's confirmation: each blocked target replica
+// drops its connection to the fenced peers, after which the promotion is forced.
+func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remote, blocked []blockedReplica) error {
+	c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionFencingRequired)
+	if c == nil || c.Reason != srv1alpha1.ReasonSourceFenced {
+		who := r.confirmedBy(ctx, s.req)
+		msg := fmt.Sprintf("%s confirmed %s fenced; disconnecting %s from it and promoting with force", who, s.source(), s.target())
+		s.trail.Condition(srv1alpha1.ConditionFencingRequired, metav1.ConditionFalse, srv1alpha1.ReasonSourceFenced, msg)
+		s.trail.Events = append(s.trail.Events, flow.Event{Type: "Warning", Reason: srv1alpha1.ReasonSourceFenced, Message: msg})
+	}
+	var names []string
+	if err := flow.ForEach(parallelWrites, len(blocked), func(i int) error {
+		return setFencedPeers(ctx, tgt, blocked[i].res, blocked[i].peers)
+	}); err != nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+	}
+	for _, b := range blocked {
+		names = append(names, b.res.Name)
+	}
+	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "source %s confirmed fenced: waiting for DRBD on %s to disconnect from it: %s", s.source(), s.target(), strings.Join(names, ", "))
+}
+
+// setFencedPeers adds peers to a replica's spec.fencedPeers.
+func setFencedPeers(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, peers []string) error {
+	want := slices.Clone(res.Spec.FencedPeers)
+	for _, p := range peers {
+		if !slices.Contains(want, p) {
+			want = append(want, p)
+		}
+	}
+	if len(want) == len(res.Spec.FencedPeers) {
+		return nil
+	}
+	sort.Strings(want)
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"fencedPeers": want}})
+	if err != nil {
+		return err
+	}
+	obj := &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: res.Namespace, Name: res.Name}}
+	if err := rc.Direct.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("fencing %s off DRBDResource %s/%s on %s: %w", strings.Join(peers, ", "), res.Namespace, res.Name, rc.Key.Cluster, err)
+	}
+	return nil
+}
+
+// confirmedBy names who set the confirmation and when, from the request's
+// managedFields: Kubernetes records the client's field manager (for example
+// "kubectl-annotate") and the time of its write, not the user, whom the API
+// server's audit log names.
+func (r *Reconciler) confirmedBy(ctx context.Context, req *srv1alpha1.FailoverRequest) string {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	fr := &srv1alpha1.FailoverRequest{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(req), fr); err != nil {
+		return "an unrecorded field manager (reading the request: " + err.Error() + ")"
+	}
+	key := "f:" + srv1alpha1.SourceFencedAnnotation
+	for _, mf := range fr.ManagedFields {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]map[string]any
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:metadata"]["f:annotations"][key]; !ok {
+			continue
+		}
+		at := "an unrecorded time"
+		if mf.Time != nil {
+			at = mf.Time.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("field manager %q (from managedFields) at %s", mf.Manager, at)
+	}
+	return "an unrecorded field manager"
+}
+
+// fenced reports whether a replica was cut off a fenced peer: its promotion is
+// forced, since it was decided without the peer.
+func fenced(res *srv1alpha1.DRBDResource) bool { return len(res.Spec.FencedPeers) > 0 }
+
+// reportLag puts on DataLossPossible the replication lag DRBD last reported
+// for the group: the source's replicas as last cached, else the target's.
+func (r *Reconciler) reportLag(ctx context.Context, s *scope, targetRes []srv1alpha1.DRBDResource) {
+	res := targetRes
+	side := s.target()
+	if src, err := r.Remote.Get(s.key(s.source())); err == nil {
+		if sr, err := drbdResources(ctx, src, s.group.Name); err == nil && len(sr) > 0 {
+			res, side = sr, s.source()
+		}
+	}
+	var total int64
+	var at time.Time
+	for _, d := range res {
+		for _, p := range d.Status.Peers {
+			for _, v := range p.Volumes {
+				total += v.OutOfSyncBytes
+			}
+		}
+		if t := d.Status.LastUpdateTime; t != nil && t.After(at) {
+			at = t.Time
+		}
+	}
+	when := "no report time"
+	if !at.IsZero() {
+		when = "reported at " + at.UTC().Format(time.RFC3339)
+	}
+	s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned,
+		fmt.Sprintf("%s; DRBD on %s last reported %d bytes out of sync across %d replicas (%s)", unplannedRisk(s.zone, s.group), side, total, len(res), when))
+}

@@ -1,0 +1,140 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// syncGap is what a source replica still has to send to its peers.
+type syncGap struct {
+	bytes     int64
+	connected bool
+}
+
+func (g syncGap) behind() bool { return g.bytes > 0 || !g.connected }
+
+// sourceGaps reads, for each source replica of the group (by name, which the
+// target replica shares), the bytes DRBD reports out of sync towards its peers
+// and whether it is connected. A planned failover promotes a target replica
+// only when its source has nothing left to send: the target's own view cannot
+// know the writes made after the link dropped.
+func (r *Reconciler) sourceGaps(ctx context.Context, s *scope) (map[string]syncGap, error) {
+	src, err := r.Remote.Get(s.key(s.source()))
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach source %s to read its replication state: %w", s.source(), err)
+	}
+	res, err := drbdResources(ctx, src, s.group.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]syncGap, len(res))
+	for _, d := range res {
+		g := syncGap{connected: len(d.Status.Peers) > 0}
+		for _, p := range d.Status.Peers {
+			g.connected = g.connected && p.ConnectionState == "Connected"
+			for _, v := range p.Volumes {
+				g.bytes += v.OutOfSyncBytes
+			}
+		}
+		out[d.Name] = g
+	}
+	return out, nil
+}
+
+// describeGaps lists the replicas still behind, for a message.
+func describeGaps(gaps map[string]syncGap) string {
+	var out []string
+	for name, g := range gaps {
+		if !g.behind() {
+			continue
+		}
+		state := "connected"
+		if !g.connected {
+			state = "disconnected"
+		}
+		out = append(out, fmt.Sprintf("%s %d bytes out of sync (%s)", name, g.bytes, state))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	sort.Strings(out)
+	return "; " + strings.Join(out, ", ")
+}
+
+// abortResync ends a planned failover whose target did not become UpToDate
+// within drainTimeoutSeconds. The safe state is the one before the request:
+// any target replica asked to promote is demoted again, the source replicas
+// are made Primary again, and only then is the group asked to run on the
+// source. Each step waits for the one before; the last fails the request.
+func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource, gaps map[string]syncGap) error {
+	behind := describeGaps(gaps)
+	// Recorded first: from now on the request restores the source and never
+	// demotes it again (restoring).
+	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
+		"the target did not become UpToDate within drainTimeoutSeconds; restoring the source"+behind)
+	secondary := srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
+	var primaries []string
+	for i := range targetRes {
+		res := &targetRes[i]
+		if res.Spec.Role == srv1alpha1.RolePrimary || res.Spec.Quorum != secondary {
+			if err := r.setRole(ctx, tgt, res, srv1alpha1.RoleSecondary, false, secondary); err != nil {
+				return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %s", s.target(), err.Error())
+			}
+		}
+		if res.Status.Role == string(srv1alpha1.RolePrimary) {
+			primaries = append(primaries, res.Name)
+		}
+	}
+	if len(primaries) > 0 {
+		sort.Strings(primaries)
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for %s to be Secondary again before restoring %s: %s", s.target(), s.source(), strings.Join(primaries, ", "))
+	}
+	src, err := r.Remote.Get(s.key(s.source()))
+	if err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
+	}
+	srcRes, err := drbdResources(ctx, src, s.group.Name)
+	if err != nil {
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "%s", err.Error())
+	}
+	primary := srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+	var waiting []string
+	for i := range srcRes {
+		res := &srcRes[i]
+		if res.Spec.Role != srv1alpha1.RolePrimary || res.Spec.Quorum != primary || res.Spec.ForcePromotion {
+			if err := r.setRole(ctx, src, res, srv1alpha1.RolePrimary, false, primary); err != nil {
+				return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
+			}
+		}
+		if res.Status.Role != string(srv1alpha1.RolePrimary) {
+			waiting = append(waiting, res.Name)
+		}
+	}
+	if len(waiting) > 0 {
+		sort.Strings(waiting)
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), strings.Join(waiting, ", "), refusals(srcRes))
+	}
+	if err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
+	}
+	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
+		"the target did not become UpToDate within drainTimeoutSeconds; the source was restored"+behind)
+	return flow.Stalled(srv1alpha1.ReasonTargetNotUpToDate, "DRBD on %s did not become UpToDate within drainTimeoutSeconds=%d%s; nothing was promoted on %s, DRBD is Primary on %s again and group %s was asked to run there",
+		s.target(), s.req.Spec.DrainTimeoutSeconds, behind, s.target(), s.source(), s.group.Name)
+}
+
+// restoring reports whether a planned request already began restoring its
+// source after the target did not become UpToDate in time.
+func restoring(s *scope) bool {
+	c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionTargetPromoted)
+	return !s.unplanned() && c != nil && c.Reason == srv1alpha1.ReasonTargetNotUpToDate
+}
