@@ -10,4 +10,3 @@ package drpolicy
 //
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationclasses,verbs=list;watch,namespace=workload-cluster
-

@@ -13,4 +13,3 @@ package failover
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=list;watch;patch,namespace=workload-cluster
 // Only to set and clear the drbd.linbit.com/lost-quorum taint.
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch,namespace=workload-cluster
-

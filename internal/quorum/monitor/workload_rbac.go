@@ -10,4 +10,3 @@ package monitor
 //
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
-

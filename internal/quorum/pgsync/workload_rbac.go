@@ -12,4 +12,3 @@ package pgsync
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;create;patch;delete,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=create,namespace=workload-cluster
-

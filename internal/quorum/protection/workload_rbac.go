@@ -19,4 +19,3 @@ package protection
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list,namespace=workload-cluster
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
-

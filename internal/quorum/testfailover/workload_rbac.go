@@ -19,4 +19,3 @@ package testfailover
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get,namespace=workload-cluster
-
