@@ -125,6 +125,12 @@ func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptio
 // renderChart renders a chart of this repository as `helm template` would.
 func renderChart(t testing.TB, chart, namespace string) []*unstructured.Unstructured {
 	t.Helper()
+	return renderChartValues(t, chart, namespace, nil)
+}
+
+// renderChartValues is renderChart with values over the chart's defaults.
+func renderChartValues(t testing.TB, chart, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
 	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", chart))
 	require.NoError(t, err)
 	install := action.NewInstall(&action.Configuration{})
@@ -132,7 +138,7 @@ func renderChart(t testing.TB, chart, namespace string) []*unstructured.Unstruct
 	install.ReleaseName, install.Namespace = "sr", namespace
 	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
 	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
-	rel, err := install.Run(chrt, nil)
+	rel, err := install.Run(chrt, values)
 	require.NoError(t, err)
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rel.Manifest), 4096)

@@ -37,7 +37,10 @@ type zone struct {
 }
 
 type zoneOptions struct {
-	vms                       int
+	vms int
+	// minted connects quorum-manager to the workload clusters with the
+	// kubeconfigs scripts/bootstrap-zone.sh mints, as in production.
+	minted                    bool
 	vmStartDelay, vmStopDelay time.Duration
 }
 
@@ -45,7 +48,7 @@ type zoneOptions struct {
 // and a group of running VMs on the primary whose disks replicate to the DR
 // cluster, as the protection flow leaves them.
 func newZone(t testing.TB, o zoneOptions) *zone {
-	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
+	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
 		z.workload = append(z.workload,
 			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: o.vmStartDelay, VMStopDelay: o.vmStopDelay}),
