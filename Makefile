@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries test test-unit test-integration lint fmt bench clean
+.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl lint-scripts test test-unit test-integration lint fmt bench clean
 
 all: build
 
@@ -54,9 +54,16 @@ verify: generate tidy-check ## Fail when generated files are stale or go.mod is 
 tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the module or the lint tool).
 	$(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
+	cd tools/kubectl && $(GO) mod tidy -diff
 
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
+
+kubectl: ## Build kubectl from the module proxy (tools/kubectl, cached): the tests run scripts/bootstrap-zone.sh with it.
+	scripts/dev/kubectl.sh
+
+lint-scripts: ## shellcheck the scripts users run.
+	shellcheck scripts/bootstrap-zone.sh scripts/dev/kubectl.sh
 
 lint: ## gofmt, go vet and golangci-lint (.golangci.yml: import rules by tier, aliases, linters).
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \
