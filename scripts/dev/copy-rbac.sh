@@ -28,3 +28,7 @@ done
 for tier in "${!chart_of[@]}"; do
   cp "config/rbac/$tier/role.yaml" "${chart_of[$tier]}/files/rbac/$tier.yaml"
 done
+# quorum-manager's role file also holds what it does on the workload clusters
+# (the Roles of the placeholder namespaces workload-cluster and
+# workload-dr-namespace); the workload chart grants those to its identity there.
+cp config/rbac/quorum-manager/role.yaml charts/workload-control-plane/files/rbac/quorum-manager.yaml

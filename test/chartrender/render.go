@@ -26,6 +26,11 @@ import (
 // Render renders a chart of this repository with its default values for a
 // release named "sr" in namespace.
 func Render(chart, namespace string) ([]*unstructured.Unstructured, error) {
+	return RenderValues(chart, namespace, nil)
+}
+
+// RenderValues is Render with values over the chart's defaults.
+func RenderValues(chart, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", chart))
 	if err != nil {
 		return nil, err
@@ -35,7 +40,7 @@ func Render(chart, namespace string) ([]*unstructured.Unstructured, error) {
 	install.ReleaseName, install.Namespace = "sr", namespace
 	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
 	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
-	rel, err := install.Run(chrt, nil)
+	rel, err := install.Run(chrt, values)
 	if err != nil {
 		return nil, err
 	}

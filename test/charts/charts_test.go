@@ -87,6 +87,13 @@ func TestChartsShipGeneratedCRDs(t *testing.T) {
 
 func render(t *testing.T, dir, namespace string) []*unstructured.Unstructured {
 	t.Helper()
+	return renderValues(t, dir, namespace, nil)
+}
+
+// renderValues renders a chart with values over its defaults, as `helm template
+// --set` would.
+func renderValues(t *testing.T, dir, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
 	chrt, err := loader.Load(chartPath(dir))
 	require.NoError(t, err)
 	install := action.NewInstall(&action.Configuration{})
@@ -96,7 +103,7 @@ func render(t *testing.T, dir, namespace string) []*unstructured.Unstructured {
 	install.Namespace = namespace
 	kv := kubeVersion()
 	install.KubeVersion = &kv
-	rel, err := install.Run(chrt, nil)
+	rel, err := install.Run(chrt, values)
 	require.NoError(t, err)
 
 	var objs []*unstructured.Unstructured

@@ -53,6 +53,13 @@ func TestChartsGrantTheGeneratedRules(t *testing.T) {
 // generatedRules reads the rules of the role of kind in config/rbac/<tier>/role.yaml.
 func generatedRules(t *testing.T, tier, kind string) []rbacv1.PolicyRule {
 	t.Helper()
+	return generatedRole(t, tier, kind, "")
+}
+
+// generatedRole reads the rules of the role of kind, and of namespace when not
+// empty, in config/rbac/<tier>/role.yaml.
+func generatedRole(t *testing.T, tier, kind, namespace string) []rbacv1.PolicyRule {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "rbac", tier, "role.yaml"))
 	require.NoError(t, err, "run make generate")
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -64,13 +71,13 @@ func generatedRules(t *testing.T, tier, kind string) []rbacv1.PolicyRule {
 			}
 			require.NoError(t, err)
 		}
-		if obj.GetKind() != kind {
+		if obj.GetKind() != kind || (namespace != "" && obj.GetNamespace() != namespace) {
 			continue
 		}
 		role := &rbacv1.ClusterRole{}
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, role))
 		return role.Rules
 	}
-	t.Fatalf("config/rbac/%s/role.yaml holds no %s", tier, kind)
+	t.Fatalf("config/rbac/%s/role.yaml holds no %s %s", tier, kind, namespace)
 	return nil
 }

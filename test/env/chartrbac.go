@@ -116,7 +116,13 @@ func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptio
 // renderChart renders a chart of this repository as `helm template` would.
 func renderChart(t testing.TB, chart, namespace string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := chartrender.Render(chart, namespace)
+	return renderChartValues(t, chart, namespace, nil)
+}
+
+// renderChartValues is renderChart with values over the chart's defaults.
+func renderChartValues(t testing.TB, chart, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := chartrender.RenderValues(chart, namespace, values)
 	require.NoError(t, err)
 	return objs
 }

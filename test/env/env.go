@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -40,13 +41,27 @@ type Env struct {
 type Options struct {
 	// Backend is the zone's storage backend; DRBD by default.
 	Backend srv1alpha1.StorageBackend
+	// MintedKubeconfigs connects quorum-manager to the workload clusters as an
+	// operator would: the workload chart's quorum identity is installed on each,
+	// and scripts/bootstrap-zone.sh mints its tokens and writes the kubeconfig
+	// Secrets and the ProtectionZone, instead of admin kubeconfigs.
+	// MintedKubeconfigsEnv set to any value does the same for every zone.
+	MintedKubeconfigs bool
 }
+
+// MintedKubeconfigsEnv names the variable that, set to any value, builds every
+// zone with MintedKubeconfigs, so that any integration test proves the quorum
+// identity on the workload clusters grants what quorum-manager does there:
+//
+//	SITERECOVERY_MINTED_KUBECONFIGS=1 go test ./internal/quorum/protection/ -run TestX
+const MintedKubeconfigsEnv = "SITERECOVERY_MINTED_KUBECONFIGS"
 
 // New starts quorum, primary and DR clusters in parallel, creates the DR namespace
 // on all three and the app namespace on the workload clusters, stores each workload
 // cluster's kubeconfig in a Secret on the quorum cluster and creates the zone.
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
+	opts.MintedKubeconfigs = opts.MintedKubeconfigs || os.Getenv(MintedKubeconfigsEnv) != ""
 	s := scheme.New()
 	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, "quorum", "primary", "dr")
 	e := &Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
@@ -58,6 +73,9 @@ func New(t testing.TB, opts Options) *Env {
 	for name, c := range e.Clusters {
 		if name != Quorum {
 			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AppNS}})
+			if opts.MintedKubeconfigs {
+				continue
+			}
 			create(t, e.Client(Quorum), &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name + "-kubeconfig"},
 				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: c.Kubeconfig},
@@ -67,6 +85,12 @@ func New(t testing.TB, opts Options) *Env {
 	backend := opts.Backend
 	if backend == "" {
 		backend = srv1alpha1.BackendDRBD
+	}
+	if opts.MintedKubeconfigs {
+		e.bootstrapZone(t, backend)
+		e.createNodes(t)
+		e.installChartRBAC(t)
+		return e
 	}
 	create(t, e.Client(Quorum), &srv1alpha1.ProtectionZone{
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ZoneName},

@@ -16,22 +16,25 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
-wcp.generatedRules renders the rules of the role of kind .kind in .file, a
-copy of the role controller-gen generates from the controllers'
-+kubebuilder:rbac markers (make generate writes it). The chart keeps its own
-role names, namespaces and bindings; only the rules come from the markers.
+wcp.generatedRules renders the rules of the role of kind .kind (and, when
+given, of namespace .namespace) in .file, a copy of the role controller-gen
+generates from the controllers' +kubebuilder:rbac markers (make generate writes
+it). The chart keeps its own role names, namespaces and bindings; only the
+rules come from the markers.
 */}}
 {{- define "wcp.generatedRules" -}}
 {{- $found := false -}}
 {{- range $doc := regexSplit "(?m)^---\\s*$" (.root.Files.Get .file) -1 -}}
 {{- $role := fromYaml $doc -}}
-{{- if and $role.rules (eq ($role.kind | default "") $.kind) -}}
+{{- $ns := "" -}}
+{{- with $role.metadata }}{{ $ns = .namespace | default "" }}{{ end -}}
+{{- if and $role.rules (eq ($role.kind | default "") $.kind) (or (not $.namespace) (eq $ns $.namespace)) -}}
 {{- $found = true -}}
 {{- toYaml $role.rules -}}
 {{- end -}}
 {{- end -}}
 {{- if not $found -}}
-{{- fail (printf "%s holds no %s with rules; run make generate" .file .kind) -}}
+{{- fail (printf "%s holds no %s %s with rules; run make generate" .file .kind (.namespace | default "")) -}}
 {{- end -}}
 {{- end -}}
 

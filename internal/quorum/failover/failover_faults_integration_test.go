@@ -17,8 +17,10 @@ import (
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
+// TestUnplannedFailoverWithPrimaryDown runs with minted kubeconfigs, as in
+// production (see TestPlannedFailoverAndFailback).
 func TestUnplannedFailoverWithPrimaryDown(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 2})
+	z := newZone(t, zoneOptions{vms: 2, minted: true})
 	// The primary site fails: its API server and its replication links are gone.
 	for _, vm := range z.vms {
 		require.NoError(t, z.DRBD(t).Disconnect(drbdName(vm)))

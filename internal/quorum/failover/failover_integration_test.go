@@ -14,8 +14,11 @@ import (
 
 var fullTrail = []string{"Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget", "Completed"}
 
+// TestPlannedFailoverAndFailback runs with the least-privilege kubeconfigs
+// scripts/bootstrap-zone.sh mints, so the workload clusters' quorum identity is
+// proven to grant what a failover and a failback do.
 func TestPlannedFailoverAndFailback(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 3})
+	z := newZone(t, zoneOptions{vms: 3, minted: true})
 	rec := z.recordVMIs()
 
 	fr := z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)

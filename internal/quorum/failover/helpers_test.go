@@ -37,7 +37,10 @@ type zone struct {
 }
 
 type zoneOptions struct {
-	vms                       int
+	vms int
+	// minted connects quorum-manager to the workload clusters with the
+	// kubeconfigs scripts/bootstrap-zone.sh mints, as in production.
+	minted                    bool
 	vmStartDelay, vmStopDelay time.Duration
 	// drStartDelay, when set, replaces vmStartDelay on the DR cluster.
 	drStartDelay time.Duration
@@ -47,7 +50,7 @@ type zoneOptions struct {
 // and a group of running VMs on the primary whose disks replicate to the DR
 // cluster, as the protection flow leaves them.
 func newZone(t testing.TB, o zoneOptions) *zone {
-	z := &zone{Env: env.New(t, env.Options{}), t: t, ctx: context.Background()}
+	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
 		start := o.vmStartDelay
 		if c == env.DR && o.drStartDelay > 0 {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -174,6 +175,15 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
+// holderUser is the pause image's own non-root user.
+const holderUser int64 = 65535
+
+// holderResources bound the holder: pause sleeps.
+var holderResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")},
+}
+
 // holderPod consumes a side's backing PVCs as raw block devices on the replica
 // node, so that the node has them attached for the drbd-node-agent.
 func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
@@ -189,7 +199,15 @@ func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
 			// The holder must stay while DRBD lost quorum on the node.
 			Tolerations:                  []corev1.Toleration{{Key: srv1alpha1.LostQuorumTaintKey, Operator: corev1.TolerationOpExists}},
 			AutomountServiceAccountToken: new(false),
-			Containers:                   []corev1.Container{{Name: "holder", Image: image}},
+			// PodSecurity "restricted": the holder only keeps the volumes
+			// attached, it never opens them, so it needs no rights at all.
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(holderUser),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{Name: "holder", Image: image,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), ReadOnlyRootFilesystem: new(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+				Resources: holderResources,
+			}},
 		},
 	}
 	for _, v := range s.req.Status.Volumes {

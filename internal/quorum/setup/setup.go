@@ -38,6 +38,10 @@ type Options = boot.Options
 // otherwise.
 const DefaultHolderImage = protection.DefaultHolderImage
 
+// DefaultProbeImage is the image of the test failover's probe Jobs unless a
+// flag says otherwise.
+const DefaultProbeImage = testfailover.DefaultProbeImage
+
 // DefaultFailureThreshold is how many probes of a workload cluster must fail in
 // a row before it is unreachable unless a flag says otherwise.
 const DefaultFailureThreshold = remote.DefaultFailureThreshold
@@ -52,6 +56,9 @@ type QuorumOptions struct {
 	// HolderImage is the image of the replica holder pods the protection flow
 	// creates on the workload clusters.
 	HolderImage string
+	// ProbeImage is the image of the test failover's probe Jobs;
+	// DefaultProbeImage if empty.
+	ProbeImage string
 }
 
 // Quorum is the shared state of quorum-manager's reconcilers.
@@ -110,7 +117,7 @@ func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := monitor.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
-	if err := testfailover.SetupWithManager(mgr, rm); err != nil {
+	if err := testfailover.SetupWithManager(mgr, rm, testfailover.Options{ProbeImage: q.ProbeImage}); err != nil {
 		return nil, err
 	}
 	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage}); err != nil {

@@ -37,6 +37,13 @@ const pollEvery = 2 * time.Second
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// Options tune the controller; the zero value is the default.
+type Options struct {
+	// ProbeImage runs the probe Jobs (sh with nc and wget); DefaultProbeImage if
+	// empty. Clusters without access to Docker Hub set a mirrored copy.
+	ProbeImage string
+}
+
 // Reconciler executes TestFailovers.
 type Reconciler struct {
 	Client client.Client
@@ -54,9 +61,12 @@ type Reconciler struct {
 // on the workload clusters (informers other quorum controllers already hold)
 // wake the test through its remote event source; snapshots and Jobs are polled, so a
 // workload cluster without the snapshot CRDs never blocks the shared caches.
-func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
+	if o.ProbeImage == "" {
+		o.ProbeImage = DefaultProbeImage
+	}
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: DefaultProbeImage}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: o.ProbeImage}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&srv1alpha1.TestFailover{}).

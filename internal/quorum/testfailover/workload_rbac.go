@@ -1,0 +1,21 @@
+package testfailover
+
+// What testfailover does on the workload clusters, through internal/quorum/remote. The
+// workload-control-plane chart grants these rules to the quorum-manager
+// ServiceAccount of each DR namespace: namespace=workload-cluster rules cluster-wide
+// (application namespaces are the VMs' own, and some are created on the fly),
+// namespace=workload-dr-namespace rules in the DR namespace only. Add a marker here with
+// every remote call of a new kind or verb; the integration zones built with
+// minted kubeconfigs fail with Forbidden otherwise.
+//
+// Only the isolated test namespace it creates, and deletes when it carries the test's label.
+// +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=core,resources=services,verbs=list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents,verbs=get;list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get,namespace=workload-cluster
