@@ -46,5 +46,8 @@ rules come from the markers.
 {{/* Identities the workload webhooks let through: siterecovery's own service accounts, then the configured ones. */}}
 {{- define "wcp.admissionUsers" -}}
 {{- $users := list (printf "system:serviceaccount:%s:pg-controller" .Release.Namespace) (printf "system:serviceaccount:%s:drbd-node-agent" .Release.Namespace) -}}
+{{- range .Values.quorumAccess.drNamespaces -}}
+{{- $users = append $users (printf "system:serviceaccount:%s:%s" . $.Values.quorumAccess.serviceAccountName) -}}
+{{- end -}}
 {{- join "," (concat $users .Values.webhooks.allowedUsers) -}}
 {{- end -}}
