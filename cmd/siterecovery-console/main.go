@@ -22,10 +22,13 @@ import (
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+func run() int {
 	listen := flag.String("listen", ":8443", "address to serve on")
 	certFile := flag.String("tls-cert-file", "", "serving certificate (PEM); without it the console serves plain HTTP and must sit behind a TLS-terminating proxy")
 	keyFile := flag.String("tls-key-file", "", "key of -tls-cert-file")
+	behindProxy := flag.Bool("behind-tls-proxy", false, "a proxy terminates TLS in front of this plain-HTTP console: mark the session cookie Secure")
 	apiServer := flag.String("api-server", "", "URL of the quorum API server; empty uses the in-cluster address")
 	caFile := flag.String("api-ca-file", "", "CA bundle of -api-server; empty uses the in-cluster CA")
 	namespaces := flag.String("namespaces", "", "comma-separated DR namespaces shown to users who may not list ProtectionZones cluster-wide")
@@ -37,9 +40,9 @@ func main() {
 	api, err := apiConfig(*apiServer, *caFile)
 	if err != nil {
 		log.Error("quorum API server", "error", err)
-		os.Exit(1)
+		return 1
 	}
-	tls := *certFile != ""
+	tls := *certFile != "" || *behindProxy
 	srv := server.New(server.Options{
 		API: api, Scheme: scheme.New(), Namespaces: split(*namespaces), TLS: tls,
 		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: log,
@@ -56,15 +59,16 @@ func main() {
 		_ = hs.Shutdown(shutdown)
 	}()
 	log.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
-	if tls {
+	if *certFile != "" {
 		err = hs.ListenAndServeTLS(*certFile, *keyFile)
 	} else {
 		err = hs.ListenAndServe()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("serve", "error", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // apiConfig is the API server's address and CA, without the pod's own token:

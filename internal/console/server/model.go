@@ -345,7 +345,7 @@ func createdBy(m *metav1.ObjectMeta) string {
 	return ""
 }
 
-func duration(start, end *metav1.Time, created time.Time, now time.Time) float64 {
+func duration(start, end *metav1.Time, created, now time.Time) float64 {
 	from := created
 	if start != nil {
 		from = start.Time

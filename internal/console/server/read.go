@@ -68,10 +68,10 @@ func (s *Server) scopeOf(ctx context.Context, cl client.Client) (scope, []srv1al
 
 // read lists every kind the console shows, in the user's scope. A kind the
 // user may not list is recorded as hidden rather than failing the page.
-func (s *Server) read(ctx context.Context, cl client.Client) (scope, *snapshot, error) {
+func (s *Server) read(ctx context.Context, cl client.Client) (*snapshot, error) {
 	sc, zones, err := s.scopeOf(ctx, cl)
 	if err != nil {
-		return sc, nil, err
+		return nil, err
 	}
 	snap := &snapshot{zones: zones, hidden: map[string][]string{}}
 	for _, opts := range sc.listOptions() {
@@ -102,11 +102,11 @@ func (s *Server) read(ctx context.Context, cl client.Client) (scope, *snapshot, 
 			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 				snap.hidden[ns] = append(snap.hidden[ns], "you may not list "+l.what)
 			case err != nil:
-				return sc, nil, err
+				return nil, err
 			default:
 				l.add()
 			}
 		}
 	}
-	return sc, snap, nil
+	return snap, nil
 }

@@ -95,6 +95,10 @@ func New(o Options) *Server {
 	mux.HandleFunc("POST /api/namespaces/{ns}/testfailovers", s.authed(s.createTestFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/protectionrequests", s.authed(s.createProtection))
 	mux.HandleFunc("GET /api/events", s.authed(s.events))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiError{Code: http.StatusNotFound, Message: "no such API"})
 	})

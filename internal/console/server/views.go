@@ -10,7 +10,7 @@ import (
 
 // overview answers every DR namespace the user can see, with a summary.
 func (s *Server) overview(w http.ResponseWriter, r request) {
-	_, snap, err := s.read(r.Context(), r.client)
+	snap, err := s.read(r.Context(), r.client)
 	if err != nil {
 		e := toAPIError(err)
 		writeJSON(w, e.Code, e)
@@ -75,7 +75,7 @@ func buildOverview(snap *snapshot, now time.Time) overviewView {
 
 // operations answers every request the user can see, newest first.
 func (s *Server) operations(w http.ResponseWriter, r request) {
-	_, snap, err := s.read(r.Context(), r.client)
+	snap, err := s.read(r.Context(), r.client)
 	if err != nil {
 		e := toAPIError(err)
 		writeJSON(w, e.Code, e)
@@ -105,7 +105,7 @@ func (s *Server) group(w http.ResponseWriter, r request) {
 }
 
 func (s *Server) groupDetail(w http.ResponseWriter, r request, ns, name string) (*groupDetail, bool) {
-	_, snap, err := s.read(r.Context(), r.client)
+	snap, err := s.read(r.Context(), r.client)
 	if err != nil {
 		e := toAPIError(err)
 		writeJSON(w, e.Code, e)
