@@ -73,7 +73,7 @@ func newBrowser(t *testing.T, url string) *browser {
 	require.NoError(t, err, "axe-core comes from npm (make console)")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 900))
+		chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 1600))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
@@ -251,7 +251,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.click("Protect")
 	b.waitText("Protection request refused")
 	b.shot("protect-refused")
-	b.run("correct the name", chromedp.Clear(chromedp.ID("protect-vm")), chromedp.SendKeys(chromedp.ID("protect-vm"), "web-01"))
+	b.run("correct the name", chromedp.SendKeys(chromedp.ID("protect-vm"), strings.Repeat("\b", len("Web_01"))+"web-01"))
 	b.click("Protect")
 	b.run("the request's phases appear",
 		chromedp.WaitVisible(chromedp.Search(`//section[@aria-label='Protection progress']//ol[contains(@aria-label, 'Phases of')]`)))

@@ -1,8 +1,10 @@
 export function seconds(s?: number): string {
   if (s === undefined || s === null) return '—';
   if (s < 60) return `${Math.round(s)} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
-  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  const part = (n: number, unit: string, rest: number, restUnit: string) =>
+    rest ? `${n} ${unit} ${rest} ${restUnit}` : `${n} ${unit}`;
+  if (s < 3600) return part(Math.floor(s / 60), 'min', Math.round(s % 60), 's');
+  return part(Math.floor(s / 3600), 'h', Math.floor((s % 3600) / 60), 'min');
 }
 
 export function when(t?: string): string {

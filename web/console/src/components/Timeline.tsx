@@ -7,7 +7,7 @@ import { seconds, when } from '../format';
 export function Timeline({ op }: { op: OperationView }) {
   if (op.history.length === 0) return <span>Waiting for the controller to start it.</span>;
   return (
-    <ProgressStepper isCompact aria-label={`Phases of ${op.name}`}>
+    <ProgressStepper aria-label={`Phases of ${op.name}`}>
       {op.history.map((s, i) => {
         const last = i === op.history.length - 1;
         const failed = last && op.finished && !op.succeeded;

@@ -94,7 +94,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
         {data.notes?.map((n) => <Alert key={n} isInline isPlain variant="info" title={n} />)}
       </PageSection>
       <PageSection>
-        <DescriptionList isHorizontal columnModifier={{ lg: '3Col' }} aria-label="Group summary">
+        <DescriptionList isHorizontal columnModifier={{ lg: '2Col' }} aria-label="Group summary">
           <Item term="Active cluster">{g.activeCluster || '—'}</Item>
           <Item term="Zone">{g.zone || '—'}</Item>
           <Item term="Virtual machines">{g.vms}</Item>
@@ -159,7 +159,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           <Thead>
             <Tr>
               <Th>VM</Th>
-              <Th>Status on {g.activeCluster || 'the active cluster'}</Th>
+              <Th>Status</Th>
               <Th>Volume</Th>
               <Th>Connection</Th>
               <Th>Disk / peer disk</Th>
