@@ -21,7 +21,7 @@ func TestStaticServesTheAppForEveryScreen(t *testing.T) {
 		"/": "assets/app.js", "/groups/dr/x": "assets/app.js", "/operations": "assets/app.js", "/assets/app.js": "console.log",
 	} {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, http.NoBody))
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("%s: %d %q", path, rec.Code, rec.Body.String())
 		}
@@ -34,7 +34,7 @@ func TestStaticServesTheAppForEveryScreen(t *testing.T) {
 func TestStaticWithoutTheFrontEndSaysHowToBuildIt(t *testing.T) {
 	s := New(Options{API: &rest.Config{Host: "https://127.0.0.1:1"}})
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", http.NoBody))
 	if !strings.Contains(rec.Body.String(), "make console") {
 		t.Fatalf("placeholder: %q", rec.Body.String())
 	}
