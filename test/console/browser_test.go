@@ -215,8 +215,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.shot("planned-failover-preflight")
 	b.accessible("planned failover preflight")
 	b.click("Start planned failover")
-	b.waitText("in progress")
-	b.shot("planned-failover-running")
+	// The page is not reloaded: the request, its phases and Completed arrive
+	// through the event stream. A failover of two VMs may finish within a
+	// second, so the running state is photographed but not waited for.
+	b.shot("planned-failover-started")
 	b.run("the timeline reaches Completed",
 		chromedp.WaitVisible(chromedp.Search(`//h3[starts-with(normalize-space(.), 'FailoverRequest')]//*[normalize-space(.)='Completed']`)))
 	b.shot("planned-failover-completed")
