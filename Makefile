@@ -14,12 +14,23 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
+.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
 
 all: build
 
-build: ## Build the three product binaries into bin/.
+build: console ## Build the product binaries into bin/ (the console with its front end embedded).
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+CONSOLE_WEB := web/console
+CONSOLE_DIST := internal/console/ui/dist
+
+console: $(CONSOLE_WEB)/node_modules/.package-lock.json ## Build the web console's front end into internal/console/ui/dist, which cmd/siterecovery-console embeds.
+	find $(CONSOLE_DIST) -mindepth 1 ! -name .gitkeep -delete
+	cd $(CONSOLE_WEB) && npm run build
+
+# npm ci only when package-lock.json changed since the last install.
+$(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package-lock.json
+	cd $(CONSOLE_WEB) && npm ci --no-audit --no-fund
 
 sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for the sandbox.
 	$(GO) build -o $(BIN)/sim/drbdsim ./test/sim/drbd/cmd/drbdsim

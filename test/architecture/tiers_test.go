@@ -73,3 +73,15 @@ func TestCLILinksNoController(t *testing.T) {
 		}
 	}
 }
+
+// The console acts only with its users' credentials against the quorum API
+// server: it links no controller and none of the code that holds the zones'
+// kubeconfigs.
+func TestConsoleLinksNoControllerNorRemote(t *testing.T) {
+	for _, p := range deps(t, "./cmd/siterecovery-console") {
+		if strings.HasPrefix(p, "internal/quorum") || strings.HasPrefix(p, "internal/workload") ||
+			strings.HasPrefix(p, "internal/nodeagent") || strings.HasPrefix(p, "test/") {
+			t.Errorf("siterecovery-console links %s: it reaches clusters only with the signed-in user's token", p)
+		}
+	}
+}

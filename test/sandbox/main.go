@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&o.workDir, "dir", ".sandbox", "folder for kubeconfigs, logs and simulated node state (recreated)")
 	flag.BoolVar(&o.demo, "demo", false, "run protect, planned failover, failback and unplanned failover, then exit")
 	flag.IntVar(&o.vms, "vms", 3, "number of demo VMs")
+	flag.StringVar(&o.consoleAddr, "console", "127.0.0.1:9443", "address of the web console; empty runs none")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
 
@@ -43,6 +44,7 @@ func main() {
 
 type options struct {
 	binDir, workDir string
+	consoleAddr     string
 	demo            bool
 	vms             int
 }
@@ -78,6 +80,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	sb.printHelp()
+	if o.consoleAddr != "" {
+		token, err := sb.startConsole(ctx)
+		if err != nil {
+			return err
+		}
+		sb.printConsole(token)
+	}
 	if o.demo {
 		return sb.demo(ctx)
 	}

@@ -1,0 +1,95 @@
+// Command siterecovery-console serves the web console on the quorum cluster.
+// It holds no privileged identity: users sign in with a bearer token the
+// quorum API server accepts, and every action is made with that token.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/siterecovery/siterecovery/internal/console/server"
+	"github.com/siterecovery/siterecovery/internal/console/ui"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	listen := flag.String("listen", ":8443", "address to serve on")
+	certFile := flag.String("tls-cert-file", "", "serving certificate (PEM); without it the console serves plain HTTP and must sit behind a TLS-terminating proxy")
+	keyFile := flag.String("tls-key-file", "", "key of -tls-cert-file")
+	behindProxy := flag.Bool("behind-tls-proxy", false, "a proxy terminates TLS in front of this plain-HTTP console: mark the session cookie Secure")
+	apiServer := flag.String("api-server", "", "URL of the quorum API server; empty uses the in-cluster address")
+	caFile := flag.String("api-ca-file", "", "CA bundle of -api-server; empty uses the in-cluster CA")
+	namespaces := flag.String("namespaces", "", "comma-separated DR namespaces shown to users who may not list ProtectionZones cluster-wide")
+	idle := flag.Duration("idle-timeout", 30*time.Minute, "a session ends after this long without a request")
+	absolute := flag.Duration("absolute-timeout", 8*time.Hour, "a session ends this long after sign-in")
+	flag.Parse()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	api, err := apiConfig(*apiServer, *caFile)
+	if err != nil {
+		log.Error("quorum API server", "error", err)
+		return 1
+	}
+	tls := *certFile != "" || *behindProxy
+	srv := server.New(server.Options{
+		API: api, Scheme: scheme.New(), Namespaces: split(*namespaces), TLS: tls,
+		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: log,
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go srv.Run(ctx)
+
+	hs := &http.Server{Addr: *listen, Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(shutdown)
+	}()
+	log.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
+	if *certFile != "" {
+		err = hs.ListenAndServeTLS(*certFile, *keyFile)
+	} else {
+		err = hs.ListenAndServe()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// apiConfig is the API server's address and CA, without the pod's own token:
+// the console never acts as its service account.
+func apiConfig(host, caFile string) (*rest.Config, error) {
+	if host == "" {
+		in, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, err
+		}
+		return &rest.Config{Host: in.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: in.CAFile, CAData: in.CAData}}, nil
+	}
+	return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}, nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

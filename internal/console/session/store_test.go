@@ -1,0 +1,56 @@
+package session
+
+import (
+	"testing"
+	"time"
+)
+
+func TestExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := NewStore(10*time.Minute, time.Hour)
+	st.Now = func() time.Time { return now }
+	var ended []string
+	st.OnEnd(func(id string) { ended = append(ended, id) })
+
+	s, err := st.Create("alice", nil, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID == s.CSRF || len(s.ID) < 40 {
+		t.Fatalf("id %q and csrf %q must be distinct random values", s.ID, s.CSRF)
+	}
+	// Used every 9 minutes, the session outlives its idle expiry...
+	for range 6 {
+		now = now.Add(9 * time.Minute)
+		if _, ok := st.Get(s.ID); !ok {
+			t.Fatalf("session ended at %s while in use", now)
+		}
+	}
+	// ...but not its absolute expiry.
+	now = now.Add(7 * time.Minute)
+	if _, ok := st.Get(s.ID); ok {
+		t.Fatal("session outlived its absolute expiry")
+	}
+	if len(ended) != 1 || ended[0] != s.ID {
+		t.Fatalf("OnEnd saw %v", ended)
+	}
+
+	idle, _ := st.Create("bob", nil, "t2")
+	now = now.Add(11 * time.Minute)
+	st.Sweep()
+	if st.Len() != 0 {
+		t.Fatal("Sweep kept an idle session")
+	}
+	if _, ok := st.Get(idle.ID); ok {
+		t.Fatal("idle session still served")
+	}
+}
+
+func TestCSRFMatches(t *testing.T) {
+	st := NewStore(time.Minute, time.Hour)
+	a, _ := st.Create("a", nil, "x")
+	b, _ := st.Create("b", nil, "y")
+	if !a.CSRFMatches(a.CSRF) || a.CSRFMatches(b.CSRF) || a.CSRFMatches("") {
+		t.Fatal("CSRF must match only the session's own token")
+	}
+}

@@ -1,0 +1,205 @@
+// The console's API client: same-origin fetches with the session cookie, the
+// session's CSRF token on every write, and the server-sent change stream.
+
+export interface ApiError {
+  code: number;
+  reason?: string;
+  message: string;
+}
+
+export class HttpError extends Error {
+  constructor(public status: number, public body: ApiError) {
+    super(body.message);
+  }
+}
+
+let csrf = '';
+
+export function setCsrf(token: string) {
+  csrf = token;
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET') headers['X-CSRF-Token'] = csrf;
+  const resp = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  const data = text ? JSON.parse(text) : {};
+  if (!resp.ok) {
+    if (resp.status === 401 && path !== '/api/login') window.dispatchEvent(new Event('console:signed-out'));
+    throw new HttpError(resp.status, data as ApiError);
+  }
+  return data as T;
+}
+
+export const get = <T>(path: string) => call<T>('GET', path);
+export const post = <T>(path: string, body?: unknown) => call<T>('POST', path, body ?? {});
+
+export interface SessionInfo {
+  user: string;
+  groups?: string[];
+  csrfToken: string;
+}
+
+export interface ClusterView {
+  name: string;
+  role: string;
+  reachable?: boolean;
+  message?: string;
+  lastProbe?: string;
+  version?: string;
+}
+
+export interface ZoneView {
+  namespace: string;
+  name: string;
+  displayName?: string;
+  backend: string;
+  ready?: boolean;
+  clusters: ClusterView[];
+}
+
+export interface GroupView {
+  namespace: string;
+  name: string;
+  zone?: string;
+  activeCluster?: string;
+  clusters?: string[];
+  vms: number;
+  state?: string;
+  health: string;
+  failoverReady: boolean;
+  lagSeconds?: number;
+  objectiveSeconds?: number;
+  lagLevel: 'ok' | 'warning' | 'danger' | 'unknown';
+  atRisk: boolean;
+  testActive: boolean;
+  activeRPOEvent?: string;
+  message?: string;
+}
+
+export interface RPOView {
+  namespace: string;
+  name: string;
+  group: string;
+  objectiveSeconds: number;
+  peakLagSeconds: number;
+  start: string;
+  end?: string;
+  state: string;
+  affectedVMs?: string[];
+  message?: string;
+}
+
+export interface StepView {
+  phase: string;
+  time: string;
+  message?: string;
+  durationSeconds: number;
+}
+
+export interface ConditionView {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface OperationView {
+  kind: 'FailoverRequest' | 'TestFailover' | 'ProtectionRequest';
+  namespace: string;
+  name: string;
+  group: string;
+  type?: string;
+  target?: string;
+  source?: string;
+  vm?: string;
+  phase: string;
+  finished: boolean;
+  succeeded: boolean;
+  created: string;
+  createdBy?: string;
+  durationSeconds: number;
+  message?: string;
+  history: StepView[];
+  conditions?: ConditionView[];
+  lock?: string;
+  taints?: string;
+  checks?: { vm: string; check: string; passed: boolean; message?: string }[];
+}
+
+export interface NamespaceView {
+  name: string;
+  zones: ZoneView[];
+  groups: GroupView[];
+  rpoEvents: RPOView[];
+  unfinished: OperationView[];
+  hidden?: string[];
+}
+
+export interface Overview {
+  summary: {
+    protectedVMs: number;
+    groups: number;
+    groupsAtRisk: number;
+    openRPOEvents: number;
+    unfinishedRequests: number;
+  };
+  namespaces: NamespaceView[];
+}
+
+export interface VolumeState {
+  volume: number;
+  connectionState?: string;
+  diskState?: string;
+  peerDiskState?: string;
+  replicationState?: string;
+  percentInSync?: string;
+  outOfSyncBytes?: number;
+  lagSeconds?: number;
+  lastInSyncTime?: string;
+}
+
+export interface GroupDetail {
+  group: GroupView;
+  zone?: ZoneView;
+  vms: { name: string; namespace: string; printableStatus?: string; ready?: boolean; message?: string }[];
+  sites: { cluster: string; currentState?: string; inSync?: boolean; lastSyncTime?: string; message?: string }[];
+  replication: { name: string; namespace: string; drbdResource?: string; failoverReady?: boolean; volumes?: VolumeState[] }[];
+  operations: OperationView[];
+  rpoEvents: RPOView[];
+  members: { name: string; namespace: string }[];
+  notes?: string[];
+}
+
+export interface Preflight {
+  target: string;
+  checks: { name: string; passed: boolean; message: string }[];
+  passed: boolean;
+  dataLossSeconds?: number;
+}
+
+// subscribe calls onChange (debounced) whenever the server reports a change
+// to something the user may watch. It returns the unsubscribe function.
+export function subscribe(onChange: () => void): () => void {
+  const es = new EventSource('/api/events');
+  let timer: number | undefined;
+  es.addEventListener('change', () => {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(onChange, 150);
+  });
+  es.addEventListener('ended', () => {
+    es.close();
+    window.dispatchEvent(new Event('console:signed-out'));
+  });
+  return () => {
+    window.clearTimeout(timer);
+    es.close();
+  };
+}

@@ -1,0 +1,254 @@
+import { useState } from 'react';
+import {
+  Alert,
+  Breadcrumb,
+  BreadcrumbItem,
+  Button,
+  Card,
+  CardBody,
+  CardTitle,
+  DescriptionList,
+  DescriptionListDescription,
+  DescriptionListGroup,
+  DescriptionListTerm,
+  Flex,
+  FlexItem,
+  Label,
+  PageSection,
+  Spinner,
+  Title,
+} from '@patternfly/react-core';
+import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import type { GroupDetail } from '../api';
+import { HealthLabel, PhaseLabel, Reachable } from '../components/Badges';
+import { LagBar } from '../components/LagBar';
+import { Problem } from '../components/Problem';
+import { Timeline } from '../components/Timeline';
+import { bytes, seconds, when } from '../format';
+import { useLive } from '../live';
+import { navigate } from '../router';
+import { FailoverModal } from './FailoverModal';
+import { TestFailoverModal } from './TestFailoverModal';
+
+export function Group({ ns, name }: { ns: string; name: string }) {
+  const path = `/api/namespaces/${encodeURIComponent(ns)}/groups/${encodeURIComponent(name)}`;
+  const { data, error, loading } = useLive<GroupDetail>(path);
+  const [modal, setModal] = useState<'planned' | 'unplanned' | 'test' | null>(null);
+
+  if (loading && !data) return <Spinner aria-label="Loading the group" />;
+  if (!data) {
+    return (
+      <PageSection>
+        <Problem error={error} title={`Could not read ${ns}/${name}`} />
+      </PageSection>
+    );
+  }
+  const g = data.group;
+  const running = data.operations.find((o) => !o.finished && o.kind !== 'ProtectionRequest');
+  return (
+    <>
+      <PageSection>
+        <Breadcrumb>
+          <BreadcrumbItem
+            to="/"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/');
+            }}
+          >
+            Overview
+          </BreadcrumbItem>
+          <BreadcrumbItem isActive>
+            {ns}/{name}
+          </BreadcrumbItem>
+        </Breadcrumb>
+        <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
+          <FlexItem>
+            <Title headingLevel="h1">
+              Group {g.name} {g.testActive && <Label color="purple">test active</Label>}{' '}
+              {g.atRisk && <Label status="danger">at risk</Label>}
+            </Title>
+          </FlexItem>
+          <FlexItem>
+            <Flex>
+              <Button variant="primary" onClick={() => setModal('planned')}>
+                Planned failover
+              </Button>
+              <Button variant="danger" onClick={() => setModal('unplanned')}>
+                Unplanned failover
+              </Button>
+              <Button variant="secondary" onClick={() => setModal('test')}>
+                Test failover
+              </Button>
+              <Button
+                variant="tertiary"
+                onClick={() =>
+                  navigate(`/protect?ns=${encodeURIComponent(ns)}&group=${encodeURIComponent(name)}&zone=${encodeURIComponent(g.zone ?? '')}`)
+                }
+              >
+                Protect a VM
+              </Button>
+            </Flex>
+          </FlexItem>
+        </Flex>
+        {data.notes?.map((n) => <Alert key={n} isInline isPlain variant="info" title={n} />)}
+      </PageSection>
+      <PageSection>
+        <DescriptionList isHorizontal columnModifier={{ lg: '2Col' }} aria-label="Group summary">
+          <Item term="Active cluster">{g.activeCluster || '—'}</Item>
+          <Item term="Zone">{g.zone || '—'}</Item>
+          <Item term="Virtual machines">{g.vms}</Item>
+          <Item term="Replication">
+            <HealthLabel health={g.health} /> {g.failoverReady ? 'ready to fail over' : 'not ready to fail over'}
+          </Item>
+          <Item term="RPO lag">
+            <LagBar group={g} />
+          </Item>
+          <Item term="State">{g.state || '—'}</Item>
+        </DescriptionList>
+      </PageSection>
+      {running && (
+        <PageSection aria-label="Running operation">
+          <Card>
+            <CardTitle component="h2">
+              {running.kind === 'TestFailover' ? 'Test failover' : 'Failover'} {running.name} in progress
+            </CardTitle>
+            <CardBody>
+              <Timeline op={running} />
+            </CardBody>
+          </Card>
+        </PageSection>
+      )}
+      <PageSection>
+        <Title headingLevel="h2">Sites</Title>
+        <Table aria-label="Sites" variant="compact">
+          <Thead>
+            <Tr>
+              <Th>Cluster</Th>
+              <Th>Role</Th>
+              <Th>Reachability</Th>
+              <Th>Group state</Th>
+              <Th>In sync</Th>
+              <Th>Last sync</Th>
+            </Tr>
+          </Thead>
+          <Tbody>
+            {(data.zone?.clusters ?? []).map((c) => {
+              const site = data.sites.find((s) => s.cluster === c.name);
+              return (
+                <Tr key={c.name}>
+                  <Td dataLabel="Cluster">
+                    {c.name} {c.name === g.activeCluster && <Label color="blue">active</Label>}
+                  </Td>
+                  <Td dataLabel="Role">{c.role}</Td>
+                  <Td dataLabel="Reachability">
+                    <Reachable reachable={c.reachable} />
+                  </Td>
+                  <Td dataLabel="Group state">{site?.currentState ?? '—'}</Td>
+                  <Td dataLabel="In sync">{site ? (site.inSync ? 'yes' : 'no') : '—'}</Td>
+                  <Td dataLabel="Last sync">{when(site?.lastSyncTime)}</Td>
+                </Tr>
+              );
+            })}
+          </Tbody>
+        </Table>
+      </PageSection>
+      <PageSection>
+        <Title headingLevel="h2">Virtual machines and replication</Title>
+        <Table aria-label="Virtual machines" variant="compact">
+          <Thead>
+            <Tr>
+              <Th>VM</Th>
+              <Th>Status</Th>
+              <Th>Volume</Th>
+              <Th>Connection</Th>
+              <Th>Disk / peer disk</Th>
+              <Th>In sync</Th>
+              <Th>Out of sync</Th>
+              <Th>Lag</Th>
+            </Tr>
+          </Thead>
+          <Tbody>
+            {data.members.flatMap((m) => {
+              const st = data.vms.find((v) => v.name === m.name && v.namespace === m.namespace);
+              const rep = data.replication.find((r) => r.name === m.name && r.namespace === m.namespace);
+              const vols = rep?.volumes?.length ? rep.volumes : [undefined];
+              return vols.map((v, i) => (
+                <Tr key={`${m.namespace}/${m.name}/${i}`}>
+                  <Td dataLabel="VM">{i === 0 ? `${m.namespace}/${m.name}` : ''}</Td>
+                  <Td dataLabel="Status">{i === 0 ? (st?.printableStatus ?? '—') : ''}</Td>
+                  <Td dataLabel="Volume">{v ? v.volume : '—'}</Td>
+                  <Td dataLabel="Connection">{v?.connectionState ?? '—'}</Td>
+                  <Td dataLabel="Disk / peer disk">{v ? `${v.diskState ?? '?'} / ${v.peerDiskState ?? '?'}` : '—'}</Td>
+                  <Td dataLabel="In sync">{v?.percentInSync ? `${v.percentInSync} %` : '—'}</Td>
+                  <Td dataLabel="Out of sync">{v ? bytes(v.outOfSyncBytes) : '—'}</Td>
+                  <Td dataLabel="Lag">{v ? seconds(v.lagSeconds) : '—'}</Td>
+                </Tr>
+              ));
+            })}
+          </Tbody>
+        </Table>
+      </PageSection>
+      {data.rpoEvents.length > 0 && (
+        <PageSection>
+          <Title headingLevel="h2">RPO events</Title>
+          <Table aria-label="RPO events" variant="compact">
+            <Thead>
+              <Tr>
+                <Th>Event</Th>
+                <Th>State</Th>
+                <Th>Start</Th>
+                <Th>End</Th>
+                <Th>Peak lag</Th>
+              </Tr>
+            </Thead>
+            <Tbody>
+              {data.rpoEvents.map((e) => (
+                <Tr key={e.name}>
+                  <Td dataLabel="Event">{e.name}</Td>
+                  <Td dataLabel="State">{e.state}</Td>
+                  <Td dataLabel="Start">{when(e.start)}</Td>
+                  <Td dataLabel="End">{when(e.end)}</Td>
+                  <Td dataLabel="Peak lag">{seconds(e.peakLagSeconds)}</Td>
+                </Tr>
+              ))}
+            </Tbody>
+          </Table>
+        </PageSection>
+      )}
+      <PageSection>
+        <Title headingLevel="h2">Operations</Title>
+        {data.operations.length === 0 && <p>No operations on this group yet.</p>}
+        <Flex direction={{ default: 'column' }}>
+          {data.operations.map((o) => (
+            <Card key={o.kind + o.name} isCompact>
+              <CardTitle component="h3">
+                {o.kind} {o.name} <PhaseLabel phase={o.phase} finished={o.finished} succeeded={o.succeeded} />{' '}
+                <small>
+                  {o.type} {o.target ? `→ ${o.target}` : ''} · by {o.createdBy || 'unknown'} · {seconds(o.durationSeconds)}
+                </small>
+              </CardTitle>
+              <CardBody>
+                <Timeline op={o} />
+                {o.message && <p>{o.message}</p>}
+              </CardBody>
+            </Card>
+          ))}
+        </Flex>
+      </PageSection>
+      {(modal === 'planned' || modal === 'unplanned') && (
+        <FailoverModal detail={data} type={modal} onClose={() => setModal(null)} />
+      )}
+      {modal === 'test' && <TestFailoverModal detail={data} onClose={() => setModal(null)} />}
+    </>
+  );
+}
+
+function Item({ term, children }: { term: string; children: React.ReactNode }) {
+  return (
+    <DescriptionListGroup>
+      <DescriptionListTerm>{term}</DescriptionListTerm>
+      <DescriptionListDescription>{children}</DescriptionListDescription>
+    </DescriptionListGroup>
+  );
+}
