@@ -46,10 +46,10 @@ const (
 
 // Reasons of a FailoverRequest.
 const (
-	ReasonLockHeld          = "LockHeldByOtherRequest"
+	ReasonLockHeld = "LockHeldByOtherRequest"
 	// ReasonCancelled: the request was deleted before it moved any DRBD role;
 	// the group was left, or put back, running on its source.
-	ReasonCancelled = "Cancelled"
+	ReasonCancelled         = "Cancelled"
 	ReasonAlreadyOnTarget   = "AlreadyOnTarget"
 	ReasonGroupNotFound     = "ProtectionGroupNotFound"
 	ReasonInvalidTarget     = "InvalidTargetCluster"
