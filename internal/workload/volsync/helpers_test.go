@@ -259,7 +259,9 @@ func (g *group) cycle(manual string, want map[string]string) *drv1alpha1.Replica
 
 func (g *group) trigger(manual string) {
 	g.t.Helper()
-	g.patchSource(func(s *drv1alpha1.ReplicationGroupSource) { s.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{Manual: manual} })
+	g.patchSource(func(s *drv1alpha1.ReplicationGroupSource) {
+		s.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{Manual: manual}
+	})
 }
 
 func (g *group) patchSource(mutate func(*drv1alpha1.ReplicationGroupSource)) {

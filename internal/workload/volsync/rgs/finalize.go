@@ -43,4 +43,3 @@ func (r *Reconciler) finalize(ctx context.Context, rgs *drv1alpha1.ReplicationGr
 	controllerutil.RemoveFinalizer(rgs, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rgs, client.MergeFrom(before)))
 }
-
