@@ -323,7 +323,7 @@ func (g *group) waitSynced(manual string) *drv1alpha1.ReplicationGroupSource {
 
 // waitReady waits until the RGS's Ready condition has reason and a message
 // containing each of parts.
-func (g *group) waitReady(reason string, parts ...string) *metav1.Condition {
+func (g *group) waitReady(reason string, parts ...string) {
 	g.t.Helper()
 	var c *metav1.Condition
 	eventually(g.t, "Ready reason "+reason, func() error {
@@ -338,7 +338,6 @@ func (g *group) waitReady(reason string, parts ...string) *metav1.Condition {
 		}
 		return nil
 	})
-	return c
 }
 
 // lastBytes is the byte count of each PVC's last completed sync.

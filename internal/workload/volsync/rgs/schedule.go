@@ -5,7 +5,7 @@ import (
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/rand"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +31,7 @@ func (r *Reconciler) schedule(ctx context.Context, s *scope) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, flow.Transient("ReadFailed", err)
 	}
-	name := s.rgs.Name + "-" + utilrand.String(5)
+	name := s.rgs.Name + "-" + rand.String(5)
 	if len(current) > 0 {
 		name = current[0].Name
 	}
