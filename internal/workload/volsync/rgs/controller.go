@@ -44,14 +44,18 @@ const Finalizer = "dr.siterecovery.trilio.io/replication-group-source"
 
 // Reconciler reconciles the ReplicationGroupSources of one workload cluster.
 type Reconciler struct {
-	Client   client.Client
-	Recorder record.EventRecorder
+	Client client.Client
+	// APIReader reads the ReplicationGroupSource past the cache: a reconcile
+	// that acted on a copy from before the last cycle completed would take that
+	// cycle's deleted snapshot again.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	Clock    clock.PassiveClock
 }
 
 // SetupWithManager registers the controller.
 func SetupWithManager(mgr ctrl.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(ControllerName), Clock: clock.RealClock{}}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(ControllerName), Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&drv1alpha1.ReplicationGroupSource{}).
@@ -77,7 +81,7 @@ func (r *Reconciler) sourcesInNamespace(ctx context.Context, o client.Object) []
 // Reconcile advances the group's cycle by as many steps as are ready.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rgs := &drv1alpha1.ReplicationGroupSource{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rgs); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, rgs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !rgs.DeletionTimestamp.IsZero() {
