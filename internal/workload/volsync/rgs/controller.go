@@ -50,7 +50,7 @@ type Reconciler struct {
 	// cycle's deleted snapshot again.
 	APIReader client.Reader
 	Recorder  record.EventRecorder
-	Clock    clock.PassiveClock
+	Clock     clock.PassiveClock
 }
 
 // SetupWithManager registers the controller.
