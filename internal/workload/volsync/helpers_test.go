@@ -30,6 +30,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgd"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
+	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
@@ -115,6 +116,7 @@ func (z *zone) startControllers(t *testing.T, cluster string) {
 	mgr := newManager(t, z.configs[cluster])
 	require.NoError(t, rgs.SetupWithManager(mgr))
 	require.NoError(t, rgd.SetupWithManager(mgr))
+	require.NoError(t, vrg.SetupWithManager(mgr, vrg.Options{}))
 	z.stops[cluster] = run(t, mgr)
 }
 

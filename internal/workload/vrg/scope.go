@@ -50,7 +50,7 @@ type pvcInfo struct {
 	storageID string
 	// provisioner is the StorageClass's driver; empty when the class is missing.
 	provisioner string
-	peerClass *drv1alpha1.PeerClass
+	peerClass   *drv1alpha1.PeerClass
 }
 
 // globalName is the value of the VRG's global-vgr label, which is also the name of

@@ -184,10 +184,11 @@ func (r *Reconciler) ensureRGS(ctx context.Context, s *scope, name, key, class s
 	rgs := &drv1alpha1.ReplicationGroupSource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.vrg.Namespace}}
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, rgs, func() error {
 		r.ownedMeta(s, rgs)
-		if rgs.Spec.Trigger == nil {
-			rgs.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{}
+		// A manual trigger (a final sync before a relocate) replaces the
+		// schedule until it is cleared; the two exclude each other.
+		if rgs.Spec.Trigger == nil || rgs.Spec.Trigger.Manual == "" {
+			rgs.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{Schedule: ptr.To(schedule)}
 		}
-		rgs.Spec.Trigger.Schedule = ptr.To(schedule)
 		rgs.Spec.VolumeGroupSnapshotClassName = class
 		rgs.Spec.VolumeGroupSnapshotSource = sel
 		return nil
@@ -233,14 +234,16 @@ func (r *Reconciler) ownedMeta(s *scope, o client.Object) {
 		delete(a, drv1alpha1.EnableDiffAnnotation)
 	}
 	o.SetAnnotations(a)
-	_ = controllerutil.SetOwnerReference(s.vrg, o, r.Client.Scheme())
+	// A controller reference, so that the VRG hears of its groups' cycles.
+	_ = controllerutil.SetControllerReference(s.vrg, o, r.Client.Scheme())
 }
 
 // ensurePSK creates the movers' pre-shared-key Secret when missing. The key is
 // never logged nor put in a condition or event.
 func (r *Reconciler) ensurePSK(ctx context.Context, s *scope, group string) error {
 	name := volsync.PSKSecretName(group)
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.vrg.Namespace, Name: name}, &corev1.Secret{})
+	// Past the cache: caching would watch every Secret of the cluster.
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.vrg.Namespace, Name: name}, &corev1.Secret{})
 	if err == nil {
 		return nil
 	}
