@@ -63,6 +63,19 @@ type VolumeReplicationGroupSpec struct {
 	// protectionGroupRef names the local ProtectionGroup whose VMs use the PVCs.
 	// +optional
 	ProtectionGroupRef string `json:"protectionGroupRef,omitempty"`
+	// volSync is what a secondary VRG of a VolSync zone receives.
+	// +optional
+	VolSync *VRGVolSyncSpec `json:"volSync,omitempty"`
+}
+
+// VRGVolSyncSpec is the VolSync half of a VRG.
+type VRGVolSyncSpec struct {
+	// rdSpecs has one entry per PVC the secondary receives: the PVCs the
+	// primary protects.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	RDSpecs []VolSyncReplicationDestinationSpec `json:"rdSpecs,omitempty"`
 }
 
 // ProtectedPVC is the replication state of one PVC of the VRG.

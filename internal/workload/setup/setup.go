@@ -1,5 +1,6 @@
-// Package setup wires pg-controller: the workload-tier ProtectionGroup and
-// VolumeReplicationGroup reconcilers, which act only on their own cluster. A new
+// Package setup wires pg-controller: the workload-tier ProtectionGroup,
+// VolumeReplicationGroup and VolSync group (ReplicationGroupSource and
+// ReplicationGroupDestination) reconcilers, which act only on their own cluster. A new
 // workload controller lives in its own package under internal/workload and is
 // added to PGController here; nothing of the quorum tier may be imported.
 package setup
@@ -10,6 +11,8 @@ import (
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/workload/admission"
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgd"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 )
 
@@ -48,6 +51,12 @@ func Run(o Options, p PGOptions) int { return boot.Run(o, PGController(p)) }
 func PGController(p PGOptions) boot.Register {
 	return func(mgr ctrl.Manager, o boot.Options) error {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := rgs.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := rgd.SetupWithManager(mgr); err != nil {
 			return err
 		}
 		if err := vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace}); err != nil {

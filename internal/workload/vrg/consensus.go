@@ -18,6 +18,12 @@ import (
 // the secondary path: every VRG of the group on this cluster must want the same
 // replicationState before the shared VGR is touched.
 func (r *Reconciler) reachConsensus(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.volsync {
+		// A VolSync group has no shared object to agree on: each cluster's half
+		// is its own RGS or RGD.
+		s.consensus = true
+		return ctrl.Result{}, nil
+	}
 	name := s.globalName()
 	if name == "" {
 		s.consensus = true

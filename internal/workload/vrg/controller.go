@@ -46,6 +46,9 @@ type Options struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources;replicationgroupdestinations,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=groupsnapshot.storage.k8s.io,resources=volumegroupsnapshotclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create
 
 // Reconciler reconciles the VolumeReplicationGroups of one workload cluster.
 type Reconciler struct {
@@ -86,6 +89,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.vrgsInNamespace), builder.WithPredicates(predicate.NewPredicateFuncs(mountsPVC))).
 		Watches(&srv1alpha1.ProtectionGroup{}, handler.EnqueueRequestsFromMapFunc(r.vrgsOfGroup)).
+		// The VolSync path: each group's half reports its cycles.
+		Owns(&drv1alpha1.ReplicationGroupSource{}).
+		Owns(&drv1alpha1.ReplicationGroupDestination{}).
 		Complete(r)
 }
 

@@ -44,10 +44,14 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 				return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading StorageClass %s: %w", sc, err))
 			default:
 				info.storageID = class.Labels[drv1alpha1.StorageIDLabel]
+				info.provisioner = class.Provisioner
 			}
 			info.peerClass = matchPeerClass(s.vrg, sc, info.storageID)
 		}
 		s.pvcs = append(s.pvcs, info)
+	}
+	if s.volsync = volSyncMode(s); s.volsync {
+		return ctrl.Result{}, nil
 	}
 	s.grID, s.mappingError = groupOf(s.pvcs)
 	if s.mappingError != "" {
@@ -117,7 +121,7 @@ func groupOf(pvcs []pvcInfo) (grID, problem string) {
 // labelGroup puts the global-vgr label on the VRG when its PVCs map to one global
 // replication group (the primary self-labels; peers get it from the DRPC).
 func (r *Reconciler) labelGroup(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.grID == "" {
+	if s.grID == "" || s.volsync {
 		return ctrl.Result{}, nil
 	}
 	want := drv1alpha1.GlobalVGRName(s.grID)
@@ -140,24 +144,28 @@ func (r *Reconciler) labelGroup(ctx context.Context, s *scope) (ctrl.Result, err
 // protecting as primary, this controller's finalizer and owner annotation.
 func (r *Reconciler) protectPVCs(ctx context.Context, s *scope, hold bool) error {
 	for _, p := range s.pvcs {
-		pvc := p.pvc
-		patched := pvc.DeepCopy()
-		if patched.Labels == nil {
-			patched.Labels = map[string]string{}
-		}
-		patched.Labels[drv1alpha1.ConsistencyGroupLabel] = s.grID
-		if hold && pvc.DeletionTimestamp.IsZero() {
-			controllerutil.AddFinalizer(patched, PVCFinalizer)
-			if patched.Annotations == nil {
-				patched.Annotations = map[string]string{}
-			}
-			patched.Annotations[PVCOwnerAnnotation] = s.vrg.Name
-		}
-		if err := r.patchPVC(ctx, pvc, patched); err != nil {
+		if err := r.protectPVC(ctx, s, p.pvc, s.grID, hold); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// protectPVC labels one PVC with its consistency group and, with hold, holds it.
+func (r *Reconciler) protectPVC(ctx context.Context, s *scope, pvc *corev1.PersistentVolumeClaim, group string, hold bool) error {
+	patched := pvc.DeepCopy()
+	if patched.Labels == nil {
+		patched.Labels = map[string]string{}
+	}
+	patched.Labels[drv1alpha1.ConsistencyGroupLabel] = group
+	if hold && pvc.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(patched, PVCFinalizer)
+		if patched.Annotations == nil {
+			patched.Annotations = map[string]string{}
+		}
+		patched.Annotations[PVCOwnerAnnotation] = s.vrg.Name
+	}
+	return r.patchPVC(ctx, pvc, patched)
 }
 
 // releasePVCs removes this controller's finalizer and owner annotation from the PVCs

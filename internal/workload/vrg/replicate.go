@@ -15,6 +15,9 @@ import (
 // replicate drives the shared VGR towards the VRG's replicationState once consensus is
 // reached.
 func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.volsync {
+		return r.replicateVolSync(ctx, s)
+	}
 	if err := r.loadVGR(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -36,13 +36,21 @@ type scope struct {
 	pvcsProcessed bool
 	// progress explains what the VRG waits for, for the aggregated conditions.
 	progress string
+
+	// volsync is true when the VRG replicates through VolSync consistency groups.
+	volsync bool
+	// sources and destinations are the VRG's RGSs (primary) or RGDs (secondary).
+	sources      []*drv1alpha1.ReplicationGroupSource
+	destinations []*drv1alpha1.ReplicationGroupDestination
 }
 
 // pvcInfo is one selected PVC and the peer class it maps to.
 type pvcInfo struct {
 	pvc       *corev1.PersistentVolumeClaim
 	storageID string
-	peerClass *drv1alpha1.PeerClass
+	// provisioner is the StorageClass's driver; empty when the class is missing.
+	provisioner string
+	peerClass   *drv1alpha1.PeerClass
 }
 
 // globalName is the value of the VRG's global-vgr label, which is also the name of

@@ -20,6 +20,10 @@ const messageNoPVCsAsPrimary = "No PVCs are protected using VolumeReplication sc
 // setStatus computes the VRG's status from the scope; it only reads the scope.
 func setStatus(s *scope) {
 	st := &s.vrg.Status
+	if s.volsync {
+		setVolSyncStatus(s)
+		return
+	}
 	if s.pvcsProcessed {
 		st.ProtectedPVCs = protectedPVCs(s)
 		if s.vgr != nil && len(st.ProtectedPVCs) > 0 {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -12,6 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 )
 
 // ReadyPoll is how often the simulator looks again at something it waits for
@@ -23,6 +26,7 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 type restores struct {
 	client client.Client
 	reader client.Reader
+	data   *blockstore.Store
 }
 
 // Reconcile binds one claim restored from a snapshot, or releases a deleted one.
@@ -74,6 +78,13 @@ func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, 
 				Driver: DefaultDriver, VolumeHandle: "restored-" + string(pvc.UID)}},
 		},
 	}
+	if r.data != nil && !r.data.Exists(pv.Name) {
+		handle, err := r.snapshotHandle(ctx, vs)
+		if err != nil {
+			return err
+		}
+		r.data.Copy(handle, pv.Name)
+	}
 	if err := r.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -110,4 +121,16 @@ func (r *restores) release(ctx context.Context, pvc *corev1.PersistentVolumeClai
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, pvcProtectionFinalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, pvc, client.MergeFrom(before)))
+}
+
+// snapshotHandle is the handle of the content a ready snapshot is bound to.
+func (r *restores) snapshotHandle(ctx context.Context, vs *snapshotv1.VolumeSnapshot) (string, error) {
+	content := &snapshotv1.VolumeSnapshotContent{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: ptr.Deref(vs.Status.BoundVolumeSnapshotContentName, "")}, content); err != nil {
+		return "", err
+	}
+	if content.Status == nil || content.Status.SnapshotHandle == nil {
+		return "", fmt.Errorf("content %s has no snapshot handle yet", content.Name)
+	}
+	return *content.Status.SnapshotHandle, nil
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"time"
 
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,6 +12,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 )
 
 // DefaultDriver is the CSI driver name the simulator puts on what it creates.
@@ -30,10 +33,14 @@ type Options struct {
 	GuestAgentSelector labels.Selector
 	// Clock measures the delays; nil means the real clock.
 	Clock clock.PassiveClock
+	// Data, when set, keeps the data: a snapshot copies its PVC's volume (named
+	// by the PV name), a restored claim copies the snapshot, and a group snapshot
+	// copies all its members at one point in time.
+	Data *blockstore.Store
 }
 
 // SetupWithManager registers the simulator's controllers with mgr, whose scheme
-// must hold the core, snapshot.storage.k8s.io/v1 and (for the guest agent)
+// must hold the core, snapshot.storage.k8s.io/v1, groupsnapshot.storage.k8s.io/v1 and (for the guest agent)
 // kubevirt.io/v1 types. Several managers in one process may each run one.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
@@ -52,7 +59,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("restore-simulator").WithOptions(skip).
 		For(&corev1.PersistentVolumeClaim{}).
-		Complete(&restores{client: c, reader: reader}); err != nil {
+		Complete(&restores{client: c, reader: reader, data: opts.Data}); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("group-snapshot-simulator").WithOptions(skip).
+		For(&groupsnapshotv1.VolumeGroupSnapshot{}).
+		Complete(&groups{client: c, reader: reader, opts: opts}); err != nil {
 		return err
 	}
 	if !opts.GuestAgent {

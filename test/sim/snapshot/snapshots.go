@@ -61,6 +61,9 @@ func (r *snapshots) takeSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnaps
 		size = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	}
 	handle := "snap-" + string(vs.UID)
+	if r.opts.Data != nil && !r.opts.Data.Exists(handle) {
+		r.opts.Data.Copy(pvc.Spec.VolumeName, handle)
+	}
 	content := &snapshotv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-" + string(vs.UID)},
 		Spec: snapshotv1.VolumeSnapshotContentSpec{
@@ -111,6 +114,10 @@ func (r *snapshots) bindPreProvisioned(ctx context.Context, vs *snapshotv1.Volum
 	}
 	st := snapshotv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &content.Name, ReadyToUse: ptr.To(true),
 		CreationTime: ptr.To(metav1.NewTime(r.opts.Clock.Now()))}
+	if vs.Status != nil {
+		// A member of a group snapshot keeps naming its group.
+		st.VolumeGroupSnapshotName = vs.Status.VolumeGroupSnapshotName
+	}
 	if size != nil {
 		st.RestoreSize = resource.NewQuantity(*size, resource.BinarySI)
 	}
@@ -164,6 +171,9 @@ func (r *snapshots) deleteBoundContents(ctx context.Context, namespace, name str
 		if ref.Namespace == namespace && ref.Name == name && c.Spec.DeletionPolicy == snapshotv1.VolumeSnapshotContentDelete {
 			if err := r.client.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
 				return err
+			}
+			if r.opts.Data != nil && c.Status != nil && c.Status.SnapshotHandle != nil {
+				r.opts.Data.Delete(*c.Status.SnapshotHandle)
 			}
 		}
 	}

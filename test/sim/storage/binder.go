@@ -23,6 +23,9 @@ type Options struct {
 	// KubeletDirs maps a node name to the kubelet folder the agent of that node
 	// reads; block volumes get a device link there.
 	KubeletDirs map[string]string
+	// SkipRestores leaves claims with a dataSource to whoever restores them (the
+	// snapshot simulator), so that their data is restored before they bind.
+	SkipRestores bool
 }
 
 // SetupWithManager registers the binder with mgr.
@@ -44,7 +47,7 @@ func (b *binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := b.client.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if pvc.Status.Phase == corev1.ClaimBound || !pvc.DeletionTimestamp.IsZero() {
+	if pvc.Status.Phase == corev1.ClaimBound || !pvc.DeletionTimestamp.IsZero() || (b.opts.SkipRestores && pvc.Spec.DataSource != nil) {
 		return ctrl.Result{}, nil
 	}
 	pvName := pvc.Spec.VolumeName

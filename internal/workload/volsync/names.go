@@ -1,0 +1,80 @@
+package volsync
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+const (
+	// RGSLabel marks the VolumeGroupSnapshots, restored PVCs and
+	// ReplicationSources a ReplicationGroupSource created; its value is the
+	// source's name.
+	RGSLabel = "dr.siterecovery.trilio.io/replication-group-source"
+	// RGDLabel marks the ReplicationDestinations and PVCs a
+	// ReplicationGroupDestination created; its value is the destination's name.
+	RGDLabel = "dr.siterecovery.trilio.io/replication-group-destination"
+	// ManualTriggerAnnotation on a VolumeGroupSnapshot is the trigger.manual
+	// value that started its cycle, reported as lastManualSync once it syncs.
+	ManualTriggerAnnotation = "dr.siterecovery.trilio.io/manual-trigger"
+)
+
+// DestinationAddress is the address a ReplicationSource sends a PVC's data to:
+// the service VolSync creates for the ReplicationDestination of that PVC
+// (named like the PVC), exported across the clusters.
+func DestinationAddress(namespace, pvc string) string {
+	return fmt.Sprintf("volsync-rsync-tls-dst-%s.%s.svc.clusterset.local", pvc, namespace)
+}
+
+// PSKSecretName is the Secret holding the TLS pre-shared key of a group's
+// movers; both halves of a group name the same Secret.
+func PSKSecretName(group string) string { return group + "-vs-secret" }
+
+// RestoredPVCName is the read-only PVC a cycle restores from a PVC's member
+// snapshot and syncs from.
+func RestoredPVCName(pvc string) string { return "cg-" + pvc }
+
+// Schedule turns a schedulingInterval (<number><m|h|d>) into the cron
+// expression of the group's cycles.
+func Schedule(interval string) (string, error) {
+	d, err := ParseInterval(interval)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("*/%d * * * *", int(d.Minutes())), nil
+	case d < 24*time.Hour:
+		return fmt.Sprintf("0 */%d * * *", int(d.Hours())), nil
+	default:
+		return fmt.Sprintf("0 0 */%d * *", int(d.Hours()/24)), nil
+	}
+}
+
+// ParseInterval parses <number><m|h|d>.
+func ParseInterval(interval string) (time.Duration, error) {
+	var n int
+	var unit string
+	if _, err := fmt.Sscanf(interval, "%d%s", &n, &unit); err != nil || n <= 0 {
+		return 0, fmt.Errorf("scheduling interval %q is not <number><m|h|d>", interval)
+	}
+	switch unit {
+	case "m":
+		return time.Duration(n) * time.Minute, nil
+	case "h":
+		return time.Duration(n) * time.Hour, nil
+	case "d":
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return 0, fmt.Errorf("scheduling interval %q is not <number><m|h|d>", interval)
+}
+
+// NextRun is when a cron schedule next fires after from.
+func NextRun(schedule string, from time.Time) (time.Time, error) {
+	s, err := cron.ParseStandard(schedule)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("schedule %q: %w", schedule, err)
+	}
+	return s.Next(from), nil
+}

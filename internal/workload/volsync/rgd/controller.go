@@ -1,0 +1,270 @@
+package rgd
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync"
+)
+
+// ControllerName names the controller and its logger.
+const ControllerName = "replicationgroupdestination"
+
+// Finalizer holds a ReplicationGroupDestination until its destinations are gone.
+const Finalizer = "dr.siterecovery.trilio.io/replication-group-destination"
+
+// ConditionReady is True once every destination exists and the group has a
+// complete image.
+const ConditionReady = "Ready"
+
+// recheck is how often a destination waiting on an unwatched object looks again.
+const recheck = 10 * time.Second
+
+// RBAC on the workload cluster: the controller keeps one ReplicationDestination
+// and one receiving PVC per protected PVC, and reads the StorageClass that
+// names the External mover.
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupdestinations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupdestinations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=volsync.backube,resources=replicationdestinations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;patch;delete
+
+// Reconciler reconciles the ReplicationGroupDestinations of one workload cluster.
+type Reconciler struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+}
+
+// SetupWithManager registers the controller.
+func SetupWithManager(mgr ctrl.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), Clock: clock.RealClock{}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&drv1alpha1.ReplicationGroupDestination{}).
+		Owns(&volsyncv1alpha1.ReplicationDestination{}).
+		Complete(r)
+}
+
+// Reconcile keeps the destinations and records the group's latest images.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rgd := &drv1alpha1.ReplicationGroupDestination{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rgd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rgd.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, rgd)
+	}
+	if !controllerutil.ContainsFinalizer(rgd, Finalizer) {
+		before := rgd.DeepCopy()
+		controllerutil.AddFinalizer(rgd, Finalizer)
+		if err := r.Client.Patch(ctx, rgd, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	before := rgd.DeepCopy()
+	rds, err := r.ensureDestinations(ctx, rgd)
+	if err == nil {
+		err = r.deleteStale(ctx, rgd)
+	}
+	if err == nil {
+		recordImages(rgd, rds)
+		err = r.retainImages(ctx, rgd, rds)
+	}
+	setReady(rgd, rds, err)
+	if !equality.Semantic.DeepEqual(before.Status, rgd.Status) {
+		if _, werr := flow.NewStatusWriter(r.Client, nil).Write(ctx, rgd, flow.Change{Changed: true}); werr != nil {
+			return ctrl.Result{}, werr
+		}
+	}
+	return flow.Result(ctrl.Result{}, err)
+}
+
+// ensureDestinations creates the receiving PVC and the ReplicationDestination
+// of every protected PVC.
+func (r *Reconciler) ensureDestinations(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination) ([]*volsyncv1alpha1.ReplicationDestination, error) {
+	diff := drv1alpha1.IsDiffSyncEnabled(rgd.Annotations)
+	out := make([]*volsyncv1alpha1.ReplicationDestination, 0, len(rgd.Spec.RDSpecs))
+	refs := make([]*corev1.ObjectReference, 0, len(rgd.Spec.RDSpecs))
+	for _, spec := range rgd.Spec.RDSpecs {
+		p := spec.ProtectedPVC
+		if err := r.ensurePVC(ctx, rgd, p); err != nil {
+			return nil, flow.Transient("CreateFailed", fmt.Errorf("PVC %s: %w", p.Name, err))
+		}
+		provider := ""
+		if diff {
+			sc := &storagev1.StorageClass{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: ptr.Deref(p.StorageClassName, "")}, sc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, flow.Waiting("StorageClassNotFound", recheck, "PVC %s: StorageClass %q not found", p.Name, ptr.Deref(p.StorageClassName, ""))
+				}
+				return nil, flow.Transient("ReadFailed", err)
+			}
+			provider = sc.Provisioner
+		}
+		rd := &volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: rgd.Namespace}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, rd, func() error {
+			mutateDestination(rgd, rd, p, provider)
+			return controllerutil.SetControllerReference(rgd, rd, r.Client.Scheme())
+		}); err != nil {
+			return nil, flow.Transient("CreateFailed", fmt.Errorf("ReplicationDestination %s: %w", p.Name, err))
+		}
+		out = append(out, rd)
+		refs = append(refs, &corev1.ObjectReference{APIVersion: volsyncv1alpha1.GroupVersion.String(), Kind: "ReplicationDestination", Namespace: rd.Namespace, Name: rd.Name})
+	}
+	rgd.Status.ReplicationDestinations = refs
+	return out, nil
+}
+
+func mutateDestination(rgd *drv1alpha1.ReplicationGroupDestination, rd *volsyncv1alpha1.ReplicationDestination, p drv1alpha1.VolSyncProtectedPVC, provider string) {
+	if rd.Labels == nil {
+		rd.Labels = map[string]string{}
+	}
+	rd.Labels[volsync.RGDLabel] = rgd.Name
+	secret := volsync.PSKSecretName(rgd.Name)
+	if provider != "" {
+		rd.Spec.RsyncTLS = nil
+		rd.Spec.External = &volsyncv1alpha1.ReplicationDestinationExternalSpec{Provider: provider, Parameters: map[string]string{
+			"copyMethod": string(volsyncv1alpha1.CopyMethodSnapshot), "destinationPVC": p.Name, "keySecret": secret,
+		}}
+		return
+	}
+	rd.Spec.External = nil
+	capacity := p.Resources.Requests[corev1.ResourceStorage]
+	rd.Spec.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		ReplicationDestinationVolumeOptions: volsyncv1alpha1.ReplicationDestinationVolumeOptions{
+			CopyMethod: volsyncv1alpha1.CopyMethodSnapshot, Capacity: &capacity, StorageClassName: p.StorageClassName,
+			AccessModes: p.AccessModes, DestinationPVC: ptr.To(p.Name),
+		},
+		KeySecret: ptr.To(secret),
+	}
+}
+
+// ensurePVC creates the PVC a destination receives into; it becomes the
+// application's PVC after a failover, so it is never deleted here.
+func (r *Reconciler) ensurePVC(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination, p drv1alpha1.VolSyncProtectedPVC) error {
+	modes := p.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: rgd.Namespace, Labels: map[string]string{volsync.RGDLabel: rgd.Name}},
+		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: p.StorageClassName, AccessModes: modes, Resources: p.Resources},
+	}
+	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// deleteStale deletes the destinations of PVCs that left the group.
+func (r *Reconciler) deleteStale(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination) error {
+	want := map[string]bool{}
+	for _, s := range rgd.Spec.RDSpecs {
+		want[s.ProtectedPVC.Name] = true
+	}
+	list := &volsyncv1alpha1.ReplicationDestinationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
+		return flow.Transient("ReadFailed", err)
+	}
+	for i := range list.Items {
+		if want[list.Items[i].Name] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			return flow.Transient("DeleteFailed", err)
+		}
+	}
+	return nil
+}
+
+// recordImages records the destinations' latest images once every one has an
+// image newer than the recorded one: a cycle whose sync reached only some PVCs
+// is not the group's point in time yet.
+func recordImages(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha1.ReplicationDestination) {
+	recorded := map[string]string{}
+	for _, li := range rgd.Status.LatestImages {
+		recorded[li.PVCName] = li.Snapshot.Name
+	}
+	images := make([]drv1alpha1.LatestImage, 0, len(rds))
+	var oldest, oldestStart *metav1.Time
+	for _, rd := range rds {
+		st := rd.Status
+		if st == nil || st.LatestImage == nil || st.LatestImage.Name == recorded[rd.Name] {
+			return
+		}
+		images = append(images, drv1alpha1.LatestImage{PVCName: rd.Name, Snapshot: *st.LatestImage})
+		if st.LastSyncTime != nil && (oldest == nil || st.LastSyncTime.Before(oldest)) {
+			oldest = st.LastSyncTime
+		}
+		if st.LastSyncStartTime != nil && (oldestStart == nil || st.LastSyncStartTime.Before(oldestStart)) {
+			oldestStart = st.LastSyncStartTime
+		}
+	}
+	if len(images) == 0 {
+		return
+	}
+	sort.Slice(images, func(i, j int) bool { return images[i].PVCName < images[j].PVCName })
+	rgd.Status.LatestImages = images
+	rgd.Status.LastSyncTime = oldest
+	rgd.Status.LastSyncStartTime = oldestStart
+	if oldest != nil && oldestStart != nil {
+		rgd.Status.LastSyncDuration = &metav1.Duration{Duration: oldest.Sub(oldestStart.Time)}
+	}
+}
+
+func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha1.ReplicationDestination, err error) {
+	c := metav1.Condition{Type: ConditionReady, ObservedGeneration: rgd.Generation, Status: metav1.ConditionTrue, Reason: "Replicated"}
+	var waiting []string
+	for _, rd := range rds {
+		if rd.Status == nil || rd.Status.LatestImage == nil {
+			waiting = append(waiting, rd.Name)
+		}
+	}
+	switch {
+	case err != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, flow.ReasonOf(err, "Error"), flow.Truncate(err.Error(), 1024)
+	case len(waiting) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "WaitingForFirstSync", "no image received yet for "+strings.Join(waiting, ", ")
+	default:
+		c.Message = fmt.Sprintf("latest images of %d PVCs recorded", len(rgd.Status.LatestImages))
+	}
+	meta.SetStatusCondition(&rgd.Status.Conditions, c)
+}
+
+// finalize deletes the destinations; the received PVCs and images stay.
+func (r *Reconciler) finalize(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination) error {
+	if !controllerutil.ContainsFinalizer(rgd, Finalizer) {
+		return nil
+	}
+	list := &volsyncv1alpha1.ReplicationDestinationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if err := r.Client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	before := rgd.DeepCopy()
+	controllerutil.RemoveFinalizer(rgd, Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, rgd, client.MergeFrom(before)))
+}

@@ -1,0 +1,115 @@
+package rgs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
+)
+
+// ControllerName names the controller, its logger and its events.
+const ControllerName = "replicationgroupsource"
+
+// Finalizer holds a ReplicationGroupSource until everything it created is gone.
+const Finalizer = "dr.siterecovery.trilio.io/replication-group-source"
+
+// RBAC on the workload cluster: the controller runs the cycles of the
+// ReplicationGroupSources, takes and deletes VolumeGroupSnapshots, restores and
+// deletes the read-only PVCs, drives the ReplicationSources and reads the
+// snapshots, PVs and classes that map PVCs to member snapshots.
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=groupsnapshot.storage.k8s.io,resources=volumegroupsnapshots,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=groupsnapshot.storage.k8s.io,resources=volumegroupsnapshotcontents;volumegroupsnapshotclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots;volumesnapshotcontents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=volsync.backube,resources=replicationsources,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+
+// Reconciler reconciles the ReplicationGroupSources of one workload cluster.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the ReplicationGroupSource past the cache: a reconcile
+	// that acted on a copy from before the last cycle completed would take that
+	// cycle's deleted snapshot again.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
+}
+
+// SetupWithManager registers the controller.
+func SetupWithManager(mgr ctrl.Manager) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(ControllerName), Clock: clock.RealClock{}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&drv1alpha1.ReplicationGroupSource{}).
+		Owns(&groupsnapshotv1.VolumeGroupSnapshot{}).
+		Owns(&volsyncv1alpha1.ReplicationSource{}).
+		// The group's PVCs (a storage class changes, a restore binds).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.sourcesInNamespace)).
+		Complete(r)
+}
+
+func (r *Reconciler) sourcesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &drv1alpha1.ReplicationGroupSourceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, s := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+	}
+	return out
+}
+
+// Reconcile advances the group's cycle by as many steps as are ready.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rgs := &drv1alpha1.ReplicationGroupSource{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, rgs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rgs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, rgs)
+	}
+	if !controllerutil.ContainsFinalizer(rgs, Finalizer) {
+		before := rgs.DeepCopy()
+		controllerutil.AddFinalizer(rgs, Finalizer)
+		if err := r.Client.Patch(ctx, rgs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	s := &scope{rgs: rgs, before: rgs.DeepCopy(), now: r.Clock.Now()}
+	res, err := flow.RunPhases(ctx, s, r.validate, r.schedule, r.snapshot, r.restore, r.replicate, r.complete)
+	setReady(s, err)
+	if werr := r.writeStatus(ctx, s); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return flow.Result(res, err)
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	changed := !equality.Semantic.DeepEqual(s.before.Status, s.rgs.Status)
+	if _, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, s.rgs, flow.Change{Changed: changed}); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	for _, e := range s.events {
+		r.Recorder.Event(s.rgs, e.Type, e.Reason, e.Message)
+	}
+	return nil
+}

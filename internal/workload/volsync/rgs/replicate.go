@@ -1,0 +1,104 @@
+package rgs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync"
+)
+
+// conditionSynchronizing is VolSync's condition on a ReplicationSource; reason
+// Error says the last attempt failed.
+const conditionSynchronizing = "Synchronizing"
+
+// replicate points one ReplicationSource per PVC at the PVC's restored copy and
+// triggers it with the cycle's name, then waits until every one reports it.
+func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.idle {
+		return ctrl.Result{}, nil
+	}
+	refs := make([]*corev1.ObjectReference, 0, len(s.members))
+	var failing, pending []string
+	for _, pvc := range sortedKeys(s.members) {
+		rs, err := r.ensureSource(ctx, s, pvc)
+		if err != nil {
+			return ctrl.Result{}, flow.Transient("SourceUpdateFailed", fmt.Errorf("ReplicationSource %s: %w", pvc, err))
+		}
+		refs = append(refs, &corev1.ObjectReference{APIVersion: volsyncv1alpha1.GroupVersion.String(), Kind: "ReplicationSource", Namespace: rs.Namespace, Name: rs.Name})
+		switch st := rs.Status; {
+		case st != nil && st.LastManualSync == s.cycle():
+			s.synced++
+		case st != nil && failed(st):
+			c := meta.FindStatusCondition(st.Conditions, conditionSynchronizing)
+			failing = append(failing, fmt.Sprintf("PVC %s: %s", pvc, flow.Truncate(c.Message, 200)))
+		default:
+			pending = append(pending, pvc)
+		}
+	}
+	s.rgs.Status.ReplicationSources = refs
+	if len(failing) > 0 {
+		return ctrl.Result{}, flow.Waiting(ReasonSourceFailing, poll, "ReplicationSource failing for %s", strings.Join(failing, "; "))
+	}
+	if len(pending) > 0 {
+		return ctrl.Result{}, flow.Waiting(ReasonSyncing, 0, "%d of %d PVCs synced, waiting for %s", s.synced, len(s.members), strings.Join(pending, ", "))
+	}
+	return ctrl.Result{}, nil
+}
+
+func failed(st *volsyncv1alpha1.ReplicationSourceStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, conditionSynchronizing)
+	return c != nil && c.Reason == "Error"
+}
+
+// ensureSource creates or updates the ReplicationSource of one PVC for this
+// cycle: RsyncTLS in full-sync mode, External with the base and target member
+// snapshots in diff mode.
+func (r *Reconciler) ensureSource(ctx context.Context, s *scope, pvc string) (*volsyncv1alpha1.ReplicationSource, error) {
+	rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Name: pvc, Namespace: s.rgs.Namespace}}
+	restored := volsync.RestoredPVCName(pvc)
+	address := volsync.DestinationAddress(s.rgs.Namespace, pvc)
+	secret := volsync.PSKSecretName(s.rgs.Name)
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rs, func() error {
+		if rs.Labels == nil {
+			rs.Labels = map[string]string{}
+		}
+		rs.Labels[volsync.RGSLabel] = s.rgs.Name
+		rs.Spec.SourcePVC = restored
+		rs.Spec.Trigger = &volsyncv1alpha1.ReplicationSourceTriggerSpec{Manual: s.cycle()}
+		if s.diff {
+			rs.Spec.RsyncTLS = nil
+			rs.Spec.External = &volsyncv1alpha1.ReplicationSourceExternalSpec{
+				Provider: s.storageClass.Provisioner,
+				Parameters: map[string]string{
+					"copyMethod":         string(volsyncv1alpha1.CopyMethodDirect),
+					"volumeName":         restored,
+					"baseSnapshotName":   s.base[pvc],
+					"targetSnapshotName": s.members[pvc],
+					"address":            address,
+					"keySecret":          secret,
+				},
+			}
+		} else {
+			rs.Spec.External = nil
+			rs.Spec.RsyncTLS = &volsyncv1alpha1.ReplicationSourceRsyncTLSSpec{
+				ReplicationSourceVolumeOptions: volsyncv1alpha1.ReplicationSourceVolumeOptions{
+					CopyMethod: volsyncv1alpha1.CopyMethodDirect, StorageClassName: ptr.To(s.storageClass.Name),
+				},
+				KeySecret: ptr.To(secret),
+				Address:   ptr.To(address),
+			}
+		}
+		return controllerutil.SetControllerReference(s.rgs, rs, r.Client.Scheme())
+	})
+	return rs, err
+}

@@ -1,0 +1,158 @@
+package volsync_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync"
+	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+)
+
+// vrgPath: a primary VRG of a VolSync peer class creates the group's RGS on
+// its schedule, a secondary VRG carrying the primary's PVCs creates the RGD;
+// the secondary's images equal the primary's data, and both VRGs report
+// protected PVCs, DataProtected and lastGroupSyncTime.
+func vrgPath(t *testing.T, z *zone) {
+	ctx := t.Context()
+	ns := "vrg"
+	g := &group{z: z, t: t, ns: ns}
+	for _, c := range []client.Client{z.primary, z.secondary} {
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	for i := range 2 {
+		name := fmt.Sprintf("disk-%d", i)
+		g.pvcs = append(g.pvcs, name)
+		pvc := newPVC(ns, name, storageClass)
+		pvc.Labels = map[string]string{"app": ns}
+		require.NoError(t, z.primary.Create(ctx, pvc))
+		z.data.Fill(g.volume(name), uint64(i+7))
+	}
+	spec := drv1alpha1.VolumeReplicationGroupSpec{
+		PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": ns}},
+		ReplicationState: drv1alpha1.Primary,
+		Async: &drv1alpha1.VRGAsyncSpec{SchedulingInterval: "1h",
+			PeerClasses: []drv1alpha1.PeerClass{{StorageClassName: storageClass}}},
+	}
+	annotations := map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}
+	require.NoError(t, z.primary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: spec}))
+
+	// The RGS: the schedule from the interval, the group's PVCs by the
+	// consistency-group label, the diff annotation, and the key Secret.
+	eventually(t, "the VRG's RGS", func() error {
+		list := &drv1alpha1.ReplicationGroupSourceList{}
+		if err := z.primary.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{vrg.VolSyncVRGLabel: "app"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d RGSs", len(list.Items))
+		}
+		g.name = list.Items[0].Name
+		return nil
+	})
+	src := g.source()
+	require.Equal(t, "0 */1 * * *", ptr.Deref(src.Spec.Trigger.Schedule, ""))
+	require.Equal(t, groupClass, src.Spec.VolumeGroupSnapshotClassName)
+	require.Equal(t, storageClass, src.Spec.VolumeGroupSnapshotSource.MatchLabels[drv1alpha1.ConsistencyGroupLabel])
+	require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
+	require.NoError(t, z.primary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{}))
+
+	// The secondary VRG gets the primary's protected PVCs as RD specs, as the
+	// quorum tier writes them.
+	primaryVRG := waitVRG(t, z.primary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if len(v.Status.ProtectedPVCs) != 2 {
+			return fmt.Errorf("%d protected PVCs", len(v.Status.ProtectedPVCs))
+		}
+		return nil
+	})
+	var rdSpecs []drv1alpha1.VolSyncReplicationDestinationSpec
+	for _, p := range primaryVRG.Status.ProtectedPVCs {
+		pvc := newPVC(ns, p.Name, p.StorageClassName)
+		rdSpecs = append(rdSpecs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
+			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+		}})
+	}
+	secondary := spec.DeepCopy()
+	secondary.ReplicationState = drv1alpha1.Secondary
+	secondary.VolSync = &drv1alpha1.VRGVolSyncSpec{RDSpecs: rdSpecs}
+	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: *secondary}))
+	eventually(t, "the secondary's key Secret", func() error {
+		return z.secondary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{})
+	})
+
+	// The first cycle runs at once; a manual trigger runs the next one after a change.
+	want := g.primarySums()
+	eventually(t, "first cycle's images", func() error { return sumsEqual(g, want) })
+	waitProtected(t, z, g)
+	g.change(0.01, 3)
+	g.cycle("after-change", g.primarySums())
+	waitProtected(t, z, g)
+}
+
+func sumsEqual(g *group, want map[string]string) error {
+	got, err := g.imageSums()
+	if err != nil {
+		return err
+	}
+	for p, sum := range want {
+		if got[p] != sum {
+			return fmt.Errorf("PVC %s: image %s, want %s", p, got[p], sum)
+		}
+	}
+	return nil
+}
+
+func waitVRG(t *testing.T, c client.Client, ns string, ok func(*drv1alpha1.VolumeReplicationGroup) error) *drv1alpha1.VolumeReplicationGroup {
+	t.Helper()
+	v := &drv1alpha1.VolumeReplicationGroup{}
+	eventually(t, "VRG "+ns+"/app", func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		return ok(v)
+	})
+	return v
+}
+
+// waitProtected waits until both VRGs report DataProtected, their two PVCs
+// and the lastGroupSyncTime of their group's half (the RGS on the primary, the
+// RGD on the secondary).
+func waitProtected(t *testing.T, z *zone, g *group) {
+	t.Helper()
+	halves := map[client.Client]func() (*metav1.Time, error){
+		z.primary: func() (*metav1.Time, error) { return g.source().Status.LastSyncTime, nil },
+		z.secondary: func() (*metav1.Time, error) {
+			d := &drv1alpha1.ReplicationGroupDestination{}
+			err := z.secondary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: g.name}, d)
+			return d.Status.LastSyncTime, err
+		},
+	}
+	for c, half := range halves {
+		v := waitVRG(t, c, g.ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+			cond := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataProtected)
+			want, err := half()
+			switch last := v.Status.LastGroupSyncTime; {
+			case err != nil:
+				return err
+			case cond == nil || cond.Status != metav1.ConditionTrue:
+				return fmt.Errorf("DataProtected %+v", cond)
+			case last == nil || want == nil || !last.Equal(want):
+				return fmt.Errorf("lastGroupSyncTime %v, the group's %v", last, want)
+			case len(v.Status.ProtectedPVCs) != 2:
+				return fmt.Errorf("%d protected PVCs", len(v.Status.ProtectedPVCs))
+			}
+			return nil
+		})
+		require.Contains(t, []drv1alpha1.State{drv1alpha1.PrimaryState, drv1alpha1.SecondaryState}, v.Status.State)
+	}
+}

@@ -1,0 +1,159 @@
+package vrg
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
+)
+
+// setVolSyncStatus computes the status of a VRG on the VolSync path from its
+// RGSs or RGDs: a group is ready once its half exists and healthy, and
+// protected once it completed a cycle; lastGroupSyncTime is the oldest
+// group's last complete cycle.
+func setVolSyncStatus(s *scope) {
+	st := &s.vrg.Status
+	ready, protected := volSyncConditions(s)
+	if s.pvcsProcessed {
+		st.ProtectedPVCs = volSyncProtectedPVCs(s, ready, protected)
+		st.LastGroupSyncTime = oldestSync(s)
+		st.ObservedGeneration = s.vrg.Generation
+		st.State = drv1alpha1.SecondaryState
+		if s.primary() {
+			st.State = drv1alpha1.PrimaryState
+		}
+	} else {
+		st.State = drv1alpha1.UnknownState
+	}
+	if st.ProtectedPVCs == nil {
+		st.ProtectedPVCs = []drv1alpha1.ProtectedPVC{}
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	meta.SetStatusCondition(&st.Conditions, protected)
+}
+
+// groupSync is the last complete cycle and health of one group's half.
+type groupSync struct {
+	name     string
+	lastSync *metav1.Time
+	problem  string
+}
+
+func groupSyncs(s *scope) []groupSync {
+	var out []groupSync
+	for _, g := range s.sources {
+		gs := groupSync{name: "ReplicationGroupSource " + g.Name, lastSync: g.Status.LastSyncTime}
+		if c := meta.FindStatusCondition(g.Status.Conditions, rgs.ConditionReady); c != nil &&
+			c.Status == metav1.ConditionFalse && c.Reason != rgs.ReasonSyncing {
+			gs.problem = c.Message
+		}
+		out = append(out, gs)
+	}
+	for _, g := range s.destinations {
+		out = append(out, groupSync{name: "ReplicationGroupDestination " + g.Name, lastSync: g.Status.LastSyncTime})
+	}
+	return out
+}
+
+func volSyncConditions(s *scope) (ready, protected metav1.Condition) {
+	gen := s.vrg.Generation
+	ready = metav1.Condition{Type: drv1alpha1.ConditionDataReady, ObservedGeneration: gen}
+	protected = metav1.Condition{Type: drv1alpha1.ConditionDataProtected, ObservedGeneration: gen}
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		ready.Status, ready.Reason, ready.Message = status, reason, msg
+		protected.Status, protected.Reason, protected.Message = status, reason, msg
+	}
+	switch {
+	case s.progress != "":
+		set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, s.progress)
+		return ready, protected
+	case !s.pvcsProcessed:
+		set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "the VolSync consistency groups are not set up yet")
+		return ready, protected
+	}
+	syncs := groupSyncs(s)
+	for _, g := range syncs {
+		if g.problem != "" {
+			set(metav1.ConditionFalse, drv1alpha1.ReasonError, fmt.Sprintf("%s: %s", g.name, g.problem))
+			return ready, protected
+		}
+	}
+	readyReason := drv1alpha1.ReasonReady
+	if !s.primary() {
+		readyReason = drv1alpha1.ReasonReplicated
+	}
+	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, readyReason, drv1alpha1.MessagePVCReady
+	protected.Status, protected.Reason, protected.Message = metav1.ConditionTrue, drv1alpha1.ReasonDataProtected, drv1alpha1.MessagePVCDataProtected
+	for _, g := range syncs {
+		if g.lastSync == nil {
+			protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
+				g.name+" has not completed a sync cycle yet"
+			break
+		}
+	}
+	return ready, protected
+}
+
+// oldestSync is the last time every group had completed a cycle; nil until
+// each has.
+func oldestSync(s *scope) *metav1.Time {
+	var oldest *metav1.Time
+	for _, g := range groupSyncs(s) {
+		if g.lastSync == nil {
+			return nil
+		}
+		if oldest == nil || g.lastSync.Before(oldest) {
+			oldest = g.lastSync
+		}
+	}
+	return oldest
+}
+
+func volSyncProtectedPVCs(s *scope, ready, protected metav1.Condition) []drv1alpha1.ProtectedPVC {
+	var out []drv1alpha1.ProtectedPVC
+	lastSync := func(sc string) *metav1.Time {
+		name := groupName(s.vrg.Name, consistencyGroupKey(sc))
+		for _, g := range s.sources {
+			if g.Name == name {
+				return g.Status.LastSyncTime
+			}
+		}
+		for _, g := range s.destinations {
+			if g.Name == name {
+				return g.Status.LastSyncTime
+			}
+		}
+		return nil
+	}
+	add := func(p drv1alpha1.ProtectedPVC) {
+		p.LastSyncTime = lastSync(p.StorageClassName)
+		for _, old := range s.before.Status.ProtectedPVCs {
+			if old.Name == p.Name && old.Namespace == p.Namespace {
+				p.Conditions = slices.Clone(old.Conditions)
+			}
+		}
+		meta.SetStatusCondition(&p.Conditions, ready)
+		meta.SetStatusCondition(&p.Conditions, protected)
+		out = append(out, p)
+	}
+	if s.primary() {
+		for _, p := range s.pvcs {
+			add(drv1alpha1.ProtectedPVC{Name: p.pvc.Name, Namespace: p.pvc.Namespace, StorageClassName: storageClassName(p.pvc), StorageID: p.storageID})
+		}
+		return out
+	}
+	for _, spec := range s.vrg.Spec.VolSync.RDSpecs {
+		p := spec.ProtectedPVC
+		ns := p.Namespace
+		if ns == "" {
+			ns = s.vrg.Namespace
+		}
+		add(drv1alpha1.ProtectedPVC{Name: p.Name, Namespace: ns, StorageClassName: ptr.Deref(p.StorageClassName, "")})
+	}
+	return out
+}

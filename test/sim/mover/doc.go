@@ -1,0 +1,21 @@
+// Package mover is a test fixture that plays VolSync's controller and its data
+// movers for the RsyncTLS and External (ceph-volsync-plugin) specs, across the
+// simulated clusters of one test process. It is never product code.
+//
+// A ReplicationDestination gets status.rsyncTLS.address, Address(namespace,
+// name), which is the service name VolSync exports for it; the mover resolves
+// that address to the destination on whichever cluster registered it. A
+// ReplicationSource whose spec.trigger.manual differs from
+// status.lastManualSync syncs once:
+//   - RsyncTLS, or External without snapshots: every block of the source PVC;
+//   - External with targetSnapshotName: the target snapshot's blocks that differ
+//     from baseSnapshotName's, or all of them when the base is empty;
+//
+// into the destination's PVC (destinationPVC, or volsync-<rd>-dst which it
+// creates). With copyMethod Snapshot the destination then snapshots its PVC
+// and that snapshot becomes latestImage (the previous one is deleted); with
+// Direct latestImage is the PVC. The source then reports lastManualSync, the
+// bytes moved (status.external["bytesTransferred"] and the mover log), and the
+// mover records a Transfer. A Fault makes a source fail, or stall after writing
+// half of its blocks, until it is cleared.
+package mover

@@ -1,0 +1,142 @@
+package mover
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/siterecovery/siterecovery/test/sim/blockstore"
+)
+
+// Poll is how often the mover looks again at something it waits for.
+const Poll = 100 * time.Millisecond
+
+// Address is the service address of a ReplicationDestination, the one VolSync
+// exports across clusters for it.
+func Address(namespace, name string) string {
+	return fmt.Sprintf("volsync-rsync-tls-dst-%s.%s.svc.clusterset.local", name, namespace)
+}
+
+// Fault makes the syncs of one ReplicationSource misbehave until cleared.
+type Fault struct {
+	// Fail, when set, fails every attempt with this message.
+	Fail string
+	// Stall writes half of the blocks of the next sync and then holds.
+	Stall bool
+}
+
+// Transfer is one completed sync.
+type Transfer struct {
+	Cluster string
+	Manual  string
+	// Full: every block was sent (no base snapshot).
+	Full  bool
+	Bytes int64
+}
+
+// Mover is the simulated VolSync of every cluster of a test.
+type Mover struct {
+	data *blockstore.Store
+
+	mu        sync.Mutex
+	endpoints map[string]endpoint
+	faults    map[types.NamespacedName]Fault
+	transfers map[types.NamespacedName][]Transfer
+	jobs      map[string]*job
+}
+
+// endpoint is a destination an address resolves to.
+type endpoint struct {
+	cluster string
+	client  client.Client
+	key     types.NamespacedName
+}
+
+// job is a sync in progress.
+type job struct {
+	manual   string
+	src, dst string
+	plan     []int
+	done     int
+	full     bool
+	bytes    int64
+	start    time.Time
+}
+
+// New returns a mover that moves the blocks of data.
+func New(data *blockstore.Store) *Mover {
+	return &Mover{data: data, endpoints: map[string]endpoint{}, faults: map[types.NamespacedName]Fault{},
+		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}}
+}
+
+// SetFault sets (or with nil clears) the fault of a ReplicationSource.
+func (m *Mover) SetFault(namespace, name string, f *Fault) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	if f == nil {
+		delete(m.faults, key)
+		return
+	}
+	m.faults[key] = *f
+}
+
+func (m *Mover) fault(key types.NamespacedName) (Fault, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.faults[key]
+	return f, ok
+}
+
+// Transfers lists the completed syncs of a ReplicationSource, oldest first.
+func (m *Mover) Transfers(namespace, name string) []Transfer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Transfer(nil), m.transfers[types.NamespacedName{Namespace: namespace, Name: name}]...)
+}
+
+func (m *Mover) record(key types.NamespacedName, t Transfer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.transfers[key] = append(m.transfers[key], t)
+}
+
+func (m *Mover) register(address string, e endpoint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.endpoints[address] = e
+}
+
+func (m *Mover) unregister(address, cluster string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.endpoints[address]; ok && e.cluster == cluster {
+		delete(m.endpoints, address)
+	}
+}
+
+func (m *Mover) resolve(address string) (endpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.endpoints[address]
+	return e, ok
+}
+
+func (m *Mover) job(key string) *job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.jobs[key]
+}
+
+func (m *Mover) setJob(key string, j *job) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j == nil {
+		delete(m.jobs, key)
+		return
+	}
+	m.jobs[key] = j
+}
