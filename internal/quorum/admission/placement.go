@@ -32,19 +32,11 @@ func (v *placements) ValidateUpdate(ctx context.Context, old, d *drv1alpha1.DRPl
 	if d.Spec.Action == old.Spec.Action && d.Spec.FailoverCluster == old.Spec.FailoverCluster && d.Spec.PreferredCluster == old.Spec.PreferredCluster {
 		return nil, nil
 	}
+	// The schema requires the cluster each action needs; this checks it against
+	// where the workload runs now.
 	current := d.Status.PreferredDecision.ClusterName
-	switch d.Spec.Action {
-	case drv1alpha1.ActionFailover:
-		if d.Spec.FailoverCluster == "" {
-			return nil, fmt.Errorf("action Failover needs spec.failoverCluster, the cluster to fail over to")
-		}
-		if current != "" && d.Spec.FailoverCluster == current && old.Spec.Action != drv1alpha1.ActionFailover {
-			return nil, fmt.Errorf("the workload already runs on %s; set spec.failoverCluster to the peer cluster", current)
-		}
-	case drv1alpha1.ActionRelocate:
-		if d.Spec.PreferredCluster == "" {
-			return nil, fmt.Errorf("action Relocate needs spec.preferredCluster, the cluster to move back to")
-		}
+	if d.Spec.Action == drv1alpha1.ActionFailover && current != "" && d.Spec.FailoverCluster == current && old.Spec.Action != drv1alpha1.ActionFailover {
+		return nil, fmt.Errorf("the workload already runs on %s; set spec.failoverCluster to the peer cluster", current)
 	}
 	return nil, nil
 }

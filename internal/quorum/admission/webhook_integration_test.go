@@ -210,7 +210,18 @@ users: [{name: u, user: {token: s3cret-token}}]
 		drpc.Spec.DRPolicyRef.Name = "absent"
 		denied(t, admin.Create(ctx, drpc.DeepCopy(), client.DryRunAll), `DRPolicy "absent" does not exist`)
 		drpc.Spec.DRPolicyRef.Name, drpc.Spec.PreferredCluster = "policy", env.Primary
-		require.NoError(t, admin.Create(ctx, drpc.DeepCopy(), client.DryRunAll))
+		require.NoError(t, admin.Create(ctx, drpc))
+
+		// Actions: a failover needs a target (the schema), and not the cluster it runs on (the webhook).
+		drpc.Status.PreferredDecision.ClusterName = env.Primary
+		require.NoError(t, q.Status().Update(ctx, drpc))
+		require.NoError(t, admin.Get(ctx, client.ObjectKeyFromObject(drpc), drpc))
+		drpc.Spec.Action = drv1alpha1.ActionFailover
+		require.ErrorContains(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll), "failoverCluster is required when action is Failover", "the schema refuses this before the webhook")
+		drpc.Spec.FailoverCluster = env.Primary
+		denied(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll), "the workload already runs on primary-cluster; set spec.failoverCluster to the peer cluster")
+		drpc.Spec.FailoverCluster = env.DR
+		require.NoError(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll))
 	})
 
 	t.Run("webhook down", func(t *testing.T) {
