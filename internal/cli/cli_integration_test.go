@@ -9,10 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -227,19 +230,24 @@ func (z *zone) assertRedacted(t *testing.T, files map[string]string) {
 	}
 }
 
-// limitedZone adds a zone whose kubeconfig Secret's identity may only read
-// ProtectionGroups on the primary cluster.
+// limitedZone adds a zone whose kubeconfig Secret's identity, a ServiceAccount
+// with a token from the TokenRequest API, may only read ProtectionGroups on the
+// primary cluster.
 func (z *zone) limitedZone(ctx context.Context) {
 	c := z.Client(env.Primary)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "limited"}}
+	z.create(env.Primary, sa)
 	z.create(env.Primary, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "limited"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"siterecovery.trilio.io"}, Resources: []string{"protectiongroups"}, Verbs: []string{"get", "list", "watch"}}}})
 	require.NoError(z.t, c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "limited"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "limited"},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited-user", APIGroup: "rbac.authorization.k8s.io"}}}))
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}}))
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	require.NoError(z.t, c.SubResource("token").Create(ctx, sa, tr))
 	kc, err := clientcmd.Load(z.Clusters[env.Primary].Kubeconfig)
 	require.NoError(z.t, err)
 	for _, a := range kc.AuthInfos {
-		a.Impersonate = "limited-user"
+		*a = clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	}
 	data, err := clientcmd.Write(*kc)
 	require.NoError(z.t, err)
