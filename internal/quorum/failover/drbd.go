@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -214,8 +215,13 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remo
 			return err
 		}
 	}
-	s.trail.Events = append(s.trail.Events, flow.Event{Type: "Normal", Reason: "TaintRemoved",
-		Message: fmt.Sprintf("removed %s from %s on %s", srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())})
+	// The taints are gone whatever happens to this reconcile's status write, so
+	// the event is recorded now rather than with the status (a write conflict
+	// would drop it, and the retry finds no taint to report).
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.req, corev1.EventTypeNormal, "TaintRemoved", "removed %s from %s on %s",
+			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())
+	}
 	return nil
 }
 
