@@ -35,10 +35,6 @@ func TestWorkloadWebhooks(t *testing.T) {
 	ctx := context.Background()
 	dr := e.Client(env.DR)
 	self := whoAmI(t, e.Clusters[env.DR].Config)
-	o := e.InstallWebhooks(t, env.DR, "workload-control-plane", env.WebhookRotation{})
-	e.Manager(t, env.DR, "pg-webhooks", ctrl.Options{WebhookServer: o.Server()}, func(mgr ctrl.Manager) error {
-		return wsetup.ServeWebhooks(mgr, wsetup.PGOptions{Allowed: admission.Identities{Users: []string{self}, Groups: admission.DefaultGroups}}, o)
-	})
 	require.NoError(t, dr.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "mallory-admin"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -63,6 +59,12 @@ func TestWorkloadWebhooks(t *testing.T) {
 	}
 	require.NoError(t, dr.Create(ctx, frontend))
 
+	// The webhooks are registered once the fixtures exist, as siterecovery
+	// created them; from then on every change goes through them.
+	o := e.InstallWebhooks(t, env.DR, "workload-control-plane", env.WebhookRotation{})
+	e.Manager(t, env.DR, "pg-webhooks", ctrl.Options{WebhookServer: o.Server()}, func(mgr ctrl.Manager) error {
+		return wsetup.ServeWebhooks(mgr, wsetup.PGOptions{Allowed: admission.Identities{Users: []string{self}, Groups: admission.DefaultGroups}}, o)
+	})
 	// The webhook serves once its certificate is in place.
 	env.Eventually(t, 60*time.Second, "the webhooks serve", func() error {
 		if err := mallory.Delete(ctx, replica.DeepCopy(), client.DryRunAll); err != nil && contains(err.Error(), "denied the request") {
