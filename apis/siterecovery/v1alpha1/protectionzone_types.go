@@ -210,6 +210,17 @@ type ProtectionZoneList struct {
 	Items           []ProtectionZone `json:"items"`
 }
 
+// MappedStorageClass returns the DR StorageClass that spec.storageMappings
+// names for a primary StorageClass; an empty class has no mapping.
+func (z *ProtectionZone) MappedStorageClass(source string) (string, bool) {
+	for _, m := range z.Spec.StorageMappings {
+		if source != "" && m.SourceStorageClass == source {
+			return m.TargetStorageClass, true
+		}
+	}
+	return "", false
+}
+
 func init() {
 	SchemeBuilder.Register(&ProtectionZone{}, &ProtectionZoneList{})
 }

@@ -113,7 +113,7 @@ func checkVM(ctx context.Context, c client.Reader, z *srv1alpha1.ProtectionZone,
 		if pvc.Spec.StorageClassName != nil {
 			class = *pvc.Spec.StorageClassName
 		}
-		if !mapped(z, class) {
+		if _, ok := z.MappedStorageClass(class); !ok {
 			return fmt.Errorf("disk %q: PVC %s uses StorageClass %q, which has no entry in ProtectionZone %s spec.storageMappings; add a mapping to a DR StorageClass", vol.Name, claim, class, z.Name)
 		}
 	}
@@ -132,15 +132,6 @@ func claimOf(v kubevirtv1.Volume) (string, bool) {
 		return v.DataVolume.Name, v.DataVolume.Hotpluggable
 	}
 	return "", false
-}
-
-func mapped(z *srv1alpha1.ProtectionZone, class string) bool {
-	for _, m := range z.Spec.StorageMappings {
-		if class != "" && m.SourceStorageClass == class {
-			return true
-		}
-	}
-	return false
 }
 
 // ValidateUpdate accepts every update.

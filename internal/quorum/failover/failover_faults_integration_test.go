@@ -85,30 +85,7 @@ func TestQuorumManagerRestartedInEachPhase(t *testing.T) {
 	// Hold the request in WaitingForDRBD deterministically: another group of the
 	// namespace runs on the DR cluster, and a replica of its own that lost quorum
 	// makes the agent taint the shared node.
-	z.create(env.Primary, env.DRBDReplica("other", "other-vm", env.Primary, env.DR, 0, 7900))
-	z.create(env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
-	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
-	require.NoError(t, z.DRBD(t).Disconnect(drbdName("other-vm")))
-	env.Eventually(t, timeout, "DR node tainted by its agent", func() error {
-		if !z.isTainted(env.DR) {
-			return errPending
-		}
-		return nil
-	})
-	z.create(env.DR, &srv1alpha1.ProtectionGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "other"},
-		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning},
-	})
-	env.Eventually(t, timeout, "other group running", func() error {
-		pg := &srv1alpha1.ProtectionGroup{}
-		if err := z.Client(env.DR).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: "other"}, pg); err != nil {
-			return err
-		}
-		if pg.Status.CurrentState != srv1alpha1.StateRunning {
-			return errPending
-		}
-		return nil
-	})
+	z.runOtherGroupOnTaintedDRNode()
 
 	name := z.failover("restarted", env.DR, srv1alpha1.FailoverPlanned)
 	restart := func() {

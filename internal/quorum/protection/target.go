@@ -34,7 +34,7 @@ func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (ctrl.Result
 			}
 			return ctrl.Result{}, remoteErr(s.primaryCluster, "reading PVC "+v.SourcePVC, err)
 		}
-		class, ok := mappedClass(s.zone, ptr.Deref(src.Spec.StorageClassName, ""))
+		class, ok := s.zone.MappedStorageClass(ptr.Deref(src.Spec.StorageClassName, ""))
 		if !ok {
 			return ctrl.Result{}, flow.Stalled(ReasonNoStorageMapping, "disk %q: the storage mapping for StorageClass %q was removed from zone %s", v.Disk, ptr.Deref(src.Spec.StorageClassName, ""), s.zone.Name)
 		}

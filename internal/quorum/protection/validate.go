@@ -128,7 +128,7 @@ func (r *Reconciler) validateDisks(ctx context.Context, s *scope, vm *kubevirtv1
 		if pvc.Spec.StorageClassName != nil {
 			sc = *pvc.Spec.StorageClassName
 		}
-		if _, ok := mappedClass(s.zone, sc); !ok {
+		if _, ok := s.zone.MappedStorageClass(sc); !ok {
 			return nil, flow.Stalled(ReasonNoStorageMapping, "disk %q: PVC %s uses StorageClass %q, which has no entry in ProtectionZone %s spec.storageMappings; add a mapping to a Block-capable DR StorageClass",
 				v.Name, claim, sc, s.zone.Name)
 		}
@@ -145,16 +145,6 @@ func (r *Reconciler) validateDisks(ctx context.Context, s *scope, vm *kubevirtv1
 		return nil, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no PersistentVolumeClaim or DataVolume disk to replicate", s.vmKey())
 	}
 	return out, nil
-}
-
-// mappedClass returns the DR StorageClass for a primary StorageClass.
-func mappedClass(zone *srv1alpha1.ProtectionZone, source string) (string, bool) {
-	for _, m := range zone.Spec.StorageMappings {
-		if m.SourceStorageClass == source && source != "" {
-			return m.TargetStorageClass, true
-		}
-	}
-	return "", false
 }
 
 func phaseString(p corev1.PersistentVolumeClaimPhase) string {
