@@ -2,8 +2,8 @@ package v1alpha1
 
 import "strings"
 
-// Labels and annotations of spec 000 (global VolumeGroupReplication) and spec 001
-// (incremental sync for consistency groups). Storage vendors and Ramen set and read
+// Labels and annotations of the global VolumeGroupReplication and of incremental
+// sync for consistency groups. Storage vendors and Ramen set and read
 // these keys, so they keep Ramen's ramendr.openshift.io and ramen.openshift.io
 // prefixes although the kinds of this package are served under GroupVersion.
 const (
