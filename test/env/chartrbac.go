@@ -52,6 +52,11 @@ func identity(cfg *rest.Config, name string) *rest.Config {
 	if !chartRBAC() || !ok {
 		return cfg
 	}
+	return impersonate(cfg, sa)
+}
+
+// impersonate returns cfg acting as the service account (namespace, name).
+func impersonate(cfg *rest.Config, sa [2]string) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + sa[0] + ":" + sa[1],

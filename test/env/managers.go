@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,7 +44,20 @@ func (p *Process) Stop(t testing.TB) {
 // test ends; register adds its controllers. name labels its log lines.
 func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
 	t.Helper()
-	opts.Logger = e.Logger(t, name+"@"+cluster)
+	return e.startManager(t, identity(e.Clusters[cluster].Config, name), name+"@"+cluster, opts, register)
+}
+
+// ManagerAs is Manager acting as a service account (namespace, name) of the
+// cluster, whatever ChartRBACEnv says: for a component whose least-privilege
+// roles a test proves.
+func (e *Env) ManagerAs(t testing.TB, cluster, name string, serviceAccount [2]string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
+	t.Helper()
+	return e.startManager(t, impersonate(e.Clusters[cluster].Config, serviceAccount), name+"@"+cluster, opts, register)
+}
+
+func (e *Env) startManager(t testing.TB, cfg *rest.Config, logName string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
+	t.Helper()
+	opts.Logger = e.Logger(t, logName)
 	opts.Scheme = e.Scheme
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	if opts.Cache.DefaultTransform == nil {
@@ -54,7 +68,7 @@ func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, reg
 	}
 	// Several managers (one per cluster and node) share this process.
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := ctrl.NewManager(identity(e.Clusters[cluster].Config, name), opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, register(mgr))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -29,22 +29,30 @@ type WebhookRotation struct {
 // the chart's default, whose CA the server injects into the configurations.
 func (e *Env) InstallWebhooks(t testing.TB, cluster, chart string, rot WebhookRotation) boot.WebhookOptions {
 	t.Helper()
+	return e.installWebhooks(t, cluster, chart, Namespace, rot)
+}
+
+// installWebhooks is InstallWebhooks for the chart installed in namespace,
+// which it creates if needed.
+func (e *Env) installWebhooks(t testing.TB, cluster, chart, namespace string, rot WebhookRotation) boot.WebhookOptions {
+	t.Helper()
 	port := freePort(t)
 	o := boot.WebhookOptions{
 		Port: port, Host: "127.0.0.1", CertDir: t.TempDir(), CertManagement: boot.CertsSelf,
-		SecretNamespace: Namespace, DNSName: "localhost", RotatorName: fmt.Sprintf("webhook-certs-%d", rotators.Add(1)),
+		SecretNamespace: namespace, DNSName: "localhost", RotatorName: fmt.Sprintf("webhook-certs-%d", rotators.Add(1)),
 		CertDuration: rot.CertDuration, Lookahead: rot.Lookahead, RotationCheck: rot.RotationCheck,
 	}
-	w, err := chartrender.LocalWebhooks(renderChart(t, chart, Namespace), port)
+	w, err := chartrender.LocalWebhooks(renderChart(t, chart, namespace), port)
 	require.NoError(t, err, "chart %s", chart)
 	ctx := context.Background()
 	c := e.Client(cluster)
+	ensureNamespace(t, c, namespace)
 	for _, cfg := range w.Configurations {
 		require.NoError(t, c.Create(ctx, cfg))
 		o.Configurations = append(o.Configurations, cfg.Name)
 		t.Cleanup(func() { _ = c.Delete(context.Background(), cfg) })
 	}
-	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: w.CertSecret}}))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: w.CertSecret}}))
 	o.SecretName = w.CertSecret
 	return o
 }
@@ -66,7 +74,7 @@ func (e *Env) InstallClusterRoles(t testing.TB, cluster, chart string) {
 	t.Helper()
 	for _, obj := range renderChart(t, chart, Namespace) {
 		if obj.GetKind() == "ClusterRole" {
-			require.NoError(t, e.Client(cluster).Create(context.Background(), obj), "ClusterRole %s", obj.GetName())
+			createOrKeep(t, e.Client(cluster), obj)
 		}
 	}
 }

@@ -13,9 +13,10 @@ import (
 // failover.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests;testfailovers;protectionrequests;protectiongroups;protectionzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies;drplacementcontrols,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
 
-// SetupWithManager registers the webhooks with mgr's webhook server.
+// SetupWithManager registers the webhooks of one DR namespace with mgr's
+// webhook server. ProtectionZones are validated by the cluster-wide zone
+// webhook instead (SetupZoneWebhook), which exists before any DR namespace does.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	c := mgr.GetClient()
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.FailoverRequest{}).
@@ -28,10 +29,6 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionRequest{}).
 		WithValidator(&protectionRequests{client: c, remote: rm}).Complete(); err != nil {
-		return err
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionZone{}).
-		WithValidator(&zones{client: c}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &drv1alpha1.DRPlacementControl{}).

@@ -36,6 +36,7 @@ func TestQuorumWebhooks(t *testing.T) {
 	e.InstallClusterRoles(t, env.Quorum, "protectionzone")
 	o := e.InstallWebhooks(t, env.Quorum, "quorum-control-plane", env.WebhookRotation{})
 	webhooks := startWebhooks(t, e, o)
+	e.StartZoneWebhook(t)
 	admin := asUser(t, e, "")
 	q := e.Client(env.Quorum)
 	require.NoError(t, q.Create(ctx, &srv1alpha1.ProtectionGroup{
@@ -190,8 +191,28 @@ users: [{name: u, user: {token: s3cret-token}}]
 		denied(t, admin.Create(ctx, noMapping, client.DryRunAll), "storageBackend DRBD needs spec.storageMappings")
 		require.NoError(t, admin.Create(ctx, zone("z5", env.Primary+"-kubeconfig", env.DR+"-kubeconfig"), client.DryRunAll))
 
+		volsync := zone("z6", env.Primary+"-kubeconfig", env.DR+"-kubeconfig")
+		volsync.Spec.StorageBackend, volsync.Spec.StorageMappings = srv1alpha1.BackendVolSync, nil
+		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll), "storageBackend VolSync needs a DRPolicy in namespace dr-production whose drClusters are the zone's clusters a and b")
+		policy := &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "a-b"},
+			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{"a", "b"}, SchedulingInterval: "5m"}}
+		require.NoError(t, q.Create(ctx, policy))
+		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll), "DRPolicy a-b needs spec.volumeSnapshotClassSelector")
+		policy.Spec.VolumeSnapshotClassSelector.MatchLabels = map[string]string{"siterecovery.trilio.io/volsync": "true"}
+		require.NoError(t, q.Update(ctx, policy))
+		require.NoError(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll))
+
+		// The zone webhook reads only DR namespaces whose quorum-control-plane
+		// release grants it: elsewhere it says what to install.
+		require.NoError(t, q.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dr-ungranted"}}))
+		require.NoError(t, q.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dr-ungranted", Name: "a-kubeconfig"}}))
+		elsewhere := zone("z7", "a-kubeconfig", "b-kubeconfig")
+		elsewhere.Namespace = "dr-ungranted"
+		denied(t, admin.Create(ctx, elsewhere, client.DryRunAll),
+			"the ProtectionZone webhook may not read Secret a-kubeconfig in namespace dr-ungranted: it reads only DR namespaces whose quorum-control-plane release grants it access; install that chart in dr-ungranted first")
+
 		prod := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: env.ZoneName}}
-		denied(t, admin.Delete(ctx, prod, client.DryRunAll), "ProtectionZone production is still used by ProtectionGroup web")
+		denied(t, admin.Delete(ctx, prod, client.DryRunAll), "ProtectionZone production is still used by ProtectionGroup production-pg, ProtectionGroup web; unprotect and finish those first")
 		require.NoError(t, q.Get(ctx, client.ObjectKeyFromObject(prod), prod))
 		prod.Annotations = map[string]string{admission.AllowZoneDeletionAnnotation: "true"}
 		require.NoError(t, q.Update(ctx, prod))
