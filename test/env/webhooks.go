@@ -2,8 +2,10 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/test/chartrender"
 )
@@ -77,4 +81,33 @@ func (e *Env) InstallClusterRoles(t testing.TB, cluster, chart string) {
 			createOrKeep(t, e.Client(cluster), obj)
 		}
 	}
+}
+
+// InstallConfirmationPolicy creates the protectionzone chart's admission policy
+// (the confirmation and disaster-operator right of unplanned and forced
+// failovers, evaluated by the API server itself) on the quorum cluster.
+func (e *Env) InstallConfirmationPolicy(t testing.TB) {
+	t.Helper()
+	for _, obj := range renderChart(t, "protectionzone", ZoneWebhookNamespace) {
+		switch obj.GetKind() {
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			require.NoError(t, e.Client(Quorum).Create(context.Background(), obj), "%s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+	// The API server applies a new policy once its informer has it.
+	probe := &srv1alpha1.FailoverRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "policy-probe"},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "policy-probe"},
+			TargetCluster: DR, FailoverType: srv1alpha1.FailoverUnplanned},
+	}
+	Eventually(t, 30*time.Second, "the confirmation policy is in force", func() error {
+		err := e.Client(Quorum).Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			return nil
+		}
+		if err == nil {
+			return errors.New("not yet: the probe was admitted")
+		}
+		return fmt.Errorf("not yet: %w", err)
+	})
 }

@@ -2,7 +2,11 @@ package env
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 )
@@ -41,10 +46,32 @@ func (e *Env) StartZoneWebhook(t testing.TB) *Process {
 		}
 	}
 	sa := [2]string{ZoneWebhookNamespace, "siterecovery-zone-webhook"}
-	return e.ManagerAs(t, Quorum, "zone-webhook", sa, ctrl.Options{Cache: boot.CacheOptions(ZoneWebhookNamespace), WebhookServer: o.Server()},
+	p := e.ManagerAs(t, Quorum, "zone-webhook", sa, ctrl.Options{Cache: boot.CacheOptions(ZoneWebhookNamespace), WebhookServer: o.Server()},
 		func(mgr ctrl.Manager) error {
 			return setup.ZoneWebhook()(mgr, boot.Options{Namespace: ZoneWebhookNamespace, Webhook: o})
 		})
+	// It serves once its certificate is written and its CA injected: then a
+	// zone naming a missing Secret is refused by it, not by a connection error.
+	probe := &srv1alpha1.ProtectionZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "webhook-probe"},
+		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD,
+			Clusters: []srv1alpha1.ZoneCluster{
+				{Name: "a", Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
+				{Name: "b", Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
+			},
+			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}}},
+	}
+	Eventually(t, time.Minute, "the ProtectionZone webhook serves", func() error {
+		err := c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "does not exist in namespace") {
+			return nil
+		}
+		if err == nil {
+			return errors.New("not yet: the probe was admitted")
+		}
+		return fmt.Errorf("not yet: %w", err)
+	})
+	return p
 }
 
 // createOrKeep creates obj unless it exists: the protectionzone chart's

@@ -85,6 +85,9 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err != nil {
 		return sb, fmt.Errorf("registering the ProtectionZone webhook: %w", err)
 	}
+	if err := sb.installConfirmationPolicy(ctx); err != nil {
+		return sb, fmt.Errorf("creating the confirmation policy: %w", err)
+	}
 	if err := sb.startProcesses(webhookArgs, zoneWebhookArgs); err != nil {
 		return sb, err
 	}

@@ -58,6 +58,25 @@ func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string)
 	}, nil
 }
 
+// installConfirmationPolicy creates the protectionzone chart's admission policy:
+// the API server itself refuses an unplanned or forced failover that is not
+// confirmed with the group's name.
+func (sb *sandbox) installConfirmationPolicy(ctx context.Context) error {
+	objs, err := chartrender.Render("protectionzone", zoneWebhookNamespace)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // waitWebhooks waits until quorum-manager's webhooks and the zone webhook
 // answer: a dry-run request for a group that does not exist, and a zone whose
 // Secret does not exist, are refused by the webhooks, not by a TLS or

@@ -8,9 +8,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// RBAC: the webhooks read what they check against, in the DR namespace, and ask
-// the API server whether the requesting user may make an unplanned or forced
-// failover.
+// RBAC: the webhooks read what they check against, in the DR namespace.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests;testfailovers;protectionrequests;protectiongroups;protectionzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies;drplacementcontrols,verbs=get;list;watch
 
@@ -20,7 +18,7 @@ import (
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	c := mgr.GetClient()
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.FailoverRequest{}).
-		WithValidator(&failoverRequests{client: c, access: &accessReviewer{client: c}}).Complete(); err != nil {
+		WithValidator(&failoverRequests{client: c}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.TestFailover{}).

@@ -37,6 +37,7 @@ func TestQuorumWebhooks(t *testing.T) {
 	o := e.InstallWebhooks(t, env.Quorum, "quorum-control-plane", env.WebhookRotation{})
 	webhooks := startWebhooks(t, e, o)
 	e.StartZoneWebhook(t)
+	e.InstallConfirmationPolicy(t)
 	admin := asUser(t, e, "")
 	q := e.Client(env.Quorum)
 	require.NoError(t, q.Create(ctx, &srv1alpha1.ProtectionGroup{
@@ -67,13 +68,17 @@ func TestQuorumWebhooks(t *testing.T) {
 		}))
 		require.NoError(t, operator.Create(ctx, readmeFailover(t), dry))
 
+		// The protectionzone chart's admission policy: the API server itself
+		// checks the confirmation and the disaster-operator right.
 		unplanned := failoverRequest("unplanned", env.DR, srv1alpha1.FailoverUnplanned)
-		denied(t, disaster.Create(ctx, unplanned.DeepCopy(), dry), `confirm it by setting the annotation siterecovery.trilio.io/confirm: "web"`)
+		refusedByPolicy(t, disaster.Create(ctx, unplanned.DeepCopy(), dry), `an unplanned failover may lose the writes not yet replicated and skips the safety checks of a planned one; confirm it by setting the annotation siterecovery.trilio.io/confirm: "web" on the request`)
 		forced := failoverRequest("forced", env.DR, srv1alpha1.FailoverPlanned)
 		forced.Spec.Force = true
-		denied(t, disaster.Create(ctx, forced, dry), "a forced failover may lose the writes")
+		refusedByPolicy(t, disaster.Create(ctx, forced.DeepCopy(), dry), "a forced failover may lose the writes")
+		forced.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: "another-group"}
+		refusedByPolicy(t, disaster.Create(ctx, forced, dry), `confirm it by setting the annotation siterecovery.trilio.io/confirm: "web"`)
 		unplanned.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: group}
-		denied(t, operator.Create(ctx, unplanned.DeepCopy(), dry),
+		refusedByPolicy(t, operator.Create(ctx, unplanned.DeepCopy(), dry),
 			`user "olivia" may not make an unplanned failover in dr-production: that needs the disaster-operator role (create on failoverrequests/disaster)`)
 		require.NoError(t, disaster.Create(ctx, unplanned.DeepCopy(), dry))
 
@@ -123,6 +128,7 @@ func TestQuorumWebhooks(t *testing.T) {
 			{"diskless", nil},
 			{"hotplug", []kubevirtv1.Volume{disk("root", "ok-root", false), disk("extra", "ok-root", true)}},
 			{"unmapped", []kubevirtv1.Volume{disk("root", "fast-root", false)}},
+			{"unbound", []kubevirtv1.Volume{disk("root", "new-root", false)}},
 		} {
 			require.NoError(t, p.Create(ctx, &kubevirtv1.VirtualMachine{
 				ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: vm.name},
@@ -130,12 +136,18 @@ func TestQuorumWebhooks(t *testing.T) {
 					Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: vm.vols}}},
 			}))
 		}
-		for claim, class := range map[string]string{"ok-root": "standard", "fast-root": "fast"} {
-			require.NoError(t, p.Create(ctx, &corev1.PersistentVolumeClaim{
+		for claim, class := range map[string]string{"ok-root": "standard", "fast-root": "fast", "new-root": "standard"} {
+			pvc := &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: claim},
 				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceGi}}},
-			}))
+					VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+					Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceGi}}},
+			}
+			require.NoError(t, p.Create(ctx, pvc))
+			if claim != "new-root" { // the provisioner has bound the others
+				pvc.Status.Phase = corev1.ClaimBound
+				require.NoError(t, p.Status().Update(ctx, pvc))
+			}
 		}
 		protect := func(name, vm string) *srv1alpha1.ProtectionRequest {
 			return &srv1alpha1.ProtectionRequest{
@@ -156,6 +168,7 @@ func TestQuorumWebhooks(t *testing.T) {
 		denied(t, admin.Create(ctx, protect("diskless", "diskless"), client.DryRunAll), "VirtualMachine apps/diskless has no PersistentVolumeClaim or DataVolume disk to replicate")
 		denied(t, admin.Create(ctx, protect("hotplug", "hotplug"), client.DryRunAll), `disk "extra" of VirtualMachine apps/hotplug is hot-plugged`)
 		denied(t, admin.Create(ctx, protect("unmapped", "unmapped"), client.DryRunAll), `PVC fast-root uses StorageClass "fast", which has no entry in ProtectionZone production spec.storageMappings`)
+		denied(t, admin.Create(ctx, protect("unbound", "unbound"), client.DryRunAll), `disk "root": PVC new-root is Pending, not Bound; protect the VM once its PVC is Bound`)
 		require.NoError(t, admin.Create(ctx, protect("ok", "ok")))
 		denied(t, admin.Create(ctx, protect("ok-again", "ok"), client.DryRunAll), "VirtualMachine apps/ok is already protected by ProtectionRequest ok")
 	})
