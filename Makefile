@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
+.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench clean
 
 all: build
 
@@ -83,7 +83,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, alia
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
 	$(GOLANGCI_LINT) fmt ./...
 
-test: lint test-unit test-integration ## Lint, the unit tier with -race, then every test on real API servers.
+test: lint test-unit test-integration test-chart-rbac ## Lint, the unit tier with -race, every test on real API servers, and the flows under the charts' roles.
 
 test-unit: ## The unit tier: no API server starts (the harness skips under -short), with the race detector.
 	$(GO) test -short -race -count=1 $(PKGS)
@@ -94,6 +94,15 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	@# packages at once overload a 2-core machine into timeouts.
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) $(PKGS)
+
+# A planned failover and failback, and protecting a VM, with quorum-manager,
+# pg-controller and the agents running as the service accounts and roles the
+# charts install, not as cluster admin: the generated roles must grant all the
+# controllers use.
+CHART_RBAC_TESTS = ./internal/quorum/failover:TestPlannedFailoverAndFailback ./internal/quorum/protection:TestProtectionFlow
+test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privilege roles (SITERECOVERY_CHART_RBAC=1).
+	@set -e; for t in $(CHART_RBAC_TESTS); do \
+		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
 
 FAULT_TESTS = TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
