@@ -57,7 +57,7 @@ func (r *Reconciler) holdForUnreachable(ctx context.Context, s *scope) error {
 	}
 	h := r.Remote.Health(s.key(cluster))
 	if !h.Unreachable() {
-		return nil
+		return r.holdForSilentAgents(ctx, s)
 	}
 	since := "it was never reached"
 	if !h.LastSuccessTime.IsZero() {
