@@ -76,11 +76,13 @@ func pickCells() ([]cell, uint64) {
 	if seed == 0 {
 		seed = uint64(time.Now().Unix() / 86400)
 	}
+	// The seed orders every run, so that even a full run varies which cells
+	// share a zone and follow which.
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	if *matrixAll || *matrixOnly != "" {
 		return all, seed
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	return all[:min(*matrixCells, len(all))], seed
 }
 
