@@ -19,7 +19,7 @@ import (
 // The agents' heartbeat Leases, read on the workload clusters.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get,namespace=workload-cluster
 
-// ReasonAgentSilent: a node agent the DRBD move needs has not renewed its
+// ReasonAgentSilent is the reason of a hold: a node agent the DRBD move needs has not renewed its
 // heartbeat in time.
 const ReasonAgentSilent = "AgentSilent"
 
