@@ -95,7 +95,7 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) $(PKGS)
 
-FAULT_TESTS = TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
+FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
 
