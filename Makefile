@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench clean
+.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench fault-matrix soak clean
 
 all: build
 
@@ -104,9 +104,17 @@ test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privil
 	@set -e; for t in $(CHART_RBAC_TESTS); do \
 		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
 
-FAULT_TESTS = TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
+FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
+
+SEED ?= 0
+fault-matrix: ## Every cell of the failover fault matrix on real API servers (SEED=<n> fixes the rotation; 0 is today's).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 120m -run '^TestFaultMatrix$$' ./internal/quorum/failover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+
+FAILOVERS ?= 200
+soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1)
 
 bench: ## Benchmarks whose figures the issues ask for.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(PKGS)

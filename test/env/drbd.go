@@ -71,6 +71,8 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 		// and benchmarks measure the agent and the controllers.
 		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
 		StatusInterval: 50 * time.Millisecond,
+		// A silent agent is seen within four intervals.
+		HeartbeatInterval: time.Second,
 	}
 	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }
