@@ -3,6 +3,7 @@ package volsync_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,6 +47,17 @@ func vrgPath(t *testing.T, z *zone) {
 	require.NoError(t, z.primary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: spec}))
 
+	// Without the pre-shared key, which the quorum tier copies to both
+	// clusters, the VRG waits and says for what; it never mints its own.
+	waitVRG(t, z.primary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		c := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataReady)
+		if c == nil || !strings.Contains(c.Message, "pre-shared-key Secret app-vs-secret") {
+			return fmt.Errorf("DataReady %+v", c)
+		}
+		return nil
+	})
+	z.shareKey(t, ns, drv1alpha1.VolSyncPSKSecretName("app"))
+
 	// The RGS: the schedule from the interval, the group's PVCs by the
 	// consistency-group label, the diff annotation, and the key Secret.
 	eventually(t, "the VRG's RGS", func() error {
@@ -64,7 +76,7 @@ func vrgPath(t *testing.T, z *zone) {
 	require.Equal(t, groupClass, src.Spec.VolumeGroupSnapshotClassName)
 	require.Equal(t, storageClass, src.Spec.VolumeGroupSnapshotSource.MatchLabels[drv1alpha1.ConsistencyGroupLabel])
 	require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
-	require.NoError(t, z.primary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{}))
+	require.Equal(t, "app", src.Labels[volsync.VRGLabel], "the movers use the VRG's key Secret")
 
 	// The secondary VRG gets the primary's protected PVCs as RD specs, as the
 	// quorum tier writes them.
@@ -76,9 +88,10 @@ func vrgPath(t *testing.T, z *zone) {
 	})
 	var rdSpecs []drv1alpha1.VolSyncReplicationDestinationSpec
 	for _, p := range primaryVRG.Status.ProtectedPVCs {
-		pvc := newPVC(ns, p.Name, p.StorageClassName)
+		require.True(t, p.ProtectedByVolSync)
+		require.Equal(t, map[string]string{"app": ns}, p.Labels, "the application's labels, not the consistency-group label")
 		rdSpecs = append(rdSpecs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
-			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources,
 		}})
 	}
 	secondary := spec.DeepCopy()
@@ -86,17 +99,45 @@ func vrgPath(t *testing.T, z *zone) {
 	secondary.VolSync = &drv1alpha1.VRGVolSyncSpec{RDSpecs: rdSpecs}
 	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: *secondary}))
-	eventually(t, "the secondary's key Secret", func() error {
-		return z.secondary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{})
-	})
 
-	// The first cycle runs at once; a manual trigger runs the next one after a change.
+	// The first cycle runs at once.
 	want := g.primarySums()
 	eventually(t, "first cycle's images", func() error { return sumsEqual(g, want) })
 	waitProtected(t, z, g)
-	g.change(0.01, 3)
-	g.cycle("after-change", g.primarySums())
+
+	// A final sync (a relocate's, once the application stopped) replaces the
+	// schedule: FinalSynced says when every group has sent the last writes.
+	g.change(0.01, 4)
+	want = g.primarySums()
+	setFinalSync(t, z.primary, ns, "final-1")
+	waitVRG(t, z.primary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if c := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionFinalSynced); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("FinalSynced %+v", c)
+		}
+		return nil
+	})
+	eventually(t, "the final sync's images", func() error { return sumsEqual(g, want) })
 	waitProtected(t, z, g)
+	setFinalSync(t, z.primary, ns, "")
+	eventually(t, "the schedule back", func() error {
+		if tr := g.source().Spec.Trigger; tr.Schedule == nil || tr.Manual != "" {
+			return fmt.Errorf("trigger %+v", tr)
+		}
+		return nil
+	})
+}
+
+func setFinalSync(t *testing.T, c client.Client, ns, value string) {
+	t.Helper()
+	eventually(t, "finalSync "+value, func() error {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		before := v.DeepCopy()
+		v.Spec.VolSync = &drv1alpha1.VRGVolSyncSpec{FinalSync: value}
+		return c.Patch(context.Background(), v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
 }
 
 func sumsEqual(g *group, want map[string]string) error {
