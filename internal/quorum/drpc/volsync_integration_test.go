@@ -86,8 +86,7 @@ func TestVolSyncFlows(t *testing.T) {
 	require.Equal(t, key, z.key(P, env.AppNS), "one key, minted once, on both clusters")
 	require.Equal(t, key, z.key(D, env.AppNS))
 	z.waitEqual(P, D, "the first cycle's image")
-	first := z.lastTransfer(P)
-	require.True(t, first.Full, "the first cycle has no base")
+	require.True(t, z.transfers(P)[0].Full, "the first cycle has no base")
 
 	// Failover: the link fails, the application writes on, the primary is
 	// lost; the target holds the last complete image, not the later writes.
@@ -110,12 +109,13 @@ func TestVolSyncFlows(t *testing.T) {
 	failedOver := z.drpcNow().Status.LastGroupSyncTime
 	z.waitProtected(D, failedOver)
 	z.waitEqual(D, P, "the first image after the failover")
-	after := z.lastTransfer(D)
+	after := z.transfers(D)[0]
 	require.True(t, after.Full, "after a failover the first sync is a full sync")
 	require.Equal(t, z.f.Data.Size(), after.Bytes)
 
 	// Relocate: the application writes on the new primary, then moves back;
 	// the final sync sends only the changed blocks and nothing is lost.
+	before := len(z.transfers(D))
 	changed := z.f.Data.Change(z.volume(D), 0.01, 13)
 	seen := z.recordProgressions()
 	z.patchDRPC(func(d *drv1alpha1.DRPlacementControl) {
@@ -124,9 +124,14 @@ func TestVolSyncFlows(t *testing.T) {
 	z.waitPhase(drv1alpha1.DRStateRelocated, P)
 	require.Contains(t, seen(), drv1alpha1.ProgressionRunningFinalSync)
 	require.Equal(t, z.f.Data.Checksum(z.volume(D)), z.f.Data.Checksum(z.volume(P)), "no data lost")
-	final := z.lastTransfer(D)
-	require.False(t, final.Full, "the final sync is incremental")
-	require.Equal(t, int64(changed)*vsBlockSize, final.Bytes)
+	// The final sync, and any scheduled cycle before it, sent only the
+	// changed blocks.
+	var moved int64
+	for _, tr := range z.transfers(D)[before:] {
+		require.False(t, tr.Full, "a later cycle is incremental")
+		moved += tr.Bytes
+	}
+	require.Equal(t, int64(changed)*vsBlockSize, moved)
 
 	// Disable: the VRGs go on both clusters, and every copy of the key.
 	require.NoError(t, z.Client(env.Quorum).Delete(ctx, z.drpcNow()))
@@ -259,17 +264,19 @@ func (z *vsZone) waitNoCycle(cluster string) {
 	})
 }
 
-// lastTransfer is the last completed sync of the application's PVC from cluster.
-func (z *vsZone) lastTransfer(cluster string) mover.Transfer {
+// transfers are the completed syncs of the application's PVC from cluster,
+// oldest first; at least one.
+func (z *vsZone) transfers(cluster string) []mover.Transfer {
 	z.t.Helper()
-	var out mover.Transfer
+	var out []mover.Transfer
 	env.Eventually(z.t, timeout, "a transfer from "+cluster, func() error {
+		out = nil
 		for _, tr := range z.f.Mover.Transfers(env.AppNS, env.AppPVCName(vsApp)) {
 			if tr.Cluster == cluster {
-				out = tr
+				out = append(out, tr)
 			}
 		}
-		if out.Cluster == "" {
+		if len(out) == 0 {
 			return fmt.Errorf("none")
 		}
 		return nil
