@@ -28,6 +28,7 @@ const (
 	vsBlocks      = 1000
 	vsApp         = "vs-app"
 	vsProvisioner = "cephfs.csi.ceph.com"
+	rpoObjective  = 2
 )
 
 // vsZone is a VolSync zone: the workload tier with the VolSync path and its
@@ -59,7 +60,8 @@ func TestVolSyncFlows(t *testing.T) {
 	require.NoError(t, z.Client(D).Create(ctx, env.AppVM(vsApp, kubevirtv1.RunStrategyHalted)))
 	refs := []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: env.AppVMName(vsApp)}}
 	require.NoError(t, z.Client(env.Quorum).Create(ctx, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: vsApp},
-		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: P, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}}))
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: P, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName},
+			Replication: srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: rpoObjective}}}))
 	require.NoError(t, z.Client(env.Quorum).Create(ctx, &drv1alpha1.DRPlacementControl{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: vsApp, Annotations: map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}},
 		Spec: drv1alpha1.DRPlacementControlSpec{
@@ -87,6 +89,27 @@ func TestVolSyncFlows(t *testing.T) {
 	require.Equal(t, key, z.key(D, env.AppNS))
 	z.waitEqual(P, D, "the first cycle's image")
 	require.True(t, z.transfers(P)[0].Full, "the first cycle has no base")
+
+	// Monitoring: the group's ReplicationGroupStatus follows the last
+	// complete sync; a lag past the objective (2 s against a 1m schedule)
+	// opens an RPOEvent.
+	env.Eventually(t, timeout, "ReplicationGroupStatus and RPOEvent of the VolSync group", func() error {
+		st := &srv1alpha1.ReplicationGroupStatus{}
+		if err := z.Client(env.Quorum).Get(ctx, keyOf(vsApp), st); err != nil {
+			return err
+		}
+		if !st.Status.FailoverReady || len(st.Status.VirtualMachines) != 1 || st.Status.ActiveRPOEvent == "" {
+			return fmt.Errorf("status %+v", st.Status)
+		}
+		ev := &srv1alpha1.RPOEvent{}
+		if err := z.Client(env.Quorum).Get(ctx, keyOf(st.Status.ActiveRPOEvent), ev); err != nil {
+			return err
+		}
+		if want := fmt.Sprintf("exceeds the objective of %ds", rpoObjective); !strings.Contains(ev.Status.Message, want) {
+			return fmt.Errorf("RPOEvent message %q lacks %q", ev.Status.Message, want)
+		}
+		return nil
+	})
 
 	// Failover: the link fails, the application writes on, the primary is
 	// lost; the target holds the last complete image, not the later writes.

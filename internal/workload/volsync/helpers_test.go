@@ -82,6 +82,8 @@ func startZone(t *testing.T) *zone {
 		require.NoError(t, c.Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: storageClass + "-other"}, Provisioner: provisioner}))
 		require.NoError(t, c.Create(t.Context(), &groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
 			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
+		require.NoError(t, c.Create(t.Context(), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
+			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
 	}
 	z.primary, z.secondary = hz.Clusters[harness.Primary].Client, hz.Clusters[harness.DR].Client
 	return z
@@ -199,6 +201,24 @@ func (g *group) volume(pvc string) string {
 	eventually(g.t, "PVC "+pvc+" bound", func() error {
 		p := &corev1.PersistentVolumeClaim{}
 		if err := g.z.primary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("phase %q", p.Status.Phase)
+		}
+		name = p.Spec.VolumeName
+		return nil
+	})
+	return name
+}
+
+// received is the data handle of the secondary's PVC, once bound.
+func (g *group) received(pvc string) string {
+	g.t.Helper()
+	var name string
+	eventually(g.t, "received PVC "+pvc+" bound", func() error {
+		p := &corev1.PersistentVolumeClaim{}
+		if err := g.z.secondary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
 			return err
 		}
 		if p.Status.Phase != corev1.ClaimBound {

@@ -16,6 +16,7 @@ import (
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+	"github.com/siterecovery/siterecovery/test/sim/mover"
 )
 
 // vrgPath: a primary VRG of a VolSync peer class creates the group's RGS on
@@ -125,6 +126,51 @@ func vrgPath(t *testing.T, z *zone) {
 		}
 		return nil
 	})
+
+	// Rollback: a sync stalls halfway through disk-0 while disk-1's completes,
+	// so both received PVCs differ from the group's last complete image. The
+	// secondary VRG turned primary (a failover) first rolls each PVC back to
+	// that image, sending only the blocks that differ (diff mode).
+	last, err := g.imageSums()
+	require.NoError(t, err)
+	z.mover.SetFault(ns, "disk-0", &mover.Fault{Stall: true})
+	t.Cleanup(func() { z.mover.SetFault(ns, "disk-0", nil) })
+	g.change(0.05, 5)
+	setFinalSync(t, z.primary, ns, "stalls")
+	eventually(t, "both received PVCs changed", func() error {
+		for _, p := range g.pvcs {
+			if got := z.data.Checksum(g.received(p)); got == last[p] {
+				return fmt.Errorf("PVC %s still holds the last image", p)
+			}
+		}
+		return nil
+	})
+	eventually(t, "failover of the secondary VRG", func() error {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := z.secondary.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		before := v.DeepCopy()
+		v.Spec.ReplicationState, v.Spec.Action, v.Spec.VolSync = drv1alpha1.Primary, drv1alpha1.ActionFailover, nil
+		return z.secondary.Patch(ctx, v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if v.Status.State != drv1alpha1.PrimaryState || !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) {
+			return fmt.Errorf("state %s, conditions %+v", v.Status.State, v.Status.Conditions)
+		}
+		return nil
+	})
+	for _, p := range g.pvcs {
+		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
+		tr := z.mover.Transfers(ns, "rb-"+p)
+		require.Len(t, tr, 1, "PVC %s rolled back once", p)
+		require.False(t, tr[0].Full, "diff mode sends only what differs")
+		require.Positive(t, tr[0].Bytes)
+		require.Less(t, tr[0].Bytes, z.data.Size())
+	}
+	rollbackLeft := &corev1.PersistentVolumeClaimList{}
+	require.NoError(t, z.secondary.List(ctx, rollbackLeft, client.InNamespace(ns), client.MatchingLabels{vrg.RollbackLabel: "app"}))
+	require.Empty(t, rollbackLeft.Items, "the rollback cleans up")
 }
 
 func setFinalSync(t *testing.T, c client.Client, ns, value string) {

@@ -96,10 +96,15 @@ func (r *Reconciler) volSyncAsPrimary(ctx context.Context, s *scope) error {
 		k := consistencyGroupKey(storageClassName(p.pvc))
 		groups[k] = append(groups[k], p)
 	}
-	if err := r.deleteRGDs(ctx, s, nil); err != nil {
+	// The PVCs received as secondary become the application's: first back to
+	// their last complete image, while the destinations still exist.
+	if err := r.requirePSK(ctx, s); err != nil {
 		return err
 	}
-	if err := r.requirePSK(ctx, s); err != nil {
+	if err := r.rollback(ctx, s); err != nil {
+		return err
+	}
+	if err := r.deleteRGDs(ctx, s, nil); err != nil {
 		return err
 	}
 	keep := map[string]bool{}
