@@ -161,13 +161,13 @@ func TestVolSyncFlows(t *testing.T) {
 	env.Eventually(t, timeout, "VolSync DRPC finalized", func() error {
 		for _, c := range []string{P, D} {
 			if _, err := z.vrg(c, vsApp); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("VRG on %s: %v", c, err)
+				return fmt.Errorf("VRG on %s: %w", c, err)
 			}
 		}
 		for c, ns := range map[string]string{env.Quorum: env.Namespace, P: env.AppNS, D: env.AppNS} {
 			err := z.Client(c).Get(ctx, client.ObjectKey{Namespace: ns, Name: drv1alpha1.VolSyncPSKSecretName(vsApp)}, &corev1.Secret{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("key Secret on %s: %v", c, err)
+				return fmt.Errorf("key Secret on %s: %w", c, err)
 			}
 		}
 		return nil

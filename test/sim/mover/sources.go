@@ -1,6 +1,7 @@
 package mover
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -292,7 +293,7 @@ func (r *sources) handshake(ctx context.Context, rs *volsyncv1alpha1.Replication
 	if err != nil {
 		return "", err
 	}
-	if len(srcKey) == 0 || string(srcKey) != string(dstKey) {
+	if len(srcKey) == 0 || !bytes.Equal(srcKey, dstKey) {
 		return fmt.Sprintf("TLS handshake with %s failed: the pre-shared keys differ", address(rs)), nil
 	}
 	return "", nil
