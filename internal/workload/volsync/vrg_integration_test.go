@@ -23,9 +23,8 @@ import (
 // its schedule, a secondary VRG carrying the primary's PVCs creates the RGD;
 // the secondary's images equal the primary's data, and both VRGs report
 // protected PVCs, DataProtected and lastGroupSyncTime.
-func vrgPath(t *testing.T, z *zone) {
+func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 	ctx := t.Context()
-	ns := "vrg"
 	g := &group{z: z, t: t, ns: ns}
 	for _, c := range []client.Client{z.primary, z.secondary} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -44,7 +43,10 @@ func vrgPath(t *testing.T, z *zone) {
 		Async: &drv1alpha1.VRGAsyncSpec{SchedulingInterval: "1h",
 			PeerClasses: []drv1alpha1.PeerClass{{StorageClassName: storageClass}}},
 	}
-	annotations := map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}
+	var annotations map[string]string
+	if diff {
+		annotations = map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}
+	}
 	require.NoError(t, z.primary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: spec}))
 
@@ -76,7 +78,9 @@ func vrgPath(t *testing.T, z *zone) {
 	require.Equal(t, "0 */1 * * *", ptr.Deref(src.Spec.Trigger.Schedule, ""))
 	require.Equal(t, groupClass, src.Spec.VolumeGroupSnapshotClassName)
 	require.Equal(t, storageClass, src.Spec.VolumeGroupSnapshotSource.MatchLabels[drv1alpha1.ConsistencyGroupLabel])
-	require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
+	if diff {
+		require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
+	}
 	require.Equal(t, "app", src.Labels[volsync.VRGLabel], "the movers use the VRG's key Secret")
 
 	// The secondary VRG gets the primary's protected PVCs as RD specs, as the
@@ -130,7 +134,7 @@ func vrgPath(t *testing.T, z *zone) {
 	// Rollback: a sync stalls halfway through disk-0 while disk-1's completes,
 	// so both received PVCs differ from the group's last complete image. The
 	// secondary VRG turned primary (a failover) first rolls each PVC back to
-	// that image, sending only the blocks that differ (diff mode).
+	// that image: a full copy, or in diff mode only the blocks that differ.
 	last, err := g.imageSums()
 	require.NoError(t, err)
 	z.mover.SetFault(ns, "disk-0", &mover.Fault{Stall: true})
@@ -164,9 +168,14 @@ func vrgPath(t *testing.T, z *zone) {
 		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
 		tr := z.mover.Transfers(ns, "rb-"+p)
 		require.Len(t, tr, 1, "PVC %s rolled back once", p)
-		require.False(t, tr[0].Full, "diff mode sends only what differs")
-		require.Positive(t, tr[0].Bytes)
-		require.Less(t, tr[0].Bytes, z.data.Size())
+		if diff {
+			require.False(t, tr[0].Full, "diff mode sends only what differs")
+			require.Positive(t, tr[0].Bytes)
+			require.Less(t, tr[0].Bytes, z.data.Size())
+		} else {
+			require.True(t, tr[0].Full, "standard mode copies the whole image")
+			require.Equal(t, z.data.Size(), tr[0].Bytes)
+		}
 	}
 	rollbackLeft := &corev1.PersistentVolumeClaimList{}
 	require.NoError(t, z.secondary.List(ctx, rollbackLeft, client.InNamespace(ns), client.MatchingLabels{vrg.RollbackLabel: "app"}))
