@@ -124,6 +124,10 @@ func TestVolSyncFlows(t *testing.T) {
 	})
 	z.waitPhase(drv1alpha1.DRStateFailedOver, D)
 	require.Equal(t, lastImage, z.f.Data.Checksum(z.volume(D)), "the new primary holds the last complete image")
+	rb := z.f.Mover.Transfers(env.AppNS, "rb-"+pvc)
+	require.Len(t, rb, 1, "the new primary rolled its PVC back to the image once")
+	require.False(t, rb[0].Full, "diff mode compares the PVC with the image")
+	require.Zero(t, rb[0].Bytes, "no sync was interrupted: nothing differs, nothing moves")
 	z.waitEvent(string(drv1alpha1.DRStateFailedOver), "restored from the last complete sync at")
 	z.f.Mover.SetFault(env.AppNS, pvc, nil)
 
