@@ -85,11 +85,18 @@ type WorkloadOptions struct {
 	// Offloaded, when set, runs the VRG reconciler and a storage array simulator
 	// too (offloaded.go).
 	Offloaded *OffloadedStorage
+	// VolSync, when set, runs the VolSync path and its simulators (volsync.go).
+	VolSync *VolSyncStorage
 }
 
 // StartWorkload runs pg-controller and the KubeVirt simulator against a workload
 // cluster.
 func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Process {
+	if o.VolSync != nil {
+		return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
+			return e.registerVolSync(cluster, mgr, o)
+		})
+	}
 	if chartRBAC() {
 		return e.startWorkloadAsChart(t, cluster, o)
 	}
