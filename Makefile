@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
+.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench bench-scale clean
 
 all: build
 
@@ -99,8 +99,19 @@ FAULT_TESTS = TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPl
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
 
-bench: ## Benchmarks whose figures the issues ask for.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+# Paired benchmarks (test/benchpair): each product round runs turn by turn with
+# a round of its write floor; test/benchtable prints one table of the ratios.
+BENCH ?= ^Benchmark(Failover20VMs|ConsensusLatency|SteadyState)$$
+BENCH_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./test/steadystate
+BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
+
+bench: ## The paired benchmarks (about 15 minutes): product over floor per pair, in one table.
+	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
+
+bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
+	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 180m -run '^$$' -bench '$(BENCH_SCALE)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
 
 clean:
 	rm -rf $(BIN)
