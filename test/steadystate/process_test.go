@@ -40,15 +40,31 @@ func (f *fleet) run(name, cluster string, env []string, args ...string) {
 	p := &process{name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(f.bin, bin), append(args,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info")...)
-	p.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
+	p.cmd.Env = append(append(productEnv(), "KUBECONFIG="+kubeconfig), env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that stop reaches its children too; killed with
+	// the test process should that die first.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		f.t.Fatalf("starting %s: %v", name, err)
 	}
 	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.done) }()
 	f.procs = append(f.procs, p)
 	f.t.Cleanup(p.stop)
+}
+
+// productEnv is this process's environment without the garbage collector
+// settings the harness gives the API servers (collection off up to a memory
+// limit): the binaries run with Go's defaults, as in a pod, so that their RSS
+// is theirs.
+func productEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func (p *process) stop() {
