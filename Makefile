@@ -106,7 +106,7 @@ BENCH_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./test/steadysta
 BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
 BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./internal/quorum/protection
 
-bench: ## The paired benchmarks (about 15 minutes): product over floor per pair, in one table.
+bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
 	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
 
