@@ -2,6 +2,7 @@ package steadystate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -25,8 +26,9 @@ import (
 //     (apiserver_request_total; the benchmark's own two reads of /metrics
 //     included);
 //
-//   - idle-writes: the writes among them, on every cluster. The benchmark
-//     fails if there is any, and lists them: at rest nothing changes.
+//   - idle-writes: the writes among them, on every cluster, but each API
+//     server's renewal of its own identity Lease. The benchmark fails if there
+//     is any, and lists them: at rest nothing changes.
 //
 //     go test ./test/steadystate -run '^$' -bench SteadyState -benchtime 1x -v
 //
@@ -47,18 +49,19 @@ func BenchmarkSteadyState(b *testing.B) {
 	f.start()
 	f.protect(ctx)
 	b.Logf("fleet of %d groups protected in %s", len(f.groups), time.Since(began).Round(time.Second))
+	// Protection's tail (group status, the monitor's first reports) drains;
+	// writes that never stop are measured below and fail the benchmark.
 	settled := time.Now()
-	for {
+	for time.Since(settled) < 5*time.Minute {
 		before := f.requests(ctx)
 		time.Sleep(10 * time.Second)
-		if w, _ := writes(f.requests(ctx), before); w == 0 {
+		w, which := writes(f.requests(ctx), before)
+		if w == 0 {
+			b.Logf("no write for 10 s after %s", time.Since(settled).Round(time.Second))
 			break
 		}
-		if time.Since(settled) > 10*time.Minute {
-			b.Fatalf("the fleet still writes after 10 minutes at rest")
-		}
+		b.Logf("settling: %d writes in 10 s: %s", w, strings.Join(which, "; "))
 	}
-	b.Logf("no write for 10 s after %s", time.Since(settled).Round(time.Second))
 	b.ResetTimer()
 	cpuBefore := f.cpu()
 	before := f.requests(ctx)
@@ -138,17 +141,22 @@ func (f *fleet) cpu() map[string]time.Duration {
 // writeVerbs are the verbs of apiserver_request_total that change state.
 var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"}
 
-// writes counts the writes on every cluster between before and after, and
-// lists them per cluster and kind.
+// apiServerOwn is the one write each kube-apiserver makes itself while idle:
+// the renewal of its identity Lease in kube-system every 10 s. The fleet's
+// binaries run without leader election, so no Lease write is theirs.
+const apiServerOwn = "PUT leases/"
+
+// writes counts the writes on every cluster between before and after, but
+// the API servers' own, and lists them per cluster and kind.
 func writes(after, before map[string]harness.RequestCounts) (int, []string) {
 	n := 0
 	var which []string
 	for c, counts := range after {
 		for key, v := range counts {
 			verb, _, _ := strings.Cut(key, " ")
-			if d := v - before[c][key]; d > 0 && slices.Contains(writeVerbs, verb) {
+			if d := v - before[c][key]; d > 0 && slices.Contains(writeVerbs, verb) && key != apiServerOwn {
 				n += int(d)
-				which = append(which, c+" "+key)
+				which = append(which, fmt.Sprintf("%s %s ×%.0f", c, key, d))
 			}
 		}
 	}
