@@ -1,7 +1,8 @@
 // Command benchtable reads `go test -bench` output on stdin (with or without
 // -v) and prints one table of the paired benchmarks (test/benchpair): product
-// and floor medians, the per-pair ratio's median and max, the pairs kept and
-// dropped, and the CPU time per round of each process kind. Benchmarks without
+// and floor medians, the per-pair ratio's median and max (of wall time, and
+// the median of CPU time), the pairs kept and dropped, and the CPU time per
+// round of each process kind. Benchmarks without
 // a floor are listed after it with every figure they report. Every input line
 // is passed through to stderr first, so that a run piped through it still
 // shows its progress.
@@ -78,7 +79,7 @@ var kinds = []string{"kube-apiserver", "etcd", "test"}
 
 func write(w io.Writer, results []result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "benchmark\tproduct ms\tfloor ms\tratio med\tratio max\tpairs (dropped)\tCPU ms/round product: apiserver / etcd / test\tfloor: apiserver / etcd / test\t")
+	fmt.Fprintln(tw, "benchmark\tproduct ms\tfloor ms\tratio med\tratio max\tCPU ratio med\tpairs (dropped)\tCPU ms/round product: apiserver / etcd / test\tfloor: apiserver / etcd / test\t")
 	var others []result
 	for _, r := range results {
 		if _, ok := r.metrics["product-ms"]; !ok {
@@ -86,8 +87,8 @@ func write(w io.Writer, results []result) error {
 			continue
 		}
 		m := r.metrics
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.0f (%.0f)\t%s\t%s\t\n", r.name, m["product-ms"], m["floor-ms"],
-			m["ratio-median"], m["ratio-max"], m["pairs"], m["dropped"], cpu(m, ""), cpu(m, "floor-"))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.0f (%.0f)\t%s\t%s\t\n", r.name, m["product-ms"], m["floor-ms"],
+			m["ratio-median"], m["ratio-max"], m["cpu-ratio-median"], m["pairs"], m["dropped"], cpu(m, ""), cpu(m, "floor-"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
