@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench fault-matrix soak clean
+.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak clean
 
 all: build
 
@@ -116,8 +116,20 @@ FAILOVERS ?= 200
 soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1)
 
-bench: ## Benchmarks whose figures the issues ask for.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+# Paired benchmarks (test/benchpair): each product round runs turn by turn with
+# a round of its write floor; test/benchtable prints one table of the ratios.
+BENCH ?= ^Benchmark(Failover20VMs|ConsensusLatency|SteadyState)$$
+BENCH_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./test/steadystate
+BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
+BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./internal/quorum/protection
+
+bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
+	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
+
+bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
+	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 180m -run '^$$' -bench '$(BENCH_SCALE)' -benchtime 1x $(BENCH_SCALE_PKGS) | $(GO) run ./test/benchtable
 
 clean:
 	rm -rf $(BIN)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,6 +36,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Namespace restricts the cache to one namespace when set.
 	Namespace string
+	// CacheByObject tunes the cache per kind (a binary's own transforms or
+	// selectors); the binary sets it, not a flag.
+	CacheByObject map[client.Object]cache.ByObject
 	// QPS and Burst bound the manager's requests to its API server; client-go's
 	// defaults (5/10) would throttle a 20-VM failover to seconds.
 	QPS   float64
@@ -82,6 +86,12 @@ func CacheOptions(namespace string) cache.Options {
 	return o
 }
 
+func (o Options) cacheOptions() cache.Options {
+	c := CacheOptions(o.Namespace)
+	c.ByObject = o.CacheByObject
+	return c
+}
+
 // NewManager builds a manager with the shared scheme, metrics, probes and leader
 // election configured from o. The caller registers its reconcilers and starts it.
 func NewManager(o Options) (ctrl.Manager, error) {
@@ -114,7 +124,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 		// whole lease duration before resuming flows.
 		LeaderElectionReleaseOnCancel: true,
 		RenewDeadline:                 &renew,
-		Cache:                         CacheOptions(o.Namespace),
+		Cache:                         o.cacheOptions(),
 		MapperProvider:                NewRESTMapper,
 		WebhookServer:                 o.webhookOptions().Server(),
 	}

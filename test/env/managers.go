@@ -17,7 +17,9 @@ import (
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
+	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
 // Process is an in-process manager that a test can stop (a crash or a restart).
@@ -30,6 +32,8 @@ type Process struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// companions stop with the process (the simulators of a workload cluster).
+	companions []*Process
 }
 
 // Stop stops the manager and waits for it to return.
@@ -37,6 +41,9 @@ func (p *Process) Stop(t testing.TB) {
 	p.once.Do(func() {
 		p.cancel()
 		require.NoError(t, <-p.done)
+		for _, c := range p.companions {
+			c.Stop(t)
+		}
 	})
 }
 
@@ -90,7 +97,9 @@ type WorkloadOptions struct {
 }
 
 // StartWorkload runs pg-controller and the KubeVirt simulator against a workload
-// cluster.
+// cluster, each in a manager of its own as in a real cluster: pg-controller's
+// cache then holds what its own binary's would (wsetup.CacheByObject), and
+// stopping the returned process stops both.
 func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Process {
 	if o.VolSync != nil {
 		return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
@@ -100,15 +109,25 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 	if chartRBAC() {
 		return e.startWorkloadAsChart(t, cluster, o)
 	}
-	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
+	sims := e.Manager(t, cluster, "simulators", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if o.Offloaded != nil {
-			return e.registerOffloaded(cluster, mgr, o)
-		}
-		if err := protectiongroup.SetupWithManager(mgr); err != nil {
-			return err
+			// The array reports no conditions, as a LUN-level array with
+			// schedulingInterval 0m does.
+			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay}); err != nil {
+				return err
+			}
 		}
 		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay})
 	})
+	p := e.Manager(t, cluster, "pg-controller", ctrl.Options{Cache: cache.Options{ByObject: wsetup.CacheByObject()}},
+		func(mgr ctrl.Manager) error {
+			if o.Offloaded != nil {
+				return e.registerOffloaded(cluster, mgr, o)
+			}
+			return protectiongroup.SetupWithManager(mgr)
+		})
+	p.companions = append(p.companions, sims)
+	return p
 }
 
 // StartQuorum runs quorum-manager, scoped to the DR namespace, against the
