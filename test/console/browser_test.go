@@ -240,8 +240,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.shot("test-failover-start")
 	b.click("Start test failover")
 	b.waitText("test active")
-	b.waitText("Test failover")
 	b.shot("test-failover-running")
+	// Snapshots of the primary's replicas (the group now runs on the DR
+	// cluster) boot in an isolated namespace, pass their checks, and are
+	// cleaned up: the operation reaches Succeeded live and the badge goes.
+	b.run("the test failover reaches Succeeded",
+		chromedp.WaitVisible(chromedp.Search(`//h3[starts-with(normalize-space(.), 'TestFailover')]//*[normalize-space(.)='Succeeded']`)),
+		chromedp.WaitNotPresent(chromedp.Search(`//h1//*[normalize-space(.)='test active']`)))
+	b.shot("test-failover-succeeded")
 
 	// Protect a VM: a refusal inline, then a request followed through its phases.
 	b.run("open the protect form", chromedp.Click(chromedp.Search(`//nav//a[normalize-space(.)='Protect a VM']`)),
@@ -258,6 +264,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run("the request's phases appear",
 		chromedp.WaitVisible(chromedp.Search(`//section[@aria-label='Protection progress']//ol[contains(@aria-label, 'Phases of')]`)))
 	b.shot("protect-following")
+	b.run("the VM is protected",
+		chromedp.WaitVisible(chromedp.Search(`//section[@aria-label='Protection progress']//h2//*[normalize-space(.)='Protected']`)))
+	b.shot("protect-protected")
 	b.accessible("protect")
 
 	// Operations: every request with its phases and safety checks.
