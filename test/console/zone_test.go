@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/console/server"
@@ -43,7 +42,7 @@ type zone struct {
 func newZone(t *testing.T, vms int) *zone {
 	z := &zone{Zone: drzone.New(t, drzone.Options{VMs: vms, RPOObjectiveSeconds: 60, Unprotected: []string{"web-01"}}),
 		t: t, ctx: context.Background(), tokens: map[string]string{}}
-	z.create(env.Quorum, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}})
+	z.Create(env.Quorum, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}})
 	read := rbacv1.PolicyRule{APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}
 	write := rbacv1.PolicyRule{APIGroups: []string{srv1alpha1.GroupVersion.Group},
 		Resources: []string{"failoverrequests", "testfailovers", "protectionrequests"}, Verbs: []string{"create"}}
@@ -64,10 +63,10 @@ func newZone(t *testing.T, vms int) *zone {
 func (z *zone) user(name string, rules ...rbacv1.PolicyRule) {
 	z.t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name}}
-	z.create(env.Quorum, sa)
+	z.Create(env.Quorum, sa)
 	for _, ns := range []string{env.Namespace, scaleNamespace} {
-		z.create(env.Quorum, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console-" + name}, Rules: rules})
-		z.create(env.Quorum, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console-" + name},
+		z.Create(env.Quorum, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console-" + name}, Rules: rules})
+		z.Create(env.Quorum, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console-" + name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "console-" + name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: env.Namespace, Name: name}}})
 	}
@@ -76,15 +75,13 @@ func (z *zone) user(name string, rules ...rbacv1.PolicyRule) {
 	z.tokens[name] = tr.Status.Token
 }
 
-func (z *zone) create(cluster string, obj client.Object) { z.t.Helper(); z.Create(cluster, obj) }
-
 // seedScale creates groups protection groups of vmsPerGroup VMs each, with
 // replication statuses, in the scale namespace: objects only, no controller
 // acts on them.
 func (z *zone) seedScale(groups, vmsPerGroup int) {
 	z.t.Helper()
 	c := z.Client(env.Quorum)
-	z.create(env.Quorum, &srv1alpha1.ProtectionZone{
+	z.Create(env.Quorum, &srv1alpha1.ProtectionZone{
 		ObjectMeta: metav1.ObjectMeta{Namespace: scaleNamespace, Name: "scale"},
 		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
 			{Name: "east", Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "east"}},
