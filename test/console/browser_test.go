@@ -223,6 +223,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//h3[starts-with(normalize-space(.), 'FailoverRequest')]//*[normalize-space(.)='Completed']`)))
 	b.shot("planned-failover-completed")
 	b.waitText("dr-cluster active")
+	// Each VM's state on each site, from the quorum-side status: the VMs
+	// now run on the DR cluster, their standbys on the primary are stopped.
+	for _, vm := range []string{"apps/vm-00", "apps/vm-01"} {
+		row := fmt.Sprintf(`//table[@aria-label='Virtual machines']//tr[td[1][normalize-space(.)=%q]]`, vm)
+		b.run(vm+" runs on the DR cluster", chromedp.WaitVisible(chromedp.Search(row+`/td[2][normalize-space(.)='dr-cluster']`)),
+			chromedp.WaitVisible(chromedp.Search(row+`/td[@data-label='On primary-cluster'][normalize-space(.)='Stopped']`)),
+			chromedp.WaitVisible(chromedp.Search(row+`/td[@data-label='On dr-cluster'][normalize-space(.)='Running']`)))
+	}
 
 	// The unplanned failover's data-loss window and typed confirmation.
 	b.click("Unplanned failover")
@@ -247,6 +255,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run("the test failover reaches Succeeded",
 		chromedp.WaitVisible(chromedp.Search(`//h3[starts-with(normalize-space(.), 'TestFailover')]//*[normalize-space(.)='Succeeded']`)),
 		chromedp.WaitNotPresent(chromedp.Search(`//h1//*[normalize-space(.)='test active']`)))
+	b.waitText("passed: vm-00 VMReady")
 	b.shot("test-failover-succeeded")
 
 	// Protect a VM: a refusal inline, then a request followed through its phases.
