@@ -54,7 +54,10 @@ type Zone struct {
 	Ctx context.Context
 	// VMs are the group's VMs.
 	VMs []string
-	dir string
+	// QuorumManager is the running quorum-manager; StartQuorumManager starts
+	// a new one (after a rebuild of the quorum cluster).
+	QuorumManager *env.Process
+	dir           string
 }
 
 // New builds the zone and waits until the group runs on the primary, healthy
@@ -68,7 +71,7 @@ func New(t testing.TB, o Options) *Zone {
 		z.startWorkload(c)
 		z.startAgent(c, fabric)
 	}
-	z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	z.StartQuorumManager()
 
 	var refs []srv1alpha1.VirtualMachineReference
 	for i := range o.VMs {
@@ -125,6 +128,11 @@ func New(t testing.TB, o Options) *Zone {
 		return nil
 	})
 	return z
+}
+
+// StartQuorumManager runs quorum-manager against the quorum cluster.
+func (z *Zone) StartQuorumManager() {
+	z.QuorumManager = z.StartQuorum(z.T, setup.QuorumOptions{ProbeInterval: time.Second})
 }
 
 // kubeletDir is the kubelet folder of a cluster's node: the storage simulator
