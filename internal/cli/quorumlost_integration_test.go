@@ -168,8 +168,11 @@ func (z *zone) wipeQuorum(ctx context.Context) {
 	}
 	env.Eventually(z.t, timeout, "DR namespace empty", func() error {
 		pgs := &srv1alpha1.ProtectionGroupList{}
-		if err := c.List(ctx, pgs, client.InNamespace(env.Namespace)); err != nil || len(pgs.Items) > 0 {
-			return fmt.Errorf("groups left: %d (%v)", len(pgs.Items), err)
+		if err := c.List(ctx, pgs, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		if len(pgs.Items) > 0 {
+			return fmt.Errorf("groups left: %d", len(pgs.Items))
 		}
 		return nil
 	})
