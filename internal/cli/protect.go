@@ -119,9 +119,11 @@ func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1a
 	if err != nil {
 		return stillRunning(err, "ProtectionRequest", pr.Namespace, pr.Name, string(pr.Status.Phase))
 	}
+	// completionTime has whole seconds, the phases finer times: the request
+	// ended with its last phase.
 	end := time.Now()
-	if pr.Status.CompletionTime != nil {
-		end = pr.Status.CompletionTime.Time
+	if h := pr.Status.PhaseHistory; len(h) > 0 {
+		end = h[len(h)-1].Time.Time
 	}
 	fmt.Fprintf(o.Out, "\nTimeline of ProtectionRequest %s (%s):\n", pr.Name, pr.Status.Phase)
 	timeline(o.Out, pr.Status.PhaseHistory, end)
