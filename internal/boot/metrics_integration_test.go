@@ -55,7 +55,7 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	go func() { _ = srv.Start(ctx) }()
 
 	get := func(bearer string) (int, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", http.NoBody)
 		if err != nil {
 			return 0, err
 		}

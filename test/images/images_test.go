@@ -196,7 +196,7 @@ func checkDockerfile(t *testing.T, root, name, user, entry string) {
 	if m := userRe.FindAllStringSubmatch(df, -1); len(m) == 0 || m[len(m)-1][1] != user {
 		t.Errorf("Dockerfile's last USER is %v, the image's %s", m, user)
 	}
-	if m := entrypointRe.FindStringSubmatch(df); m == nil || m[1] != entry {
+	if m := entrypointRe.FindStringSubmatch(df); len(m) < 2 || m[1] != entry {
 		t.Errorf("Dockerfile's ENTRYPOINT is %v, the image's %s", m, entry)
 	}
 	if !strings.Contains(df, "/out/"+name+" "+entry) {
