@@ -14,12 +14,23 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak clean
+.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak clean
 
 all: build
 
 build: console ## Build the product binaries into bin/ (the console with its front end embedded).
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+# make images: the OCI images of every binary (tools/images) into $(IMAGES_OUT),
+# without a container daemon; REGISTRY=host/org also pushes them there.
+# Tags default to the charts' appVersion; labels carry the commit.
+IMAGES_OUT ?= $(BIN)/images
+VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/quorum-control-plane/Chart.yaml)
+REGISTRY ?=
+
+images: console ## Build the OCI images of every binary into bin/images (REGISTRY=... pushes them); needs apt lists for drbd-utils.
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run -C tools/images . -root $(CURDIR) -out $(CURDIR)/$(IMAGES_OUT) \
+		-version $(VERSION) -revision $$(git rev-parse HEAD) -registry "$(REGISTRY)"
 
 CONSOLE_WEB := web/console
 CONSOLE_DIST := internal/console/ui/dist
@@ -66,6 +77,8 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	$(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/kubectl && $(GO) mod tidy -diff
+	cd tools/images && $(GO) mod tidy -diff
+	cd tools/promql && $(GO) mod tidy -diff
 
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
