@@ -53,8 +53,12 @@ func (r *Reconciler) ensureKey(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	for _, c := range missing {
 		rc := s.remotes[c]
+		// Into the DR namespace of the workload cluster, where the quorum
+		// identity may create Secrets: creating Secrets in any namespace would
+		// let it mint tokens for every ServiceAccount there. pg-controller
+		// copies the key to the VRG's namespace.
 		copied := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.vrgNamespace, Name: drv1alpha1.VolSyncPSKSecretName(s.drpc.Name),
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.drpc.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(s.drpc.Name),
 				Labels: map[string]string{srv1alpha1.ManagedByLabel: srv1alpha1.ManagedByValue, srv1alpha1.ZoneLabel: s.zone}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{drv1alpha1.VolSyncPSKKey: key},

@@ -46,6 +46,7 @@ func (s *scope) vrgLabels() map[string]string {
 		srv1alpha1.ManagedByLabel:       srv1alpha1.ManagedByValue,
 		srv1alpha1.ZoneLabel:            s.zone,
 		srv1alpha1.ProtectionGroupLabel: s.group.Name,
+		srv1alpha1.DRNamespaceLabel:     s.drpc.Namespace,
 	}
 	if g := s.globalVGR(); g != "" {
 		l[drv1alpha1.GlobalVGRLabel] = g
