@@ -87,7 +87,7 @@ func (f *fleet) client(cluster string) client.Client { return f.z.Clusters[clust
 
 // newFleet starts the clusters and builds the binaries.
 func newFleet(t testing.TB) *fleet {
-	harness.RequireAPIServers(t) // before building anything
+	harness.RequireAPIServers(t)   // before building anything
 	ctrl.SetLogger(logr.Discard()) // the in-process simulators and agents; the binaries log to files
 	f := &fleet{t: t, dir: t.TempDir(), groups: map[string][]string{}}
 	f.bin = filepath.Join(f.dir, "bin")
