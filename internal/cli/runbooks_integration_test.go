@@ -106,6 +106,8 @@ func (z *zone) runbooks(t *testing.T) {
 		assert.Empty(t, tfs.Items, "the finished TestFailover is deleted")
 	})
 
+	t.Run("quorum-cluster-lost.md", z.quorumClusterLost)
+
 	t.Run("disaster-failover.sh", func(t *testing.T) {
 		z.waitIdle()
 		before := z.requests(ctx)
