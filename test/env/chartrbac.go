@@ -78,10 +78,7 @@ func (e *Env) installChartRBAC(t testing.TB) {
 		if name == Quorum {
 			chart, ns = "quorum-control-plane", Namespace
 		}
-		err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
+		ensureNamespace(t, c.Client, ns)
 		for _, obj := range renderChart(t, chart, ns) {
 			switch obj.GetKind() {
 			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":

@@ -88,11 +88,8 @@ func (e *Env) InstallClusterRoles(t testing.TB, cluster, chart string) {
 // failovers, evaluated by the API server itself) on the quorum cluster.
 func (e *Env) InstallConfirmationPolicy(t testing.TB) {
 	t.Helper()
-	for _, obj := range renderChart(t, "protectionzone", ZoneWebhookNamespace) {
-		switch obj.GetKind() {
-		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			require.NoError(t, e.Client(Quorum).Create(context.Background(), obj), "%s %s", obj.GetKind(), obj.GetName())
-		}
+	for _, obj := range chartrender.AdmissionPolicies(renderChart(t, "protectionzone", ZoneWebhookNamespace)) {
+		require.NoError(t, e.Client(Quorum).Create(context.Background(), obj), "%s %s", obj.GetKind(), obj.GetName())
 	}
 	// The API server applies a new policy once its informer has it.
 	probe := &srv1alpha1.FailoverRequest{

@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
+	"github.com/siterecovery/siterecovery/test/chartrender"
 )
 
 // ZoneWebhookNamespace is where the tests install the protectionzone chart, as
@@ -52,15 +52,7 @@ func (e *Env) StartZoneWebhook(t testing.TB) *Process {
 		})
 	// It serves once its certificate is written and its CA injected: then a
 	// zone naming a missing Secret is refused by it, not by a connection error.
-	probe := &srv1alpha1.ProtectionZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "webhook-probe"},
-		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD,
-			Clusters: []srv1alpha1.ZoneCluster{
-				{Name: "a", Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
-				{Name: "b", Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
-			},
-			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}}},
-	}
+	probe := chartrender.ZoneWebhookProbe(Namespace)
 	Eventually(t, time.Minute, "the ProtectionZone webhook serves", func() error {
 		err := c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), "does not exist in namespace") {

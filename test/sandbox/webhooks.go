@@ -66,12 +66,9 @@ func (sb *sandbox) installConfirmationPolicy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, obj := range objs {
-		switch obj.GetKind() {
-		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil {
-				return err
-			}
+	for _, obj := range chartrender.AdmissionPolicies(objs) {
+		if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -88,15 +85,7 @@ func (sb *sandbox) waitWebhooks(ctx context.Context) error {
 		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "no-such-group"},
 			TargetCluster: dr, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 60},
 	}
-	zone := &srv1alpha1.ProtectionZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "webhook-probe"},
-		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD,
-			Clusters: []srv1alpha1.ZoneCluster{
-				{Name: "a", Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
-				{Name: "b", Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "no-such-secret"}},
-			},
-			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}}},
-	}
+	zone := chartrender.ZoneWebhookProbe(drNamespace)
 	for _, obj := range []client.Object{probe, zone} {
 		err := poll(ctx, time.Minute, func() (bool, error) {
 			err := q.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
