@@ -195,30 +195,21 @@ func newPVC(ns, name, sc string) *corev1.PersistentVolumeClaim {
 }
 
 // volume is the data handle of a primary PVC (its PV name), once bound.
-func (g *group) volume(pvc string) string {
-	g.t.Helper()
-	var name string
-	eventually(g.t, "PVC "+pvc+" bound", func() error {
-		p := &corev1.PersistentVolumeClaim{}
-		if err := g.z.primary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
-			return err
-		}
-		if p.Status.Phase != corev1.ClaimBound {
-			return fmt.Errorf("phase %q", p.Status.Phase)
-		}
-		name = p.Spec.VolumeName
-		return nil
-	})
-	return name
-}
+func (g *group) volume(pvc string) string { return g.boundVolume(g.z.primary, "PVC "+pvc, pvc) }
 
 // received is the data handle of the secondary's PVC, once bound.
 func (g *group) received(pvc string) string {
+	return g.boundVolume(g.z.secondary, "received PVC "+pvc, pvc)
+}
+
+// boundVolume waits until a PVC of the group's namespace on c is bound and
+// returns its PV name.
+func (g *group) boundVolume(c client.Client, what, pvc string) string {
 	g.t.Helper()
 	var name string
-	eventually(g.t, "received PVC "+pvc+" bound", func() error {
+	eventually(g.t, what+" bound", func() error {
 		p := &corev1.PersistentVolumeClaim{}
-		if err := g.z.secondary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
 			return err
 		}
 		if p.Status.Phase != corev1.ClaimBound {
