@@ -88,14 +88,7 @@ func AggregateSynced(in Input, s Synced) Output {
 			st.Conditions[i].Message = "replication is " + string(st.Health) + syncedDetail(s, st.Health)
 		}
 	}
-	out := Output{Status: st, Episode: ep, NextBreach: next}
-	out.Changed = statusChanged(prev, &out.Status)
-	if out.Changed {
-		out.Status.LastUpdateTime = &metav1.Time{Time: now}
-	} else {
-		out.Status.LastUpdateTime = prev.LastUpdateTime
-	}
-	return out
+	return output(prev, st, ep, next, now)
 }
 
 func syncedDetail(s Synced, h srv1alpha1.ReplicationHealth) string {
