@@ -119,10 +119,15 @@ func TestVolSyncFlows(t *testing.T) {
 	z.f.Data.Change(z.volume(P), 0.05, 12)
 	lost := z.f.Data.Checksum(z.volume(P))
 	require.NotEqual(t, lastImage, lost)
-	z.patchDRPC(func(d *drv1alpha1.DRPlacementControl) {
-		d.Spec.Action, d.Spec.FailoverCluster = drv1alpha1.ActionFailover, D
-	})
+	image := z.lastCycle(P)
+	fr := z.failover("vs-unplanned", D)
 	z.waitPhase(drv1alpha1.DRStateFailedOver, D)
+	// The request names the time of the image the target restored: the
+	// data-loss window the user has to reconcile.
+	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+	require.NotNil(t, risk, "an unplanned failover records what may be lost")
+	require.Equal(t, "RestoredFromImage", risk.Reason, risk.Message)
+	require.Contains(t, risk.Message, "restored from its last complete sync at "+image.UTC().Format(time.RFC3339))
 	require.Equal(t, lastImage, z.f.Data.Checksum(z.volume(D)), "the new primary holds the last complete image")
 	rb := z.f.Mover.Transfers(env.AppNS, "rb-"+pvc)
 	require.Len(t, rb, 1, "the new primary rolled its PVC back to the image once")
@@ -176,6 +181,39 @@ func TestVolSyncFlows(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// lastCycle is the time of the last complete cycle of the group's source on
+// cluster.
+func (z *vsZone) lastCycle(cluster string) time.Time {
+	z.t.Helper()
+	list := &drv1alpha1.ReplicationGroupSourceList{}
+	require.NoError(z.t, z.Client(cluster).List(ctx, list, client.InNamespace(env.AppNS)))
+	require.Len(z.t, list.Items, 1)
+	last := list.Items[0].Status.LastSyncTime
+	require.NotNil(z.t, last, "a cycle completed")
+	return last.Time
+}
+
+// failover asks for an unplanned failover of the group to target with a
+// FailoverRequest, confirmed, and returns it once completed.
+func (z *vsZone) failover(name, target string) *srv1alpha1.FailoverRequest {
+	z.t.Helper()
+	fr := &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name,
+		Annotations: map[string]string{srv1alpha1.ConfirmAnnotation: vsApp}},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: vsApp, Namespace: env.Namespace},
+			TargetCluster: target, FailoverType: srv1alpha1.FailoverUnplanned, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300}}
+	require.NoError(z.t, z.Client(env.Quorum).Create(ctx, fr))
+	env.Eventually(z.t, timeout, name+" completed", func() error {
+		if err := z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(fr), fr); err != nil {
+			return err
+		}
+		if fr.Status.Phase != srv1alpha1.FailoverCompleted {
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	return fr
 }
 
 func (z *vsZone) vrg(cluster, name string) (*drv1alpha1.VolumeReplicationGroup, error) {

@@ -154,6 +154,7 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (ctrl.Result, err
 		if err := r.flipActiveCluster(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
+		recordRestoredImage(s, d)
 		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(st.Phase), drpcSummary(d))
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running",
 			fmt.Sprintf("DRPlacementControl %s placed %s on %s", d.Name, s.group.Name, tgt))
