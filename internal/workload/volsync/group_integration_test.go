@@ -24,6 +24,8 @@ func TestConsistencyGroup(t *testing.T) {
 	t.Run("CrashInEveryStep", func(t *testing.T) { crash(t, z) })
 	t.Run("VRG", func(t *testing.T) { vrgPath(t, z, "vrg", true) })
 	t.Run("VRGStandard", func(t *testing.T) { vrgPath(t, z, "vrg-std", false) })
+	t.Run("RollbackCrashInEveryStep", func(t *testing.T) { rollbackCrash(t, z, "rb-crash", true) })
+	t.Run("RollbackCrashInEveryStepStandard", func(t *testing.T) { rollbackCrash(t, z, "rb-crash-std", false) })
 }
 
 // fullSync: every cycle sends every block, the secondary's images equal the

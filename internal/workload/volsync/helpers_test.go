@@ -56,6 +56,7 @@ type zone struct {
 	mover              *mover.Mover
 	configs            map[string]*rest.Config
 	stops              map[string]func()
+	simStops           map[string]func()
 	// t is the test that owns the zone: a manager restarted inside a subtest
 	// must outlive that subtest, so that later subtests find it running.
 	t *testing.T
@@ -66,16 +67,12 @@ func startZone(t *testing.T) *zone {
 	log.SetLogger(zap.New(zap.WriteTo(t.Output()), zap.UseDevMode(false)))
 	s := scheme.New()
 	hz := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary, harness.DR)
-	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, t: t}
+	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, simStops: map[string]func(){}, t: t}
 	z.mover = mover.New(z.data)
 	for _, name := range []string{harness.Primary, harness.DR} {
 		cfg := hz.Clusters[name].Config
 		z.configs[name] = cfg
-		sims := newManager(t, cfg)
-		require.NoError(t, snapshotsim.SetupWithManager(sims, snapshotsim.Options{Data: z.data}))
-		require.NoError(t, storagesim.SetupWithManager(sims, storagesim.Options{SkipRestores: true}))
-		require.NoError(t, z.mover.SetupWithManager(sims, name))
-		run(t, sims)
+		z.startSims(t, name)
 		z.startControllers(t, name)
 		c := hz.Clusters[name].Client
 		require.NoError(t, c.Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: storageClass}, Provisioner: provisioner}))
@@ -113,6 +110,17 @@ func run(t *testing.T, mgr ctrl.Manager) func() {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// startSims runs the snapshot, storage and mover simulators of a cluster
+// until the zone's test ends; simStops stops them early, which holds every
+// step that waits for them.
+func (z *zone) startSims(t *testing.T, cluster string) {
+	sims := newManager(t, z.configs[cluster])
+	require.NoError(t, snapshotsim.SetupWithManager(sims, snapshotsim.Options{Data: z.data}))
+	require.NoError(t, storagesim.SetupWithManager(sims, storagesim.Options{SkipRestores: true}))
+	require.NoError(t, z.mover.SetupWithManager(sims, cluster))
+	z.simStops[cluster] = run(z.t, sims)
 }
 
 // startControllers runs the workload tier's VolSync controllers on a cluster,
