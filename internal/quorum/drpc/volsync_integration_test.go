@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,6 +179,20 @@ func TestVolSyncFlows(t *testing.T) {
 			err := z.Client(c).Get(ctx, client.ObjectKey{Namespace: ns, Name: drv1alpha1.VolSyncPSKSecretName(vsApp)}, &corev1.Secret{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("key Secret on %s: %w", c, err)
+			}
+		}
+		// No snapshot of the group stays: neither the primary's group
+		// snapshots nor the secondary's images.
+		for _, c := range []string{P, D} {
+			vs := &snapshotv1.VolumeSnapshotList{}
+			vgs := &groupsnapshotv1.VolumeGroupSnapshotList{}
+			for _, l := range []client.ObjectList{vs, vgs} {
+				if err := z.Client(c).List(ctx, l, client.InNamespace(env.AppNS)); err != nil {
+					return err
+				}
+			}
+			if len(vs.Items)+len(vgs.Items) > 0 {
+				return fmt.Errorf("on %s: %d VolumeSnapshots, %d VolumeGroupSnapshots left", c, len(vs.Items), len(vgs.Items))
 			}
 		}
 		return nil

@@ -9,12 +9,14 @@ import (
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
@@ -32,6 +34,7 @@ func rollbackCrash(t *testing.T, z *zone, ns string, diff bool) {
 	g := z.vrgPair(t, ns, diff)
 	last, err := g.imageSums()
 	require.NoError(t, err)
+	images := g.imageNames()
 
 	// A sync stalls halfway on disk-0 and completes on disk-1: both received
 	// PVCs differ from the last complete image.
@@ -169,6 +172,37 @@ func rollbackCrash(t *testing.T, z *zone, ns string, diff bool) {
 		}
 	}
 	requireNoRollbackLeft(t, z.secondary, ns)
+
+	// The former secondary's images go with its destinations: the PVCs are
+	// the application's now, and each image would hold a copy of one.
+	eventually(t, "the received images deleted", func() error {
+		for _, name := range images {
+			if err := present(ctx, z.secondary, ns, name, &snapshotv1.VolumeSnapshot{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("image %s: %v", name, err)
+			}
+		}
+		kept := &snapshotv1.VolumeSnapshotList{}
+		if err := z.secondary.List(ctx, kept, client.InNamespace(ns), client.HasLabels{volsync.RGDLabel}); err != nil {
+			return err
+		}
+		if len(kept.Items) > 0 {
+			return fmt.Errorf("%d images of a destination left", len(kept.Items))
+		}
+		return nil
+	})
+}
+
+// imageNames are the snapshots of the group's recorded images.
+func (g *group) imageNames() []string {
+	g.t.Helper()
+	d := &drv1alpha1.ReplicationGroupDestination{}
+	require.NoError(g.t, g.z.secondary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: g.name}, d))
+	var out []string
+	for _, li := range d.Status.LatestImages {
+		out = append(out, li.Snapshot.Name)
+	}
+	require.NotEmpty(g.t, out)
+	return out
 }
 
 // requireNoRollbackLeft checks that no object of the VRG's rollback remains.

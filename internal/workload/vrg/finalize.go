@@ -25,7 +25,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // finalize is the cleanup path for a VRG being deleted: it lets go of
-// its PVCs, deletes the shared VGR only when every VRG of the group is being deleted,
+// its PVCs, deletes its VolSync groups, the shared VGR only when every VRG of the group is being deleted,
 // and removes its own finalizer last. A VRG whose peers live on does not wait for
 // them: the VGR is kept and the last VRG of the group deletes it.
 func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
@@ -36,6 +36,15 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 		return flow.Transient("PatchFailed", err)
 	}
 	if err := r.deletePSK(ctx, s); err != nil {
+		return err
+	}
+	// The VolSync groups' own finalizers delete their snapshots, restored
+	// PVCs, movers and received images; owner references alone would leave
+	// that to a garbage collector, which a cluster may run late or not at all.
+	if err := r.deleteRGSs(ctx, s, nil); err != nil {
+		return err
+	}
+	if err := r.deleteRGDs(ctx, s, nil); err != nil {
 		return err
 	}
 	if name := s.globalName(); name != "" {

@@ -262,13 +262,19 @@ func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha
 	meta.SetStatusCondition(&rgd.Status.Conditions, c)
 }
 
-// finalize deletes the destinations; the received PVCs and images stay.
+// finalize deletes the destinations and the images they received; the
+// received PVCs stay. The group goes when its VRG turns primary (after the
+// rollback read the images) or goes itself, and then no image is needed: left
+// behind, each would hold a full copy of a PVC on the former secondary.
 func (r *Reconciler) finalize(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination) error {
 	if !controllerutil.ContainsFinalizer(rgd, Finalizer) {
 		return nil
 	}
 	list := &volsyncv1alpha1.ReplicationDestinationList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
+		return err
+	}
+	if err := r.deleteImages(ctx, rgd, list.Items); err != nil {
 		return err
 	}
 	for i := range list.Items {

@@ -5,6 +5,7 @@ import (
 
 	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
@@ -60,6 +61,32 @@ func (r *Reconciler) retainImages(ctx context.Context, rgd *drv1alpha1.Replicati
 			continue
 		}
 		if err := r.Client.Delete(ctx, &kept.Items[i]); client.IgnoreNotFound(err) != nil {
+			return flow.Transient("DeleteFailed", err)
+		}
+	}
+	return nil
+}
+
+// deleteImages deletes the images the group kept and each destination's
+// newest one, which the group may not have kept yet. The destinations' own
+// snapshots are read first: once the destinations are gone nothing names them.
+func (r *Reconciler) deleteImages(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination, rds []volsyncv1alpha1.ReplicationDestination) error {
+	kept := &snapshotv1.VolumeSnapshotList{}
+	if err := r.Client.List(ctx, kept, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name, DoNotDeleteLabel: "true"}); err != nil {
+		return flow.Transient("ReadFailed", err)
+	}
+	names := map[string]bool{}
+	for _, vs := range kept.Items {
+		names[vs.Name] = true
+	}
+	for _, rd := range rds {
+		if rd.Status != nil && rd.Status.LatestImage != nil && rd.Status.LatestImage.Kind == "VolumeSnapshot" {
+			names[rd.Status.LatestImage.Name] = true
+		}
+	}
+	for name := range names {
+		vs := &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: rgd.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, vs); client.IgnoreNotFound(err) != nil {
 			return flow.Transient("DeleteFailed", err)
 		}
 	}
