@@ -68,7 +68,8 @@ func TestAlertsAndDashboardsNameOnlyExportedMetrics(t *testing.T) {
 	names := registered(t)
 	for _, must := range []string{"siterecovery_replication_lag_seconds", "siterecovery_replication_in_sync_percent",
 		"siterecovery_replication_connection_state", "siterecovery_rpo_breaches_total", "siterecovery_failover_in_progress",
-		"siterecovery_test_failover_results_total"} {
+		"siterecovery_test_failover_results_total", "siterecovery_replication_sync_interval_seconds",
+		"siterecovery_replication_last_sync_timestamp_seconds"} {
 		require.True(t, names[must], "%s is registered", must)
 	}
 	objs := render(t, map[string]any{"monitoring": map[string]any{"prometheusRule": map[string]any{"force": true}}})

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -109,6 +110,15 @@ func TestVolSyncFlows(t *testing.T) {
 		}
 		if want := fmt.Sprintf("exceeds the objective of %ds", rpoObjective); !strings.Contains(ev.Status.Message, want) {
 			return fmt.Errorf("RPOEvent message %q lacks %q", ev.Status.Message, want)
+		}
+		return nil
+	})
+	// The lag alerts compare the group's lag with its scheduling interval,
+	// which the monitor exports with the last complete sync.
+	env.Eventually(t, timeout, "sync metrics of the VolSync group", func() error {
+		got := gauges(t, vsApp)
+		if got["siterecovery_replication_sync_interval_seconds"] != 60 || got["siterecovery_replication_last_sync_timestamp_seconds"] == 0 {
+			return fmt.Errorf("metrics %v", got)
 		}
 		return nil
 	})
@@ -421,4 +431,23 @@ func (z *vsZone) waitEvent(reason, part string) {
 		}
 		return fmt.Errorf("events %q", msgs)
 	})
+}
+
+// gauges are the values of the monitor's series of a protection group, by
+// metric name, from the registry quorum-manager exports.
+func gauges(t *testing.T, group string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "protection_group" && l.GetValue() == group && m.GetGauge() != nil {
+					out[f.GetName()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

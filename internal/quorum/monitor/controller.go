@@ -146,6 +146,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.Metrics.record(group.Name, in.ObjectiveSeconds, &out.Status)
+	if synced != nil {
+		r.Metrics.recordSynced(group.Name, synced)
+	}
 	return ctrl.Result{RequeueAfter: requeueAfter(rgs, out.NextBreach, in.Now)}, nil
 }
 

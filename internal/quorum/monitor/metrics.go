@@ -22,6 +22,11 @@ const (
 	MetricRPOObjective    = "siterecovery_rpo_objective_seconds"
 	MetricRPOBreachActive = "siterecovery_rpo_breach_active"
 	MetricRPOBreaches     = "siterecovery_rpo_breaches_total"
+	// MetricSyncInterval and MetricLastSync describe the groups replicated in
+	// cycles (VolSync, Offloaded): their lag alerts compare
+	// MetricGroupLag with multiples of the interval.
+	MetricSyncInterval = "siterecovery_replication_sync_interval_seconds"
+	MetricLastSync     = "siterecovery_replication_last_sync_timestamp_seconds"
 )
 
 // Metrics are the replication-monitor's Prometheus metrics. Per-VM series of a
@@ -30,6 +35,7 @@ type Metrics struct {
 	lag, inSync, outOfSync, connection               *prometheus.GaugeVec
 	groupLag, health, ready, objective, breachActive *prometheus.GaugeVec
 	breaches                                         *prometheus.CounterVec
+	syncInterval, lastSync                           *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// seen is, per group, each VM's "namespace/name" and its connection state.
@@ -64,10 +70,17 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		breachActive: gauge(MetricRPOBreachActive, "1 while the group's lag exceeds its RPO objective (an RPOEvent is Active).", group),
 		breaches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRPOBreaches,
 			Help: "RPO breach episodes started (RPOEvents created)."}, group),
+		syncInterval: gauge(MetricSyncInterval,
+			"The scheduling interval of a group replicated in cycles (VolSync, Offloaded), in seconds; absent when the storage replicates on its own.",
+			[]string{"protection_group", "backend"}),
+		lastSync: gauge(MetricLastSync,
+			"Unix time of the last complete sync of a group replicated in cycles (VolSync, Offloaded); absent before the first one.",
+			[]string{"protection_group", "backend"}),
 		seen:     map[string]map[vmLabels]string{},
 		healthOf: map[string]string{},
 	}
-	reg.MustRegister(m.lag, m.inSync, m.outOfSync, m.connection, m.groupLag, m.health, m.ready, m.objective, m.breachActive, m.breaches)
+	reg.MustRegister(m.lag, m.inSync, m.outOfSync, m.connection, m.groupLag, m.health, m.ready, m.objective, m.breachActive, m.breaches,
+		m.syncInterval, m.lastSync)
 	return m
 }
 
@@ -125,6 +138,20 @@ func (m *Metrics) record(group string, objective int32, st *srv1alpha1.Replicati
 	m.seen[group] = now
 }
 
+// recordSynced publishes the cycle of a group replicated in cycles.
+func (m *Metrics) recordSynced(group string, s *Synced) {
+	match := prometheus.Labels{"protection_group": group}
+	m.syncInterval.DeletePartialMatch(match)
+	m.lastSync.DeletePartialMatch(match)
+	backend := string(s.Backend)
+	if s.Interval > 0 {
+		m.syncInterval.WithLabelValues(group, backend).Set(s.Interval.Seconds())
+	}
+	if s.LastSyncTime != nil {
+		m.lastSync.WithLabelValues(group, backend).Set(float64(s.LastSyncTime.Unix()))
+	}
+}
+
 func (m *Metrics) deleteVM(group string, l vmLabels, conn string) {
 	m.lag.DeleteLabelValues(group, l.namespace, l.vm)
 	m.inSync.DeleteLabelValues(group, l.namespace, l.vm)
@@ -137,7 +164,7 @@ func (m *Metrics) forget(group string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	match := prometheus.Labels{"protection_group": group}
-	for _, v := range []*prometheus.GaugeVec{m.lag, m.inSync, m.outOfSync, m.connection, m.groupLag, m.health, m.ready, m.objective, m.breachActive} {
+	for _, v := range []*prometheus.GaugeVec{m.lag, m.inSync, m.outOfSync, m.connection, m.groupLag, m.health, m.ready, m.objective, m.breachActive, m.syncInterval, m.lastSync} {
 		v.DeletePartialMatch(match)
 	}
 	m.breaches.DeletePartialMatch(match)

@@ -25,6 +25,11 @@ type Synced struct {
 	Tracked bool
 	// Protected is the DRPC's Protected condition.
 	Protected bool
+	// Backend is the zone's storage backend.
+	Backend srv1alpha1.StorageBackend
+	// Interval is the DRPolicy's schedulingInterval; 0 when the storage
+	// replicates on its own.
+	Interval time.Duration
 }
 
 // AggregateSynced computes the status of a group of the Offloaded or VolSync

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +32,7 @@ func (r *Reconciler) readSynced(ctx context.Context, group *srv1alpha1.Protectio
 	if err := r.Client.List(ctx, list, client.InNamespace(group.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing DRPlacementControls: %w", err)
 	}
-	s := &Synced{Since: group.CreationTimestamp.Time}
+	s := &Synced{Since: group.CreationTimestamp.Time, Backend: zone.Spec.StorageBackend}
 	for i := range list.Items {
 		d := &list.Items[i]
 		if d.Spec.ProtectionGroupRef.Name != group.Name {
@@ -44,22 +44,32 @@ func (r *Reconciler) readSynced(ctx context.Context, group *srv1alpha1.Protectio
 			at := t.Time
 			s.LastSyncTime = &at
 		}
-		s.Tracked = s.LastSyncTime != nil || r.scheduled(ctx, d)
+		s.Interval = r.interval(ctx, d)
+		s.Tracked = s.LastSyncTime != nil || s.Interval > 0
 		return s, nil
 	}
 	// No DRPC yet: nothing protects the group.
 	return s, nil
 }
 
-// scheduled reports whether the DRPC's policy syncs on a schedule, so that a
-// missing sync time is lag rather than storage that replicates on its own.
-func (r *Reconciler) scheduled(ctx context.Context, d *drv1alpha1.DRPlacementControl) bool {
+// interval is the DRPC's policy's schedulingInterval (<n>m, <n>h or <n>d); 0
+// when the storage replicates on its own, so that a missing sync time is
+// then no lag.
+func (r *Reconciler) interval(ctx context.Context, d *drv1alpha1.DRPlacementControl) time.Duration {
 	p := &drv1alpha1.DRPolicy{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.DRPolicyRef.Name}, p); err != nil {
-		return false
+		return 0
 	}
-	n, err := strconv.Atoi(strings.TrimRight(p.Spec.SchedulingInterval, "mhd"))
-	return err == nil && n > 0
+	v := p.Spec.SchedulingInterval
+	if v == "" {
+		return 0
+	}
+	unit := map[byte]time.Duration{'m': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[v[len(v)-1]]
+	n, err := strconv.Atoi(v[:len(v)-1])
+	if err != nil || n <= 0 || unit == 0 {
+		return 0
+	}
+	return time.Duration(n) * unit
 }
 
 // groupOfDRPC maps a DRPlacementControl to the group it places.

@@ -178,7 +178,7 @@ func rollbackCrash(t *testing.T, z *zone, ns string, diff bool) {
 	eventually(t, "the received images deleted", func() error {
 		for _, name := range images {
 			if err := present(ctx, z.secondary, ns, name, &snapshotv1.VolumeSnapshot{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("image %s: %v", name, err)
+				return fmt.Errorf("image %s: %w", name, err)
 			}
 		}
 		kept := &snapshotv1.VolumeSnapshotList{}
