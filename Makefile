@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak clean
+.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak bench-volsync clean
 
 all: build
 
@@ -139,6 +139,10 @@ BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./internal
 bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
 	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
+
+bench-volsync: ## VolSync group cycles of 8 and 64 PVCs of 1 GiB: diff bytes over full, cycle time over its write floor.
+	$(GO) test -count=1 -run '^$$' ./internal/workload/volsync >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 30m -run '^$$' -bench '^BenchmarkGroupCycle' -benchtime 1x ./internal/workload/volsync | $(GO) run ./test/benchtable
 
 bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
 	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null

@@ -59,10 +59,13 @@ type zone struct {
 	simStops           map[string]func()
 	// t is the test that owns the zone: a manager restarted inside a subtest
 	// must outlive that subtest, so that later subtests find it running.
-	t *testing.T
+	t testing.TB
 }
 
-func startZone(t *testing.T) *zone {
+// startZone is a zone whose volumes have blocks blocks of blockSize bytes.
+func startZone(t *testing.T) *zone { return startZoneWith(t, blockSize, blocks) }
+
+func startZoneWith(t testing.TB, blockSize int64, blocks int) *zone {
 	t.Helper()
 	log.SetLogger(zap.New(zap.WriteTo(t.Output()), zap.UseDevMode(false)))
 	s := scheme.New()
@@ -86,7 +89,7 @@ func startZone(t *testing.T) *zone {
 	return z
 }
 
-func newManager(t *testing.T, cfg *rest.Config) ctrl.Manager {
+func newManager(t testing.TB, cfg *rest.Config) ctrl.Manager {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
@@ -96,7 +99,7 @@ func newManager(t *testing.T, cfg *rest.Config) ctrl.Manager {
 
 // run starts mgr until the test ends and returns a function that stops it
 // early, as a killed process would stop.
-func run(t *testing.T, mgr ctrl.Manager) func() {
+func run(t testing.TB, mgr ctrl.Manager) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -115,7 +118,7 @@ func run(t *testing.T, mgr ctrl.Manager) func() {
 // startSims runs the snapshot, storage and mover simulators of a cluster
 // until the zone's test ends; simStops stops them early, which holds every
 // step that waits for them.
-func (z *zone) startSims(t *testing.T, cluster string) {
+func (z *zone) startSims(t testing.TB, cluster string) {
 	sims := newManager(t, z.configs[cluster])
 	require.NoError(t, snapshotsim.SetupWithManager(sims, snapshotsim.Options{Data: z.data}))
 	require.NoError(t, storagesim.SetupWithManager(sims, storagesim.Options{SkipRestores: true}))
@@ -125,7 +128,7 @@ func (z *zone) startSims(t *testing.T, cluster string) {
 
 // startControllers runs the workload tier's VolSync controllers on a cluster,
 // the part of pg-controller under test, until the zone's test ends.
-func (z *zone) startControllers(t *testing.T, cluster string) {
+func (z *zone) startControllers(t testing.TB, cluster string) {
 	mgr := newManager(t, z.configs[cluster])
 	require.NoError(t, rgs.SetupWithManager(mgr))
 	require.NoError(t, rgd.SetupWithManager(mgr))
@@ -136,7 +139,7 @@ func (z *zone) startControllers(t *testing.T, cluster string) {
 // group is one consistency group protected from the primary to the secondary.
 type group struct {
 	z    *zone
-	t    *testing.T
+	t    testing.TB
 	ns   string
 	name string
 	pvcs []string
@@ -144,7 +147,7 @@ type group struct {
 
 // newGroup creates n bound PVCs with data on the primary, and the group's RGD
 // and RGS (trigger manual, not yet fired).
-func (z *zone) newGroup(t *testing.T, ns string, n int, annotations map[string]string) *group {
+func (z *zone) newGroup(t testing.TB, ns string, n int, annotations map[string]string) *group {
 	t.Helper()
 	g := &group{z: z, t: t, ns: ns, name: ns + "-cg"}
 	ctx := t.Context()
@@ -183,7 +186,7 @@ func (z *zone) newGroup(t *testing.T, ns string, n int, annotations map[string]s
 
 // shareKey creates one pre-shared-key Secret on both clusters, as the quorum
 // tier copies it there: the movers connect only with equal keys.
-func (z *zone) shareKey(t *testing.T, ns, name string) {
+func (z *zone) shareKey(t testing.TB, ns, name string) {
 	t.Helper()
 	for _, c := range []client.Client{z.primary, z.secondary} {
 		require.NoError(t, c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -423,7 +426,7 @@ func (g *group) sources() []volsyncv1alpha1.ReplicationSource {
 	return list.Items
 }
 
-func eventually(t *testing.T, what string, cond func() error) {
+func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	var last error
