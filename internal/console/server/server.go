@@ -91,6 +91,7 @@ func New(o Options) *Server {
 	mux.HandleFunc("GET /api/operations", s.authed(s.operations))
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}", s.authed(s.group))
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}/preflight", s.authed(s.preflight))
+	mux.HandleFunc("GET /api/namespaces/{ns}/zones/{zone}/vms", s.authed(s.zoneVMs))
 	mux.HandleFunc("POST /api/namespaces/{ns}/failoverrequests", s.authed(s.createFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/testfailovers", s.authed(s.createTestFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/protectionrequests", s.authed(s.createProtection))
