@@ -34,6 +34,9 @@ func run() int {
 	namespaces := flag.String("namespaces", "", "comma-separated DR namespaces shown to users who may not list ProtectionZones cluster-wide")
 	idle := flag.Duration("idle-timeout", 30*time.Minute, "a session ends after this long without a request")
 	absolute := flag.Duration("absolute-timeout", 8*time.Hour, "a session ends this long after sign-in")
+	promURL := flag.String("prometheus-url", "", "Prometheus HTTP API root for each group's lag history; empty shows the samples the console took")
+	promToken := flag.String("prometheus-token-file", "", "file holding the bearer token sent to -prometheus-url")
+	promCA := flag.String("prometheus-ca-file", "", "CA bundle of -prometheus-url")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -43,10 +46,14 @@ func run() int {
 		return 1
 	}
 	tls := *certFile != "" || *behindProxy
-	srv := server.New(server.Options{
+	opts := server.Options{
 		API: api, Scheme: scheme.New(), Namespaces: split(*namespaces), TLS: tls,
 		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: log,
-	})
+	}
+	if *promURL != "" {
+		opts.Prometheus = &server.PrometheusOptions{URL: *promURL, BearerTokenFile: *promToken, CAFile: *promCA}
+	}
+	srv := server.New(opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go srv.Run(ctx)

@@ -119,6 +119,22 @@ func startQuorum(t *testing.T, o server.Options, sites ...string) *quorum {
 	return q
 }
 
+// startQuorumBeside serves a second console, with options o, over the API
+// server of q, with q's users.
+func startQuorumBeside(t *testing.T, q *quorum, o server.Options) *quorum {
+	t.Helper()
+	n := &quorum{t: t, cluster: q.cluster, admin: q.admin, tokens: q.tokens, log: &syncBuffer{}, clock: q.clock, sites: q.sites}
+	if o.Namespaces == nil {
+		o.Namespaces = []string{drNamespace}
+	}
+	o.API, o.Scheme, o.Now = q.cluster.Config, scheme.New(), q.clock.now
+	o.Log = slog.New(slog.NewJSONHandler(n.log, nil))
+	n.console = server.New(o)
+	n.srv = httptest.NewServer(n.console)
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
 func (q *quorum) create(obj client.Object) {
 	q.t.Helper()
 	require.NoError(q.t, q.admin.Create(context.Background(), obj))
