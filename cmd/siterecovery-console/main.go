@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/console/ui"
@@ -39,16 +41,18 @@ func run() int {
 	promCA := flag.String("prometheus-ca-file", "", "CA bundle of -prometheus-url")
 	flag.Parse()
 
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// The API clients log through controller-runtime; give them the same sink.
+	log.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	api, err := apiConfig(*apiServer, *caFile)
 	if err != nil {
-		log.Error("quorum API server", "error", err)
+		logger.Error("quorum API server", "error", err)
 		return 1
 	}
 	tls := *certFile != "" || *behindProxy
 	opts := server.Options{
 		API: api, Scheme: scheme.New(), Namespaces: split(*namespaces), TLS: tls,
-		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: log,
+		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: logger,
 	}
 	if *promURL != "" {
 		opts.Prometheus = &server.PrometheusOptions{URL: *promURL, BearerTokenFile: *promToken, CAFile: *promCA}
@@ -65,14 +69,14 @@ func run() int {
 		defer cancel()
 		_ = hs.Shutdown(shutdown)
 	}()
-	log.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
+	logger.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
 	if *certFile != "" {
 		err = hs.ListenAndServeTLS(*certFile, *keyFile)
 	} else {
 		err = hs.ListenAndServe()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serve", "error", err)
+		logger.Error("serve", "error", err)
 		return 1
 	}
 	return 0

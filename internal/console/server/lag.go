@@ -48,7 +48,9 @@ type lagView struct {
 	To               time.Time   `json:"to"`
 	ObjectiveSeconds int32       `json:"objectiveSeconds"`
 	Samples          []lagSample `json:"samples"`
-	// Note says where the samples come from and what is missing.
+	// Since is, for console samples, when the console began sampling.
+	Since *time.Time `json:"since,omitempty"`
+	// Note says what is missing from the samples.
 	Note string `json:"note,omitempty"`
 }
 
@@ -93,8 +95,8 @@ func (s *Server) lag(w http.ResponseWriter, r request) {
 	samples, since := s.lagSamples.window(ns, groupOfStatus(&st), v.From)
 	v.Source, v.Samples = "console", samples
 	if since.After(v.From) {
-		v.Note += "Sampled by the console since " + since.UTC().Format(time.RFC3339) + ", each time the group was read; " +
-			"point the console at Prometheus (console.prometheus.url) for the full history."
+		v.Since = &since
+		v.Note += "The console samples the lag each time the group is read; point it at Prometheus (console.prometheus.url) for the full history."
 	}
 	writeJSON(w, http.StatusOK, v)
 }
@@ -129,11 +131,11 @@ func queryLag(ctx context.Context, p *PrometheusOptions, ns, group string, from,
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, errors.New("Prometheus cannot be reached")
+		return nil, errors.New("cannot reach Prometheus")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("Prometheus answered %s", resp.Status)
+		return nil, fmt.Errorf("answer %s from Prometheus", resp.Status)
 	}
 	var body struct {
 		Status string `json:"status"`
@@ -144,7 +146,7 @@ func queryLag(ctx context.Context, p *PrometheusOptions, ns, group string, from,
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" {
-		return nil, errors.New("Prometheus's answer is not a query result")
+		return nil, errors.New("the answer of Prometheus is not a query result")
 	}
 	out := []lagSample{}
 	for _, series := range body.Data.Result {
@@ -152,7 +154,7 @@ func queryLag(ctx context.Context, p *PrometheusOptions, ns, group string, from,
 			var at float64
 			var val string
 			if json.Unmarshal(pair[0], &at) != nil || json.Unmarshal(pair[1], &val) != nil {
-				return nil, errors.New("Prometheus's answer is not a query result")
+				return nil, errors.New("the answer of Prometheus is not a query result")
 			}
 			f, err := strconv.ParseFloat(val, 64)
 			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {

@@ -223,6 +223,18 @@ export interface Preflight {
   dataLossSeconds?: number;
 }
 
+// LagHistory is a group's replication lag over a window, from Prometheus or
+// from the samples the console took.
+export interface LagHistory {
+  source: 'prometheus' | 'console';
+  from: string;
+  to: string;
+  objectiveSeconds: number;
+  samples: { at: string; seconds: number }[];
+  since?: string;
+  note?: string;
+}
+
 // ZoneVMs are the VMs of a zone's primary cluster, for users who may read
 // that cluster's kubeconfig Secret; reason says why they are not shown otherwise.
 export interface ZoneVMs {
