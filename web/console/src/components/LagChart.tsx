@@ -4,7 +4,7 @@ import { get, LagHistory } from '../api';
 import { seconds } from '../format';
 
 const W = 640;
-const H = 170;
+const H = 130;
 const PAD = { left: 56, right: 12, top: 10, bottom: 24 };
 
 const hour = (t: number) => new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
@@ -84,6 +84,16 @@ export function LagChart({ ns, name, current }: { ns: string; name: string; curr
         </text>
         {area && <path className={`sr-lagchart__area${breached ? ' sr-m-breached' : ''}`} d={area} />}
         {d && <path className={`sr-lagchart__line${breached ? ' sr-m-breached' : ''}`} d={d} />}
+        {pts.length <= 120 &&
+          pts.map((p) => (
+            <circle
+              key={p.t}
+              className={`sr-lagchart__point${objective > 0 && p.v > objective ? ' sr-m-breached' : ''}`}
+              cx={x(p.t)}
+              cy={y(p.v)}
+              r={3}
+            />
+          ))}
       </svg>
       <figcaption>
         {summary}
