@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/console/ui"
@@ -34,19 +36,28 @@ func run() int {
 	namespaces := flag.String("namespaces", "", "comma-separated DR namespaces shown to users who may not list ProtectionZones cluster-wide")
 	idle := flag.Duration("idle-timeout", 30*time.Minute, "a session ends after this long without a request")
 	absolute := flag.Duration("absolute-timeout", 8*time.Hour, "a session ends this long after sign-in")
+	promURL := flag.String("prometheus-url", "", "Prometheus HTTP API root for each group's lag history; empty shows the samples the console took")
+	promToken := flag.String("prometheus-token-file", "", "file holding the bearer token sent to -prometheus-url")
+	promCA := flag.String("prometheus-ca-file", "", "CA bundle of -prometheus-url")
 	flag.Parse()
 
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// The API clients log through controller-runtime; give them the same sink.
+	log.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	api, err := apiConfig(*apiServer, *caFile)
 	if err != nil {
-		log.Error("quorum API server", "error", err)
+		logger.Error("quorum API server", "error", err)
 		return 1
 	}
 	tls := *certFile != "" || *behindProxy
-	srv := server.New(server.Options{
+	opts := server.Options{
 		API: api, Scheme: scheme.New(), Namespaces: split(*namespaces), TLS: tls,
-		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: log,
-	})
+		IdleTimeout: *idle, AbsoluteTimeout: *absolute, UI: ui.FS(), Log: logger,
+	}
+	if *promURL != "" {
+		opts.Prometheus = &server.PrometheusOptions{URL: *promURL, BearerTokenFile: *promToken, CAFile: *promCA}
+	}
+	srv := server.New(opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go srv.Run(ctx)
@@ -58,14 +69,14 @@ func run() int {
 		defer cancel()
 		_ = hs.Shutdown(shutdown)
 	}()
-	log.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
+	logger.Info("serving", "address", *listen, "tls", tls, "apiServer", api.Host)
 	if *certFile != "" {
 		err = hs.ListenAndServeTLS(*certFile, *keyFile)
 	} else {
 		err = hs.ListenAndServe()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serve", "error", err)
+		logger.Error("serve", "error", err)
 		return 1
 	}
 	return 0

@@ -196,10 +196,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.accessible("overview")
 	b.openGroup()
 	b.waitText("Virtual machines and replication")
+	b.waitText("Lag over the last 6 hours")
+	b.run("the lag chart is drawn", chromedp.WaitVisible(chromedp.Search(`//figure[@aria-label='Lag history']//*[local-name()='svg'][starts-with(@aria-label, 'Largest lag over the last 6 hours')]`)))
 	b.shot("group-viewer")
 	b.accessible("group")
 	b.click("Planned failover")
 	b.waitText("Failover lock")
+	// The viewer may not read the zone's kubeconfig Secrets: the console does
+	// not read the target for it, and says so.
+	b.waitText("not checked: dr-cluster is read through the kubeconfig Secret")
+	b.shot("viewer-preflight")
 	b.click("Start planned failover")
 	b.waitText("Failover: you may not")
 	b.shot("viewer-failover-denied")
@@ -212,6 +218,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.openGroup()
 	b.click("Planned failover")
 	b.waitText("Failover lock")
+	// The operator may read them: the target's replica nodes were read.
+	b.waitText("no node of dr-cluster that holds this group's replicas carries")
 	b.shot("planned-failover-preflight")
 	b.accessible("planned failover preflight")
 	b.click("Start planned failover")
@@ -261,6 +269,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Protect a VM: a refusal inline, then a request followed through its phases.
 	b.run("open the protect form", chromedp.Click(chromedp.Search(`//nav//a[normalize-space(.)='Protect a VM']`)),
 		chromedp.WaitVisible(chromedp.ID("protect-vm")))
+	// The operator may read the primary: its VMs are listed, the protected
+	// ones marked with their group.
+	b.run("the primary's VMs are listed",
+		chromedp.WaitReady(chromedp.Search(`//select[@id='protect-pick']/option[normalize-space(.)='apps/web-01']`)),
+		chromedp.WaitReady(chromedp.Search(fmt.Sprintf(`//select[@id='protect-pick']/option[normalize-space(.)='apps/vm-00 (in %s)']`, group))))
+	b.waitText("not protected yet")
+	b.shot("protect-form")
 	b.run("fill the form",
 		chromedp.SendKeys(chromedp.ID("protect-group"), "web"),
 		chromedp.SendKeys(chromedp.ID("protect-vmns"), "apps"),

@@ -46,8 +46,13 @@ func newZone(t *testing.T, vms int) *zone {
 	read := rbacv1.PolicyRule{APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}
 	write := rbacv1.PolicyRule{APIGroups: []string{srv1alpha1.GroupVersion.Group},
 		Resources: []string{"failoverrequests", "testfailovers", "protectionrequests"}, Verbs: []string{"create"}}
+	// The operator may also read the zone's kubeconfig Secrets, so the console
+	// reads the workload clusters for it (the primary's VMs, the target's
+	// taints); the viewer may not, and is told so.
+	sites := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"},
+		ResourceNames: []string{env.Primary + "-kubeconfig", env.DR + "-kubeconfig"}}
 	z.user("viewer", read)
-	z.user("operator", read, write)
+	z.user("operator", read, write, sites)
 
 	srv := httptest.NewServer(server.New(server.Options{
 		API: z.Clusters[env.Quorum].Config, Scheme: z.Scheme, UI: ui.FS(),

@@ -2,24 +2,21 @@ package clusters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 )
 
 // ErrSecretForbidden means the user may not read the cluster's kubeconfig Secret.
-var ErrSecretForbidden = errors.New("not allowed to read the kubeconfig Secret")
+var ErrSecretForbidden = kubeconfig.ErrSecretForbidden
 
 // Cluster is one workload cluster of a zone, as the CLI reaches it.
 type Cluster struct {
@@ -31,7 +28,7 @@ type Cluster struct {
 	Config *rest.Config
 	Client client.Client
 	// Err says why there is no client: ErrSecretForbidden, a missing Secret,
-	// or a kubeconfig remote.RESTConfig refuses. It never holds Secret data.
+	// or a kubeconfig kubeconfig.RESTConfig refuses. It never holds Secret data.
 	Err error
 }
 
@@ -56,27 +53,9 @@ func Connect(ctx context.Context, quorum client.Client, s *runtime.Scheme, z *sr
 }
 
 func restConfig(ctx context.Context, quorum client.Client, ns string, zc srv1alpha1.ZoneCluster) (*rest.Config, error) {
-	key := zc.KubeconfigSecretRef.Key
-	if key == "" {
-		key = srv1alpha1.KubeconfigSecretKey
-	}
-	sec := &corev1.Secret{}
-	err := quorum.Get(ctx, client.ObjectKey{Namespace: ns, Name: zc.KubeconfigSecretRef.Name}, sec)
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("%w %s/%s", ErrSecretForbidden, ns, zc.KubeconfigSecretRef.Name)
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("kubeconfig Secret %s/%s does not exist", ns, zc.KubeconfigSecretRef.Name)
-	case err != nil:
-		return nil, fmt.Errorf("reading kubeconfig Secret %s/%s: %w", ns, zc.KubeconfigSecretRef.Name, err)
-	}
-	data, ok := sec.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("kubeconfig Secret %s/%s has no key %q", ns, zc.KubeconfigSecretRef.Name, key)
-	}
-	cfg, err := remote.RESTConfig(data, remote.Limits{QPS: 100, Burst: 200, Timeout: Timeout})
+	cfg, err := kubeconfig.FromSecret(ctx, quorum, ns, zc.KubeconfigSecretRef, kubeconfig.Limits{QPS: 100, Burst: 200, Timeout: Timeout})
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, zc.KubeconfigSecretRef.Name, err)
+		return nil, err
 	}
 	// validate asks one access review per verb and resource: a burst of ~200.
 	cfg.UserAgent = "kubectl-siterecovery"

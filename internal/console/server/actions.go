@@ -13,8 +13,11 @@ import (
 )
 
 type preflightCheck struct {
-	Name    string `json:"name"`
-	Passed  bool   `json:"passed"`
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	// Unknown is true when the check could not be made (the user may not
+	// read what it needs, or a site did not answer); Message says why.
+	Unknown bool   `json:"unknown,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -31,7 +34,8 @@ type preflightView struct {
 
 // preflight shows, before a failover is confirmed, what the controller will
 // check: the zone's clusters are reachable, replication is in sync, no other
-// request holds the group's lock, and earlier taint conflicts.
+// request holds the group's lock, and no lost-quorum taint on the target's
+// replica nodes would hold it (read from the target, for users who may).
 func (s *Server) preflight(w http.ResponseWriter, r request) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	d, ok := s.groupDetail(w, r, ns, name)
@@ -76,19 +80,15 @@ func (s *Server) preflight(w http.ResponseWriter, r request) {
 	}
 	p.Checks = append(p.Checks, sync)
 	lock := preflightCheck{Name: "Failover lock", Passed: true, Message: "free"}
-	taint := preflightCheck{Name: "Taint conflicts", Passed: true, Message: "none reported"}
 	for _, o := range d.Operations {
 		if o.Kind == "FailoverRequest" && !o.Finished {
 			lock = preflightCheck{Name: "Failover lock", Message: "held by " + o.Name + " (" + o.Phase + ")"}
-		}
-		if o.Kind == "FailoverRequest" && o.Taints != "" && o.Taints != "none" && taint.Passed {
-			taint = preflightCheck{Name: "Taint conflicts", Message: o.Name + ": " + o.Taints}
 		}
 		if o.Kind == "TestFailover" && !o.Finished {
 			lock = preflightCheck{Name: "Failover lock", Message: "a test failover is running: " + o.Name}
 		}
 	}
-	p.Checks = append(p.Checks, lock, taint)
+	p.Checks = append(p.Checks, lock, s.taintCheck(r.Context(), r, d.zone, name, target))
 	p.Passed = true
 	for _, c := range p.Checks {
 		p.Passed = p.Passed && c.Passed

@@ -46,6 +46,8 @@ type quorum struct {
 	console *server.Server
 	log     *syncBuffer
 	clock   *clock
+	// sites are the workload clusters started with the quorum, by name.
+	sites map[string]*harness.Cluster
 }
 
 type clock struct{ offset atomic.Int64 }
@@ -70,11 +72,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startQuorum(t *testing.T, o server.Options) *quorum {
+// startQuorum starts the quorum API server, and beside it the named workload
+// clusters (none for tests of the console alone).
+func startQuorum(t *testing.T, o server.Options, sites ...string) *quorum {
 	t.Helper()
-	z := harness.Start(t, harness.Options{Scheme: scheme.New()}, "quorum")
+	z := harness.Start(t, harness.Options{Scheme: scheme.New()}, append([]string{"quorum"}, sites...)...)
 	c := z.Clusters["quorum"]
-	q := &quorum{t: t, cluster: c, admin: c.Client, tokens: map[string]string{}, log: &syncBuffer{}, clock: &clock{}}
+	q := &quorum{t: t, cluster: c, admin: c.Client, tokens: map[string]string{}, log: &syncBuffer{}, clock: &clock{},
+		sites: map[string]*harness.Cluster{}}
+	for _, name := range sites {
+		q.sites[name] = z.Clusters[name]
+	}
 	ctx := context.Background()
 	q.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: drNamespace}})
 	q.create(&srv1alpha1.ProtectionZone{
@@ -109,6 +117,22 @@ func startQuorum(t *testing.T, o server.Options) *quorum {
 	q.srv = httptest.NewServer(q.console)
 	t.Cleanup(q.srv.Close)
 	return q
+}
+
+// startQuorumBeside serves a second console, with options o, over the API
+// server of q, with q's users.
+func startQuorumBeside(t *testing.T, q *quorum, o server.Options) *quorum {
+	t.Helper()
+	n := &quorum{t: t, cluster: q.cluster, admin: q.admin, tokens: q.tokens, log: &syncBuffer{}, clock: q.clock, sites: q.sites}
+	if o.Namespaces == nil {
+		o.Namespaces = []string{drNamespace}
+	}
+	o.API, o.Scheme, o.Now = q.cluster.Config, scheme.New(), q.clock.now
+	o.Log = slog.New(slog.NewJSONHandler(n.log, nil))
+	n.console = server.New(o)
+	n.srv = httptest.NewServer(n.console)
+	t.Cleanup(n.srv.Close)
+	return n
 }
 
 func (q *quorum) create(obj client.Object) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -44,13 +45,17 @@ func restMapper() meta.RESTMapper {
 		"ProtectionZone": "protectionzones", "ProtectionGroup": "protectiongroups",
 		"ProtectionRequest": "protectionrequests", "FailoverRequest": "failoverrequests",
 		"TestFailover": "testfailovers", "RPOEvent": "rpoevents",
-		"ReplicationGroupStatus": "replicationgroupstatuses",
+		"ReplicationGroupStatus": "replicationgroupstatuses", "DRBDResource": "drbdresources",
 	} {
 		gvk := sr.WithKind(kind)
 		m.AddSpecific(gvk, sr.WithResource(plural), sr.WithResource(kind), meta.RESTScopeNamespace)
 	}
-	m.AddSpecific(corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithResource("namespaces"),
-		corev1.SchemeGroupVersion.WithResource("namespace"), meta.RESTScopeRoot)
+	core := corev1.SchemeGroupVersion
+	m.AddSpecific(core.WithKind("Namespace"), core.WithResource("namespaces"), core.WithResource("namespace"), meta.RESTScopeRoot)
+	m.AddSpecific(core.WithKind("Node"), core.WithResource("nodes"), core.WithResource("node"), meta.RESTScopeRoot)
+	m.AddSpecific(core.WithKind("Secret"), core.WithResource("secrets"), core.WithResource("secret"), meta.RESTScopeNamespace)
+	vm := kubevirtv1.SchemeGroupVersion
+	m.AddSpecific(vm.WithKind("VirtualMachine"), vm.WithResource("virtualmachines"), vm.WithResource("virtualmachine"), meta.RESTScopeNamespace)
 	m.AddSpecific(authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"),
 		authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews"),
 		authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreview"), meta.RESTScopeRoot)

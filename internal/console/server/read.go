@@ -102,6 +102,7 @@ func (s *Server) read(ctx context.Context, cl client.Client) (*snapshot, error) 
 			r.add()
 		}
 	}
+	s.lagSamples.recordAll(snap.statuses, s.opts.Now())
 	return snap, nil
 }
 

@@ -41,6 +41,9 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Prometheus, when set, serves each group's lag history; without it the
+	// console shows the samples it took itself.
+	Prometheus *PrometheusOptions
 }
 
 // Server is the console backend.
@@ -51,6 +54,8 @@ type Server struct {
 	limiter  *loginLimiter
 	audit    audit
 	handler  http.Handler
+	// lagSamples is the lag history the console has seen.
+	lagSamples *lagSamples
 }
 
 // New builds a server.
@@ -80,6 +85,7 @@ func New(o Options) *Server {
 		limiter:  newLoginLimiter(o.LoginAttempts, o.LoginWindow, o.Now),
 		audit:    audit{log: o.Log},
 	}
+	s.lagSamples = newLagSamples(o.Now())
 	s.sessions.Now = o.Now
 	s.sessions.OnEnd(s.clients.forget)
 
@@ -91,6 +97,8 @@ func New(o Options) *Server {
 	mux.HandleFunc("GET /api/operations", s.authed(s.operations))
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}", s.authed(s.group))
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}/preflight", s.authed(s.preflight))
+	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}/lag", s.authed(s.lag))
+	mux.HandleFunc("GET /api/namespaces/{ns}/zones/{zone}/vms", s.authed(s.zoneVMs))
 	mux.HandleFunc("POST /api/namespaces/{ns}/failoverrequests", s.authed(s.createFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/testfailovers", s.authed(s.createTestFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/protectionrequests", s.authed(s.createProtection))

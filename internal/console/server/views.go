@@ -94,6 +94,9 @@ type groupDetail struct {
 	RPOEvents   []rpoView                            `json:"rpoEvents"`
 	Members     []srv1alpha1.VirtualMachineReference `json:"members"`
 	Notes       []string                             `json:"notes,omitempty"`
+	// zone is the group's zone as the user read it, for the reads of its
+	// clusters.
+	zone *srv1alpha1.ProtectionZone
 }
 
 func (s *Server) group(w http.ResponseWriter, r request) {
@@ -136,11 +139,9 @@ func (s *Server) groupDetail(w http.ResponseWriter, r request, ns, name string) 
 	} else {
 		d.Notes = append(d.Notes, "no replication status for this group yet: per-volume state appears once the monitor reports it")
 	}
-	for i := range snap.zones {
-		if z := &snap.zones[i]; z.Namespace == ns && z.Name == d.Group.Zone {
-			zv := zoneOf(z)
-			d.Zone = &zv
-		}
+	if z := zoneNamed(snap, ns, d.Group.Zone); z != nil {
+		zv := zoneOf(z)
+		d.Zone, d.zone = &zv, z
 	}
 	d.Operations = operationsOf(snap, now, func(o operationView) bool { return o.Namespace == ns && o.Group == name })
 	d.RPOEvents = []rpoView{}

@@ -16,7 +16,7 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 )
 
 // AllowZoneDeletionAnnotation set to "true" on a ProtectionZone lets it be
@@ -113,7 +113,7 @@ func (v *zones) kubeconfigServer(ctx context.Context, namespace string, c srv1al
 	if !ok {
 		return "", fmt.Errorf("cluster %s: Secret %s has no key %q; put the kubeconfig under that key or set kubeconfigSecretRef.key", c.Name, ref.Name, key)
 	}
-	if err := remote.CheckKubeconfig(data); err != nil {
+	if err := kubeconfig.Check(data); err != nil {
 		return "", fmt.Errorf("cluster %s: Secret %s: %w", c.Name, ref.Name, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)

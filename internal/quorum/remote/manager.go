@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 )
 
 // Key names one workload cluster of one zone in one DR namespace.
@@ -106,18 +108,19 @@ func (m *Manager) Source(controller string, ev Events) source.Source {
 }
 
 // Connect implements Connector.
-func (m *Manager) Connect(ctx context.Context, key Key, kubeconfig []byte, limits Limits) error {
-	sum := fmt.Sprintf("%x", sha256.Sum256(append(kubeconfig, []byte(fmt.Sprint(limits))...)))
+func (m *Manager) Connect(ctx context.Context, key Key, kubeconfigData []byte, limits Limits) error {
+	sum := fmt.Sprintf("%x", sha256.Sum256(append(kubeconfigData, []byte(fmt.Sprint(limits))...)))
 	m.mu.RLock()
 	existing := m.clusters[key]
 	m.mu.RUnlock()
 	if existing != nil && existing.hash == sum {
 		return nil
 	}
-	cfg, err := RESTConfig(kubeconfig, limits)
+	cfg, err := kubeconfig.RESTConfig(kubeconfigData, limits)
 	if err != nil {
 		return err
 	}
+	cfg.UserAgent = "siterecovery-quorum-manager"
 	conn, err := m.newConnection(key, cfg, sum)
 	if err != nil {
 		return err

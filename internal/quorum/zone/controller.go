@@ -19,6 +19,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -94,10 +95,10 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.Prot
 	st := previousStatus(zone, zc.Name)
 	key := remote.Key{Namespace: zone.Namespace, Zone: zone.Name, Cluster: zc.Name}
 	cond := metav1.Condition{Type: srv1alpha1.ConditionReachable, ObservedGeneration: zone.Generation}
-	kubeconfig, reason, err := r.kubeconfig(ctx, zone.Namespace, zc.KubeconfigSecretRef)
+	data, reason, err := r.kubeconfig(ctx, zone.Namespace, zc.KubeconfigSecretRef)
 	if err == nil {
-		err = r.Remote.Connect(ctx, key, kubeconfig, limits(zc.Client))
-		if errors.Is(err, remote.ErrKubeconfigNotAllowed) {
+		err = r.Remote.Connect(ctx, key, data, limits(zc.Client))
+		if errors.Is(err, kubeconfig.ErrNotAllowed) {
 			reason = srv1alpha1.ReasonKubeconfigForbidden
 		} else if err != nil {
 			reason = srv1alpha1.ReasonKubeconfigInvalid

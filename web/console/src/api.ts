@@ -217,9 +217,31 @@ export interface GroupDetail {
 
 export interface Preflight {
   target: string;
-  checks: { name: string; passed: boolean; message: string }[];
+  // unknown: the check could not be made (message says why)
+  checks: { name: string; passed: boolean; unknown?: boolean; message: string }[];
   passed: boolean;
   dataLossSeconds?: number;
+}
+
+// LagHistory is a group's replication lag over a window, from Prometheus or
+// from the samples the console took.
+export interface LagHistory {
+  source: 'prometheus' | 'console';
+  from: string;
+  to: string;
+  objectiveSeconds: number;
+  samples: { at: string; seconds: number }[];
+  since?: string;
+  note?: string;
+}
+
+// ZoneVMs are the VMs of a zone's primary cluster, for users who may read
+// that cluster's kubeconfig Secret; reason says why they are not shown otherwise.
+export interface ZoneVMs {
+  cluster: string;
+  visible: boolean;
+  reason?: string;
+  vms: { namespace: string; name: string; group?: string }[];
 }
 
 // subscribe calls onChange (debounced) whenever the server reports a change

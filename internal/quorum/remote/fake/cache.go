@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -146,8 +147,8 @@ func (f *ClusterCache) EventSource(controller string) *remote.EventSource {
 
 // Connect implements remote.Connector: it checks the kubeconfig as the Manager
 // does and adds the cluster, empty and connecting, if it was not added.
-func (f *ClusterCache) Connect(_ context.Context, key remote.Key, kubeconfig []byte, limits remote.Limits) error {
-	if _, err := remote.RESTConfig(kubeconfig, limits); err != nil {
+func (f *ClusterCache) Connect(_ context.Context, key remote.Key, data []byte, limits remote.Limits) error {
+	if _, err := kubeconfig.RESTConfig(data, limits); err != nil {
 		return err
 	}
 	f.mu.Lock()

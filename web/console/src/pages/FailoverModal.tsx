@@ -17,6 +17,7 @@ import {
 } from '@patternfly/react-core';
 import CheckCircleIcon from '@patternfly/react-icons/dist/esm/icons/check-circle-icon';
 import ExclamationTriangleIcon from '@patternfly/react-icons/dist/esm/icons/exclamation-triangle-icon';
+import OutlinedQuestionCircleIcon from '@patternfly/react-icons/dist/esm/icons/outlined-question-circle-icon';
 import { get, GroupDetail, post, Preflight } from '../api';
 import { Problem } from '../components/Problem';
 import { seconds } from '../format';
@@ -103,6 +104,8 @@ export function FailoverModal({
                     icon={
                       c.passed ? (
                         <CheckCircleIcon color="var(--pf-t--global--icon--color--status--success--default)" />
+                      ) : c.unknown ? (
+                        <OutlinedQuestionCircleIcon color="var(--pf-t--global--icon--color--status--info--default)" />
                       ) : (
                         <ExclamationTriangleIcon color="var(--pf-t--global--icon--color--status--warning--default)" />
                       )
@@ -113,7 +116,11 @@ export function FailoverModal({
                 ))}
               </List>
               {!pre.passed && (
-                <Alert isInline variant="warning" title="Not every check passed">
+                <Alert
+                  isInline
+                  variant={pre.checks.some((c) => !c.passed && !c.unknown) ? 'warning' : 'info'}
+                  title={pre.checks.some((c) => !c.passed && !c.unknown) ? 'Not every check passed' : 'Not every check could be made'}
+                >
                   The failover controller checks again and refuses what is unsafe.
                 </Alert>
               )}

@@ -26,6 +26,7 @@ import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
 import { bytes, seconds, when } from '../format';
 import { useLive } from '../live';
+import { LagChart } from '../components/LagChart';
 import { navigate } from '../router';
 import { FailoverModal } from './FailoverModal';
 import { TestFailoverModal } from './TestFailoverModal';
@@ -107,6 +108,10 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           </Item>
           <Item term="State">{g.state || '—'}</Item>
         </DescriptionList>
+      </PageSection>
+      <PageSection aria-label="Lag history">
+        <Title headingLevel="h2">Lag over the last 6 hours</Title>
+        <LagChart ns={g.namespace} name={g.name} current={g.lagSeconds} />
       </PageSection>
       {running && (
         <PageSection aria-label="Running operation">

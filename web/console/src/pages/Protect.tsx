@@ -1,4 +1,4 @@
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import {
   ActionGroup,
   Alert,
@@ -17,7 +17,7 @@ import {
   TextInput,
   Title,
 } from '@patternfly/react-core';
-import { Overview, OperationView, post } from '../api';
+import { get, Overview, OperationView, post, ZoneVMs } from '../api';
 import { PhaseLabel } from '../components/Badges';
 import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
@@ -42,6 +42,8 @@ export function Protect() {
   const nsName = ns || namespaces[0]?.name || '';
   const nsView = namespaces.find((n) => n.name === nsName);
   const zoneName = zone || nsView?.zones[0]?.name || '';
+  const candidates = useZoneVMs(nsName, zoneName);
+  const unprotected = candidates?.vms.filter((v) => !v.group) ?? [];
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -94,6 +96,37 @@ export function Protect() {
               </HelperText>
             </FormHelperText>
           </FormGroup>
+          {candidates?.visible && (
+            <FormGroup label={`VM on ${candidates.cluster}`} fieldId="protect-pick">
+              <FormSelect
+                id="protect-pick"
+                value={vmNamespace && vmName ? `${vmNamespace}/${vmName}` : ''}
+                onChange={(_e, v) => {
+                  const [n, name] = v.split('/');
+                  setVmNamespace(n ?? '');
+                  setVmName(name ?? '');
+                }}
+              >
+                <FormSelectOption value="" label={unprotected.length ? 'Pick a VM not yet protected' : 'Every VM is protected'} />
+                {candidates.vms.map((v) => (
+                  <FormSelectOption
+                    key={`${v.namespace}/${v.name}`}
+                    value={`${v.namespace}/${v.name}`}
+                    label={v.group ? `${v.namespace}/${v.name} (in ${v.group})` : `${v.namespace}/${v.name}`}
+                    isDisabled={!!v.group}
+                  />
+                ))}
+              </FormSelect>
+              <FormHelperText>
+                <HelperText>
+                  <HelperTextItem>
+                    {candidates.vms.length} VMs on {candidates.cluster}, {unprotected.length} not protected yet. Pick one, or type
+                    its namespace and name below.
+                  </HelperTextItem>
+                </HelperText>
+              </FormHelperText>
+            </FormGroup>
+          )}
           <FormGroup label="VM namespace (on the primary)" fieldId="protect-vmns" isRequired>
             <TextInput id="protect-vmns" value={vmNamespace} onChange={(_e, v) => setVmNamespace(v)} isRequired />
           </FormGroup>
@@ -102,7 +135,11 @@ export function Protect() {
             <FormHelperText>
               <HelperText>
                 <HelperTextItem>
-                  The console does not list the primary cluster’s VMs yet: type the VM’s name.
+                  {candidates === undefined
+                    ? 'Reading the VMs of the primary cluster…'
+                    : candidates.visible
+                      ? 'The name of a VirtualMachine on the primary cluster.'
+                      : `The primary’s VMs are ${candidates.reason?.replace(/^not shown: /, 'not listed: ')}. Type the VM’s name.`}
                 </HelperTextItem>
               </HelperText>
             </FormHelperText>
@@ -118,6 +155,24 @@ export function Protect() {
       {created && <Follow ns={created.namespace} name={created.name} />}
     </>
   );
+}
+
+// useZoneVMs reads the VMs of a zone's primary once per zone (a read of the
+// workload cluster, so not on every change event).
+function useZoneVMs(ns: string, zone: string): ZoneVMs | undefined {
+  const [vms, setVms] = useState<ZoneVMs>();
+  useEffect(() => {
+    setVms(undefined);
+    if (!ns || !zone) return;
+    let live = true;
+    get<ZoneVMs>(`/api/namespaces/${encodeURIComponent(ns)}/zones/${encodeURIComponent(zone)}/vms`)
+      .then((v) => live && setVms(v))
+      .catch((e: Error) => live && setVms({ cluster: '', visible: false, reason: `not shown: ${e.message}`, vms: [] }));
+    return () => {
+      live = false;
+    };
+  }, [ns, zone]);
+  return vms;
 }
 
 function Follow({ ns, name }: { ns: string; name: string }) {

@@ -1,4 +1,4 @@
-package remote
+package kubeconfig
 
 import (
 	"strings"
@@ -36,7 +36,7 @@ func TestRESTConfigRefusesPluginsAndFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RESTConfig([]byte(kubeconfigTemplate+tc.user), Limits{})
-			require.ErrorIs(t, err, ErrKubeconfigNotAllowed)
+			require.ErrorIs(t, err, ErrNotAllowed)
 			require.Contains(t, err.Error(), tc.want)
 			require.NotContains(t, err.Error(), "s3cret")
 		})
@@ -52,8 +52,8 @@ func TestRESTConfigRefusesUnverifiedConnections(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := strings.Replace(kubeconfigTemplate, tc.from, tc.to, 1) + "    token: s3cret\n"
 			require.NotEqual(t, kubeconfigTemplate+"    token: s3cret\n", kc, "the case must change the template")
-			err := CheckKubeconfig([]byte(kc))
-			require.ErrorIs(t, err, ErrKubeconfigNotAllowed)
+			err := Check([]byte(kc))
+			require.ErrorIs(t, err, ErrNotAllowed)
 			require.Contains(t, err.Error(), tc.want)
 			require.NotContains(t, err.Error(), "s3cret")
 		})
