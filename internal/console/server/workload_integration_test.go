@@ -96,15 +96,23 @@ func TestWorkloadReads(t *testing.T) {
 	vmsPath := "/api/namespaces/" + drNamespace + "/zones/production/vms"
 	preflightPath := "/api/namespaces/" + drNamespace + "/groups/" + groupName + "/preflight?target=dr-cluster"
 	var browsers []*browser
-
-	t.Run("a user who may not read the kubeconfig Secrets is told what is not shown", func(t *testing.T) {
+	signedIn := func(user string) *browser {
 		b := q.browser()
 		browsers = append(browsers, b)
-		require.Equal(t, http.StatusOK, b.login(q.tokens["viewer"]).code)
+		require.Equal(t, http.StatusOK, b.login(q.tokens[user]).code)
+		return b
+	}
+	vmsOf := func(t *testing.T, b *browser) zoneVMs {
 		var v zoneVMs
 		r := b.get(vmsPath)
 		require.Equal(t, http.StatusOK, r.code, string(r.body))
 		r.json(t, &v)
+		return v
+	}
+
+	t.Run("a user who may not read the kubeconfig Secrets is told what is not shown", func(t *testing.T) {
+		b := signedIn("viewer")
+		v := vmsOf(t, b)
 		assert.False(t, v.Visible)
 		assert.Empty(t, v.VMs)
 		assert.Equal(t, "primary-cluster", v.Cluster)
@@ -120,13 +128,8 @@ func TestWorkloadReads(t *testing.T) {
 	})
 
 	t.Run("a user who may read them sees the primary's VMs and the target's taint conflict", func(t *testing.T) {
-		b := q.browser()
-		browsers = append(browsers, b)
-		require.Equal(t, http.StatusOK, b.login(q.tokens["site-reader"]).code)
-		var v zoneVMs
-		r := b.get(vmsPath)
-		require.Equal(t, http.StatusOK, r.code, string(r.body))
-		r.json(t, &v)
+		b := signedIn("site-reader")
+		v := vmsOf(t, b)
 		require.True(t, v.Visible, v.Reason)
 		got := map[string]string{}
 		for _, vm := range v.VMs {
@@ -147,9 +150,7 @@ func TestWorkloadReads(t *testing.T) {
 		require.NoError(t, dr.Get(ctx, client.ObjectKeyFromObject(other), other))
 		other.Status.CurrentState = srv1alpha1.StateStopped
 		require.NoError(t, dr.Status().Update(ctx, other))
-		b := q.browser()
-		browsers = append(browsers, b)
-		require.Equal(t, http.StatusOK, b.login(q.tokens["site-reader"]).code)
+		b := signedIn("site-reader")
 		var p preflight
 		b.get(preflightPath).json(t, &p)
 		c := p.check(t, "Taint conflicts")
