@@ -47,6 +47,13 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	s.trail.Condition(srv1alpha1.ConditionValidated, metav1.ConditionTrue, "Valid", fmt.Sprintf("%s failover of %s from %s to %s", s.req.Spec.FailoverType, s.group.Name, s.group.Spec.ActiveCluster, s.target()))
 	s.req.Status.SourceCluster = s.group.Spec.ActiveCluster
+	// A failback to a cluster fenced off in an unplanned failover resyncs it
+	// first, while the group still runs on the source (rejoin.go).
+	if !viaDRPC(s.zone) {
+		if err := r.rejoinFencedTarget(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	s.req.Status.StartTime = &metav1.Time{Time: s.now}
 	if s.unplanned() {
 		s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.zone, s.group))
@@ -144,7 +151,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running", fmt.Sprintf("every VM of %s runs on %s", s.group.Name, s.target()))
-		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster", s.group.Name, s.target(), s.target())
+		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster%s", s.group.Name, s.target(), s.target(), fencedNote(s))
 		return ctrl.Result{}, nil
 	}
 	if left <= 0 {
