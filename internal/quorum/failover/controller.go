@@ -122,6 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
 	res = flow.Soonest(res, flow.After(held))
+	if !s.wake.IsZero() {
+		res = flow.Soonest(res, flow.After(max(s.wake.Sub(s.now), time.Millisecond)))
+	}
 	r.Metrics.progress(s.req)
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
