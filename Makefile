@@ -117,7 +117,7 @@ test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privil
 	@set -e; for t in $(CHART_RBAC_TESTS); do \
 		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
 
-FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
+FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestFailbackAfterFencedFailover|TestSilentAgentWakesAtHeartbeatExpiry|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
 
@@ -127,7 +127,7 @@ fault-matrix: ## Every cell of the failover fault matrix on real API servers (SE
 
 FAILOVERS ?= 200
 soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1)
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1) $(if $(BUDGET),-fault-soak.budget=$(BUDGET))
 
 # Paired benchmarks (test/benchpair): each product round runs turn by turn with
 # a round of its write floor; test/benchtable prints one table of the ratios.

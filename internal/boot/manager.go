@@ -84,10 +84,12 @@ func (o Options) webhookOptions() WebhookOptions {
 }
 
 // CacheOptions is the cache of every siterecovery manager: scoped to namespace
-// when it is set, and without managedFields, which no reader uses (cached
-// objects, and the copies every List makes, are then about half the size).
+// when it is set, without managedFields, which no reader uses (cached
+// objects, and the copies every List makes, are then about half the size),
+// and with informers that catch up as soon as a restarted API server answers
+// (NewInformer).
 func CacheOptions(namespace string) cache.Options {
-	o := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	o := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), NewInformer: NewInformer}
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}

@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// is shown as its False condition and the status is still written; any
 	// other error goes to the rate-limited retry without a status write.
 	res, err := flow.RunPhases(ctx, s,
-		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole)
+		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole, r.discardData)
 	if e := flow.As(err); e != nil && e.Kind != flow.KindTransient {
 		setCondition(s, falseCondition(e, s.obj.Generation))
 		s.log.V(1).Info("phase stopped", "condition", e.Condition, "reason", e.Reason, "message", e.Error())

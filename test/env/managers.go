@@ -70,6 +70,9 @@ func (e *Env) startManager(t testing.TB, cfg *rest.Config, logName string, opts 
 	if opts.Cache.DefaultTransform == nil {
 		opts.Cache.DefaultTransform = boot.CacheOptions("").DefaultTransform // as the binaries run
 	}
+	if opts.Cache.NewInformer == nil {
+		opts.Cache.NewInformer = boot.NewInformer
+	}
 	if opts.MapperProvider == nil {
 		opts.MapperProvider = boot.NewRESTMapper
 	}

@@ -49,6 +49,15 @@ const (
 	// FencingRequired rather than risk two Primaries.
 	SourceFencedAnnotation = "siterecovery.trilio.io/source-fenced"
 
+	// DiscardDivergedAnnotation, set to the group's name on a planned
+	// FailoverRequest back to a cluster that was fenced off during an
+	// unplanned failover, confirms that the writes made on that cluster since
+	// it was fenced may be discarded: its replicas stayed Primary while the
+	// other side was promoted with force, so their data diverged. The request
+	// then resyncs the cluster from the active one before failing back.
+	// Without it such a request holds with TargetRejoined=False.
+	DiscardDivergedAnnotation = "siterecovery.trilio.io/discard-diverged"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 

@@ -187,6 +187,16 @@ type DRBDResourceSpec struct {
 	// +kubebuilder:validation:MaxItems=31
 	// +kubebuilder:validation:items:MaxLength=253
 	FencedPeers []string `json:"fencedPeers,omitempty"`
+	// discardData, when set to a value the agent has not carried out yet
+	// (status.dataDiscarded), asks it to throw this replica's data away and
+	// take a full resync from its peer. The failover-controller sets it, to
+	// the UID of a failback request, on the replicas of a cluster that was
+	// fenced off during an unplanned failover: they stayed Primary while the
+	// peer was promoted with force, so their writes since then diverged. The
+	// agent acts only while the replica is Secondary and connected to no peer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	DiscardData string `json:"discardData,omitempty"`
 	// volumes are the VM's disks, one DRBD volume each.
 	// +required
 	// +listType=map
@@ -285,6 +295,10 @@ type DRBDResourceStatus struct {
 	// metadataCreated is true once "drbdadm create-md" has run for every volume.
 	// +optional
 	MetadataCreated bool `json:"metadataCreated,omitempty"`
+	// dataDiscarded is the spec.discardData the agent last carried out: the
+	// replica's data was thrown away and a full resync from the peer began.
+	// +optional
+	DataDiscarded string `json:"dataDiscarded,omitempty"`
 	// volumes holds the local per-volume state.
 	// +optional
 	// +listType=map

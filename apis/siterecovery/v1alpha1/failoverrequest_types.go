@@ -42,6 +42,12 @@ const (
 	// Primary and connected; False once the source was confirmed fenced
 	// (SourceFencedAnnotation) or demoted.
 	ConditionFencingRequired = "FencingRequired"
+	// ConditionTargetRejoined is set on a planned request back to a cluster
+	// that was fenced off during an unplanned failover: False while the
+	// request stops the group there, waits for DiscardDivergedAnnotation, and
+	// resyncs the cluster's replicas from the source; True once they are
+	// connected and in sync, after which the failback proceeds as planned.
+	ConditionTargetRejoined = "TargetRejoined"
 )
 
 // Reasons of a FailoverRequest.
@@ -72,6 +78,12 @@ const (
 	// ReasonTargetUnreachable ends a request whose target could not be reached
 	// before anything was promoted there.
 	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonTargetDiverged holds a failback to a fenced cluster until the
+	// operator confirms its diverged writes may go (DiscardDivergedAnnotation).
+	ReasonTargetDiverged = "TargetDiverged"
+	// ReasonRejoining: the fenced cluster is being stopped, discarded and
+	// resynced before the failback.
+	ReasonRejoining = "Rejoining"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.

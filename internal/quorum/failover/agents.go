@@ -50,8 +50,14 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 			}
 		}
 		for node := range nodes {
-			if since, down := agentSilent(ctx, rc, node, s.now); down {
+			since, expiry, down := agentSilent(ctx, rc, node, s.now)
+			switch {
+			case down:
 				silent = append(silent, fmt.Sprintf("node %s on %s (last heartbeat %s)", node, cluster, since))
+			case !expiry.IsZero():
+				// Nothing else wakes the request when an agent stops: look
+				// again just after its heartbeat would expire.
+				s.wakeAt(expiry.Add(heartbeatGrace + time.Second/4))
 			}
 		}
 	}
@@ -68,14 +74,20 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 		strings.Join(silent, ", "), srv1alpha1.AgentHeartbeatNamespace, srv1alpha1.AgentHeartbeatPrefix, s.req.Status.Phase)
 }
 
+// heartbeatGrace is how far past its expiry a heartbeat must be before its
+// agent counts as silent: the renewal time is the workload node's clock, the
+// comparison the quorum-manager's, and a small skew between them must not
+// make a running agent flap between silent and not.
+const heartbeatGrace = 2 * time.Second
+
 // agentSilent reads a node's heartbeat Lease and reports when it was last
-// renewed and whether it has expired.
-func agentSilent(ctx context.Context, rc *remote.Remote, node string, now time.Time) (string, bool) {
+// renewed, when it expires, and whether it has (beyond heartbeatGrace).
+func agentSilent(ctx context.Context, rc *remote.Remote, node string, now time.Time) (string, time.Time, bool) {
 	l := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName(node)}
 	if err := rc.Direct.Get(ctx, key, l); err != nil || l.Spec.RenewTime == nil {
-		return "", false // no heartbeat, or unreadable: nothing known against the agent
+		return "", time.Time{}, false // no heartbeat, or unreadable: nothing known against the agent
 	}
 	expiry := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-	return l.Spec.RenewTime.UTC().Format(time.RFC3339), now.After(expiry)
+	return l.Spec.RenewTime.UTC().Format(time.RFC3339), expiry, now.After(expiry.Add(heartbeatGrace))
 }

@@ -239,3 +239,14 @@ func (r *Reconciler) reportLag(ctx context.Context, s *scope, targetRes []srv1al
 	s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned,
 		fmt.Sprintf("%s; DRBD on %s last reported %d bytes out of sync across %d replicas (%s)", unplannedRisk(s.zone, s.group), side, total, len(res), when))
 }
+
+// fencedNote tells, at the end of a request that fenced its source off, how
+// to fail back: the source stays cut off and its data diverged.
+func fencedNote(s *scope) string {
+	c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionFencingRequired)
+	if c == nil || c.Reason != srv1alpha1.ReasonSourceFenced {
+		return ""
+	}
+	return fmt.Sprintf("; %s stays fenced off (spec.fencedPeers of the replicas on %s) and its data diverged: once it is back, fail back with a planned FailoverRequest to %s annotated %s=%s, which stops the group there, discards %s's writes since it was fenced and resyncs it from %s first",
+		s.source(), s.target(), s.source(), srv1alpha1.DiscardDivergedAnnotation, s.group.Name, s.source(), s.target())
+}

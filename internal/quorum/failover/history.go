@@ -15,8 +15,15 @@ import (
 // This controller is the only writer of history; the patch touches no other
 // status field.
 func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverRequest) error {
+	// Read through the API server: the write below is optimistically locked,
+	// and a cache that lags (its watch resuming after the quorum API server
+	// came back) would fail it with a conflict until it catches up.
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
 	group := &srv1alpha1.ProtectionGroup{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fr.Namespace, Name: fr.Spec.ProtectionGroupRef.Name}, group); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: fr.Namespace, Name: fr.Spec.ProtectionGroupRef.Name}, group); err != nil {
 		return client.IgnoreNotFound(err) // a request for a missing group has nothing to record on
 	}
 	for _, h := range group.Status.History {

@@ -2,11 +2,13 @@ package failover
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +39,13 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonLockHeld, lock.expiry.Sub(s.now), "%s", msg)
 	}
 	s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionTrue, "Acquired", "holding Lease "+srv1alpha1.FailoverLockName(s.group.Name))
-	// Re-validate under the lock: an earlier request may have moved the group.
+	// Re-validate under the lock, on the group as the API server has it: an
+	// earlier request may have moved the group, and the cache may not show it
+	// yet (its watch resuming after the quorum API server came back), which
+	// would end this request as done with nothing moved.
+	if err := r.readGroupFresh(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	if s.group.Spec.ActiveCluster == s.target() {
 		s.trail.Succeed(srv1alpha1.ReasonAlreadyOnTarget, "group %s already runs on %s; nothing to do", s.group.Name, s.target())
 		return ctrl.Result{}, nil
@@ -47,6 +55,13 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	s.trail.Condition(srv1alpha1.ConditionValidated, metav1.ConditionTrue, "Valid", fmt.Sprintf("%s failover of %s from %s to %s", s.req.Spec.FailoverType, s.group.Name, s.group.Spec.ActiveCluster, s.target()))
 	s.req.Status.SourceCluster = s.group.Spec.ActiveCluster
+	// A failback to a cluster fenced off in an unplanned failover resyncs it
+	// first, while the group still runs on the source (rejoin.go).
+	if !viaDRPC(s.zone) {
+		if err := r.rejoinFencedTarget(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	s.req.Status.StartTime = &metav1.Time{Time: s.now}
 	if s.unplanned() {
 		s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned, unplannedRisk(s.zone, s.group))
@@ -144,7 +159,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running", fmt.Sprintf("every VM of %s runs on %s", s.group.Name, s.target()))
-		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster", s.group.Name, s.target(), s.target())
+		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster%s", s.group.Name, s.target(), s.target(), fencedNote(s))
 		return ctrl.Result{}, nil
 	}
 	if left <= 0 {
@@ -170,13 +185,26 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 
 // flipActiveCluster makes the target the group's active cluster on the quorum
 // copy, so that a later request back to the source is a failback.
+// The patch is written whatever the cached group says: a cache that lags may
+// already show the target while the API server does not.
 func (r *Reconciler) flipActiveCluster(ctx context.Context, s *scope) error {
-	if s.group.Spec.ActiveCluster == s.target() {
-		return nil
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"activeCluster": s.target()}})
+	if err != nil {
+		return err
 	}
-	before := s.group.DeepCopy()
+	if err := r.Client.Patch(ctx, s.group, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
+	}
 	s.group.Spec.ActiveCluster = s.target()
-	return r.Client.Patch(ctx, s.group, client.MergeFrom(before))
+	return nil
+}
+
+// readGroupFresh reads the request's group through the API server.
+func (r *Reconciler) readGroupFresh(ctx context.Context, s *scope) error {
+	if r.APIReader == nil {
+		return nil // unit tests: the client reads the API server already
+	}
+	return r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.group), s.group)
 }
 
 func unplannedRisk(z *srv1alpha1.ProtectionZone, g *srv1alpha1.ProtectionGroup) string {

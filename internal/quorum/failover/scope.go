@@ -19,6 +19,16 @@ type scope struct {
 	// trail is the request's audit trail: its phase, history, conditions, and
 	// the events recorded once the status is written.
 	trail *flow.Trail[srv1alpha1.FailoverPhase]
+	// wake, when set, is the latest a reconcile should look again although
+	// nothing it watches changes (wakeAt).
+	wake time.Time
+}
+
+// wakeAt asks for a reconcile no later than t.
+func (s *scope) wakeAt(t time.Time) {
+	if s.wake.IsZero() || t.Before(s.wake) {
+		s.wake = t
+	}
 }
 
 // phases are the terminal phases of a FailoverRequest.

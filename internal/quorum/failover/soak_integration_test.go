@@ -20,6 +20,7 @@ import (
 var (
 	soakFailovers = flag.Int("fault-soak.failovers", 0, "how many faulted failovers the soak runs (0: no soak)")
 	soakSeed      = flag.Uint64("fault-soak.seed", 1, "seed of the soak's draws")
+	soakBudget    = flag.Duration("fault-soak.budget", 0, "start no failover after this long (0: no limit); the figures cover the failovers done")
 )
 
 // TestFaultSoak prints the failovers done, the faults injected by kind, the
@@ -45,7 +46,7 @@ func TestFaultSoak(t *testing.T) {
 			*soakSeed, done, time.Since(start).Round(time.Second), strings.Join(kinds, ", "),
 			len(m.vmis.overlaps()), len(m.primaries.Violations()), slowest.recovery, slowest.cell.fault.name, slowest.landed)
 	})
-	for done < *soakFailovers {
+	for done < *soakFailovers && (*soakBudget <= 0 || time.Since(start) < *soakBudget) {
 		flow := flowFailover
 		if m.active() == env.DR {
 			flow = flowFailback
@@ -57,5 +58,6 @@ func TestFaultSoak(t *testing.T) {
 		if slowest.cell.fault == nil || res.recovery > slowest.recovery {
 			slowest = res
 		}
+		t.Logf("soak failover %d/%d done after %s: %s, recovered %s after the heal", done, *soakFailovers, time.Since(start).Round(time.Second), c, res.recovery)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 )
 
@@ -256,7 +257,8 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 		// against an API server that may be down.
 		// No reader here uses managedFields; without them every cached object,
 		// and every copy a List makes, is about half the size.
-		o.Cache = cache.Options{ReaderFailOnMissingInformer: true, DefaultTransform: cache.TransformStripManagedFields()}
+		// Its informers catch up as soon as a restarted API server answers.
+		o.Cache = cache.Options{ReaderFailOnMissingInformer: true, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: boot.NewInformer}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster client for %s: %w", key.Cluster, err)

@@ -141,8 +141,10 @@ func createMD(w *World, r *Res, n *Node, force bool) error {
 	for v := range r.Volumes {
 		n.Disk[v] = "Inconsistent"
 	}
-	// Fresh metadata knows nothing: any UpToDate peer must resync it fully.
+	// Fresh metadata knows nothing: any UpToDate peer must resync it fully,
+	// and writes this node still had in flight to a peer are gone with it.
 	for _, m := range r.Peers(n) {
+		clear(r.Pair(n.Host, m.Host).Lag)
 		if allUpToDate(r, m) {
 			w.StartSync(r, m, n)
 		}

@@ -1,0 +1,96 @@
+package failover_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+// annotate sets an annotation on a request as kubectl annotate would.
+func (z *zone) annotate(name, key, value string) {
+	z.t.Helper()
+	fr := z.request(name)
+	before := fr.DeepCopy()
+	if fr.Annotations == nil {
+		fr.Annotations = map[string]string{}
+	}
+	fr.Annotations[key] = value
+	require.NoError(z.t, z.Client(env.Quorum).Patch(z.ctx, fr, client.MergeFrom(before), client.FieldOwner("kubectl-annotate")))
+}
+
+// TestFailbackAfterFencedFailover: after an unplanned failover that fenced the
+// primary off (its API server was down, its DRBD Primary and connected), the
+// primary comes back with diverged data. A planned failback stops the group
+// there, holds until the operator confirms the diverged writes may go, then
+// discards them, reconnects and resyncs the primary from the DR cluster while
+// the group keeps running there, and only then fails back as planned.
+func TestFailbackAfterFencedFailover(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 2})
+	primaries := z.DRBD(t).WatchPrimaries(t)
+	// Protocol A lag on the primary: writes the DR cluster never receives.
+	for _, vm := range z.vms {
+		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.Primary].Name, 64))
+	}
+	holdForFencing(t, z, "fence-primary")
+	z.annotate("fence-primary", srv1alpha1.SourceFencedAnnotation, group)
+	fr := z.waitPhase("fence-primary", srv1alpha1.FailoverCompleted)
+	require.Contains(t, fr.Status.Message, srv1alpha1.DiscardDivergedAnnotation+"="+group, "the fenced failover says how to fail back")
+
+	// The DR cluster writes while cut off: the two sides' data diverged.
+	for _, vm := range z.vms {
+		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
+	}
+	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+
+	z.failover("back", env.Primary, srv1alpha1.FailoverPlanned)
+	var held *metav1.Condition
+	env.Eventually(t, timeout, "back held for the discard confirmation", func() error {
+		fr = z.request("back")
+		held = meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
+		if held == nil || held.Reason != srv1alpha1.ReasonTargetDiverged {
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	require.Equal(t, srv1alpha1.FailoverPending, fr.Status.Phase, "nothing moved yet")
+	require.Equal(t, srv1alpha1.ReasonTargetDiverged, readyReason(fr), "the wait names what it waits for")
+	for _, want := range []string{"diverged", "discards the writes made on " + env.Primary, srv1alpha1.DiscardDivergedAnnotation + "=" + group, "delete this request"} {
+		require.Contains(t, held.Message, want)
+	}
+	// The stale copy of the group stopped on the returned primary, the group
+	// runs on the DR cluster, and the primary stays fenced off until confirmed.
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	z.waitGroup(env.DR, srv1alpha1.StateRunning)
+	for _, vm := range z.vms {
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers)
+		require.Empty(t, z.drbd(env.Primary, vm).Status.DataDiscarded)
+	}
+
+	z.annotate("back", srv1alpha1.DiscardDivergedAnnotation, group)
+	fr = z.waitPhase("back", srv1alpha1.FailoverCompleted)
+	rejoined := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
+	require.Equal(t, metav1.ConditionTrue, rejoined.Status)
+	require.Equal(t, []string{"Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget", "Completed"}, phases(fr))
+	z.assertActive(env.Primary)
+	z.waitGroup(env.DR, srv1alpha1.StateStopped)
+	for _, vm := range z.vms {
+		p, d := z.drbd(env.Primary, vm), z.drbd(env.DR, vm)
+		require.Equal(t, string(fr.UID), p.Status.DataDiscarded, "the primary's diverged data was discarded")
+		require.Empty(t, p.Spec.DiscardData, "and the ask cleared")
+		require.Empty(t, d.Spec.FencedPeers, "the DR replica let the primary back in")
+		require.False(t, p.Spec.ForcePromotion, "the failback promoted a resynced replica, without force")
+		z.waitDRBD(env.DR, vm, "Secondary and connected", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Secondary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].ConnectionState == "Connected"
+		})
+		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
+	}
+	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
+	z.assertLockReleased()
+}

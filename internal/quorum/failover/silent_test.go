@@ -1,0 +1,54 @@
+package failover
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// TestSilentAgentWakesAtHeartbeatExpiry: a planned request waits for the
+// target to become promotable, a wait nothing but DRBD events ends. Its
+// reconcile asks to run again just after the target agent's heartbeat would
+// expire, and no sooner holds for it; past the expiry and its grace it holds
+// with AgentSilent, naming the node.
+func TestSilentAgentWakesAtHeartbeatExpiry(t *testing.T) {
+	renewed := metav1.NewMicroTime(t0.Add(-time.Second))
+	heartbeat := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName("node-b")},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(4))},
+	}
+	notPromotable := []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false), heartbeat}
+	f := newFixture(phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
+		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: notPromotable}})
+	clk := clocktesting.NewFakeClock(t0)
+	f.r.Clock = clk
+	reconcile := func() ctrl.Result {
+		t.Helper()
+		res, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
+		require.NoError(t, err)
+		return res
+	}
+
+	wake := renewed.Add(4*time.Second + heartbeatGrace + time.Second/4)
+	require.Equal(t, wake.Sub(t0), reconcile().RequeueAfter, "looks again just after the heartbeat would expire")
+	require.NotEqual(t, ReasonAgentSilent, readyReasonOf(f.request(t)))
+
+	clk.SetTime(renewed.Add(4*time.Second + heartbeatGrace)) // expired, within the grace
+	reconcile()
+	require.NotEqual(t, ReasonAgentSilent, readyReasonOf(f.request(t)), "a skew within the grace is not a silent agent")
+
+	clk.SetTime(wake)
+	reconcile()
+	fr := f.request(t)
+	require.Equal(t, ReasonAgentSilent, readyReasonOf(fr))
+	require.Contains(t, fr.Status.Message, "drbd-node-agent of node node-b on "+drCluster)
+}
