@@ -183,4 +183,3 @@ func allocationOf(t *testing.T, c client.Client) *srv1alpha1.DRBDAllocation {
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: srv1alpha1.DRBDAllocationName}, a))
 	return a
 }
-
