@@ -23,6 +23,7 @@ quorum_crds=(
 workload_crds=(
   siterecovery.trilio.io_protectiongroups.yaml
   siterecovery.trilio.io_drbdresources.yaml
+  siterecovery.trilio.io_drbdallocations.yaml
   dr.siterecovery.trilio.io_volumereplicationgroups.yaml
   dr.siterecovery.trilio.io_replicationgroupsources.yaml
   dr.siterecovery.trilio.io_replicationgroupdestinations.yaml

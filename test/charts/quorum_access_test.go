@@ -54,7 +54,9 @@ func TestWorkloadChartGrantsQuorumAccess(t *testing.T) {
 // rules a reviewer relies on: no Secrets beyond creating them in its DR
 // namespace, no wildcards, no RBAC or
 // impersonation, Nodes only read and patched (the lost-quorum taint),
-// StorageClasses only read.
+// StorageClasses only read, the DRBDAllocation (the port and minor claims every
+// DR namespace shares) only read, created and updated: never listed across
+// names, nor deleted, which would drop every namespace's claims.
 func TestQuorumAccessIsLeastPrivilege(t *testing.T) {
 	// In its own DR namespace only, it may create Secrets (the VolSync
 	// movers' pre-shared key, which pg-controller copies on): anywhere else
@@ -83,6 +85,8 @@ func TestQuorumAccessIsLeastPrivilege(t *testing.T) {
 				require.ElementsMatch(t, []string{"get", "list", "patch"}, r.Verbs)
 			case "storageclasses":
 				require.Subset(t, []string{"get", "list", "watch"}, r.Verbs)
+			case "drbdallocations":
+				require.ElementsMatch(t, []string{"get", "create", "update"}, r.Verbs)
 			}
 		}
 		require.NotContains(t, r.Verbs, "*")

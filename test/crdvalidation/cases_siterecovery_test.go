@@ -347,6 +347,50 @@ spec:
 		},
 	},
 	{
+		kind: "DRBDAllocation",
+		valid: `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDAllocation
+metadata: {name: default}
+spec:
+  claims:
+  - {requestUID: 6b1f0c1e-1, drNamespace: dr-production, request: protect-db, port: 7000, minors: [1000, 1001], claimedAt: "2026-11-29T10:00:00Z"}
+  - {requestUID: 6b1f0c1e-2, drNamespace: dr-staging, request: protect-web, port: 7001, minors: [1002], claimedAt: "2026-11-29T10:00:00Z"}
+`,
+		invalid: []invalidCase{
+			{"port out of range", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDAllocation
+metadata: {name: bad-port}
+spec:
+  claims: [{requestUID: u1, drNamespace: dr-production, port: 8000, claimedAt: "2026-11-29T10:00:00Z"}]
+`, []string{"spec.claims[0].port", "less than or equal to 7999"}},
+			{"two claims of one request", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDAllocation
+metadata: {name: bad-uid}
+spec:
+  claims:
+  - {requestUID: u1, drNamespace: dr-production, port: 7000, claimedAt: "2026-11-29T10:00:00Z"}
+  - {requestUID: u1, drNamespace: dr-production, port: 7001, claimedAt: "2026-11-29T10:00:00Z"}
+`, []string{"spec.claims[1]", "Duplicate value"}},
+			{"a claim without its DR namespace", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDAllocation
+metadata: {name: bad-ns}
+spec:
+  claims: [{requestUID: u1, port: 7000, claimedAt: "2026-11-29T10:00:00Z"}]
+`, []string{"spec.claims[0].drNamespace", "Required value"}},
+			{"a minor twice", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDAllocation
+metadata: {name: bad-minor}
+spec:
+  claims: [{requestUID: u1, drNamespace: dr-production, port: 7000, minors: [1000, 1000], claimedAt: "2026-11-29T10:00:00Z"}]
+`, []string{"spec.claims[0].minors[1]", "Duplicate value"}},
+		},
+	},
+	{
 		kind: "DRBDResource",
 		valid: `
 apiVersion: siterecovery.trilio.io/v1alpha1

@@ -62,7 +62,7 @@ func TestCRDValidation(t *testing.T) {
 	}
 	// Every CRD the charts install has examples here.
 	for _, k := range []string{"ProtectionZone", "ProtectionGroup", "ProtectionRequest", "FailoverRequest", "TestFailover",
-		"ReplicationGroupStatus", "RPOEvent", "DRBDResource", "DRPolicy", "DRPlacementControl",
+		"ReplicationGroupStatus", "RPOEvent", "DRBDResource", "DRBDAllocation", "DRPolicy", "DRPlacementControl",
 		"VolumeReplicationGroup", "ReplicationGroupSource", "ReplicationGroupDestination"} {
 		require.True(t, kinds[k], "no validation examples for %s", k)
 	}

@@ -24,6 +24,7 @@ import (
 	_ "github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/failover"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/monitor"
+	_ "github.com/siterecovery/siterecovery/internal/quorum/protection"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 	"github.com/siterecovery/siterecovery/test/harness"
 )

@@ -2,41 +2,32 @@ package protection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
-// usage is what ports and minors are taken in the zone.
+// usage is what ports and minors are taken.
 type usage struct {
 	ports  map[int32]bool
 	minors map[int32]bool
 }
 
-// allocate picks the replication port and one minor per volume and writes them
-// into the request's status (not yet persisted). Taken are the ports and minors
-// of every other ProtectionRequest of the DR namespace (read without the cache,
-// so a just-written allocation is seen) and of every DRBDResource on the primary
-// and target clusters.
+// allocate picks the replication port and one minor per volume, claims them in
+// the DRBDAllocation of the primary and of the target cluster, and writes them
+// into the request's status (not yet persisted). Taken are the claims of every
+// DR namespace on either cluster, the ports and minors of every DRBDResource
+// there, and those of the DR namespace's other requests (read without the
+// cache, so a just-written allocation is seen).
 func (r *Reconciler) allocate(ctx context.Context, s *scope) error {
-	u := usage{ports: map[int32]bool{}, minors: map[int32]bool{}}
-	reqs := &srv1alpha1.ProtectionRequestList{}
-	if err := r.APIReader.List(ctx, reqs, client.InNamespace(s.req.Namespace)); err != nil {
-		return flow.Transient(ReasonRequestFailed, fmt.Errorf("listing ProtectionRequests: %w", err))
-	}
-	for _, o := range reqs.Items {
-		if o.UID == s.req.UID {
-			continue
-		}
-		u.ports[o.Status.Port] = true
-		for _, v := range o.Status.Volumes {
-			if o.Status.Port != 0 {
-				u.minors[v.Minor] = true
-			}
-		}
+	c, err := r.claimer(ctx, s)
+	if err != nil {
+		return err
 	}
 	for cluster, rc := range map[string]client.Reader{s.primaryCluster: s.primary.Direct, s.target: s.dr.Direct} {
 		list := &srv1alpha1.DRBDResourceList{}
@@ -44,21 +35,67 @@ func (r *Reconciler) allocate(ctx context.Context, s *scope) error {
 			return remoteErr(cluster, "listing DRBDResources", err)
 		}
 		for _, d := range list.Items {
-			u.ports[d.Spec.Port] = true
+			c.inUse.ports[d.Spec.Port] = true
 			for _, v := range d.Spec.Volumes {
-				u.minors[v.Minor] = true
+				c.inUse.minors[v.Minor] = true
 			}
 		}
 	}
-	port, ok := u.freePort()
-	if !ok {
-		return flow.Stalled(ReasonPortsExhausted, "every replication port %d-%d is in use in zone %s", srv1alpha1.DRBDPortMin, srv1alpha1.DRBDPortMax, s.zone.Name)
+	port, minors, err := c.claim(ctx, len(s.req.Status.Volumes))
+	switch {
+	case errors.Is(err, errPortsExhausted):
+		return flow.Stalled(ReasonPortsExhausted, "every replication port %d-%d is in use on cluster %s or %s", srv1alpha1.DRBDPortMin, srv1alpha1.DRBDPortMax, s.primaryCluster, s.target)
+	case err != nil:
+		return flow.Transient(ReasonRequestFailed, err)
 	}
 	s.req.Status.Port = port
 	for i := range s.req.Status.Volumes {
-		s.req.Status.Volumes[i].Minor = u.takeMinor()
+		s.req.Status.Volumes[i].Minor = minors[i]
 	}
 	return nil
+}
+
+// releaseClaims drops the request's claim from both clusters' DRBDAllocations,
+// once its DRBDResources are gone: freed earlier, the port could go to another
+// request while DRBD still listens on it.
+func (r *Reconciler) releaseClaims(ctx context.Context, s *scope) (bool, error) {
+	c, err := r.claimer(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	if err := c.release(ctx); err != nil {
+		return false, flow.Transient(ReasonRequestFailed, err)
+	}
+	return true, nil
+}
+
+// claimer is the request's claimer on its primary and target clusters, with
+// the DR namespace's requests listed now: their uids decide which claims of
+// the namespace are orphaned, and their ports and minors are in use.
+func (r *Reconciler) claimer(ctx context.Context, s *scope) (*claimer, error) {
+	c := &claimer{
+		clusters: []allocCluster{{name: s.primaryCluster, c: s.primary.Direct}, {name: s.target, c: s.dr.Direct}},
+		self:     srv1alpha1.DRBDClaim{RequestUID: string(s.req.UID), DRNamespace: s.req.Namespace, Request: s.req.Name},
+		inUse:    usage{ports: map[int32]bool{}, minors: map[int32]bool{}},
+		live:     map[types.UID]bool{},
+		listedAt: r.now(),
+		now:      r.now(),
+	}
+	reqs := &srv1alpha1.ProtectionRequestList{}
+	if err := r.APIReader.List(ctx, reqs, client.InNamespace(s.req.Namespace)); err != nil {
+		return nil, flow.Transient(ReasonRequestFailed, fmt.Errorf("listing ProtectionRequests: %w", err))
+	}
+	for _, o := range reqs.Items {
+		c.live[o.UID] = true
+		if o.UID == s.req.UID || o.Status.Port == 0 {
+			continue
+		}
+		c.inUse.ports[o.Status.Port] = true
+		for _, v := range o.Status.Volumes {
+			c.inUse.minors[v.Minor] = true
+		}
+	}
+	return c, nil
 }
 
 func (u usage) freePort() (int32, bool) {

@@ -67,8 +67,13 @@ type step func(ctx context.Context, s *scope) (done bool, err error)
 func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Result, error) {
 	req := &srv1alpha1.ProtectionRequest{}
 	if err := r.Client.Get(ctx, in.NamespacedName, req); err != nil {
+		if apierrors.IsNotFound(err) {
+			defaultMetrics.forget(in.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// req is the scope's request: the deferred call sees its last status.
+	defer defaultMetrics.publish(req)
 	if !req.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, req)
 	}

@@ -20,14 +20,22 @@
 //	frontend PVC          <source PVC>-drbd           (FrontendPVCName)
 //	frontend PV           srdrbd-<namespace>-<source PVC> (FrontendPVName)
 //
-// Allocation: the port is the lowest free one in 7000-7999 not used by any
-// ProtectionRequest of the DR namespace nor by any DRBDResource on the zone's
-// workload clusters. Minors start at MinorBase and are unique across the same
-// set (zone-wide, hence also per node); a volume uses the same minor on both
-// sides, so /dev/drbd<minor> names the same disk everywhere. DRBD node ids are 0
-// on the primary and 1 on the DR side. Allocation reads requests through the API
-// reader (not the cache) and the controller runs one reconcile at a time, so two
-// requests cannot take the same port.
+// Allocation: the port is the lowest free one in 7000-7999 and minors start at
+// MinorBase; a volume uses the same minor on both sides, so /dev/drbd<minor>
+// names the same disk everywhere. Free means: not claimed in the
+// DRBDAllocation of the primary or of the target cluster, by a request of any
+// DR namespace (several quorum-managers, each with its own identity, may
+// replicate to one workload cluster), nor used by a DRBDResource there or by
+// another request of the DR namespace. The request claims its values on both
+// clusters with updates that carry the resourceVersion, so of two managers
+// that pick the same port at the same instant one gets a conflict and picks
+// again. Claims are keyed by the request's uid: after a crash between claim
+// and status write the request finds and reuses its own claim. The claim goes
+// last when protection is removed, after the DRBDResources; claims of the DR
+// namespace whose request is gone (deleted without its finalizer running) are
+// dropped by the namespace's next claim or release. DRBD node ids are 0 on
+// the primary and 1 on the DR side. The controller runs one reconcile at a
+// time.
 //
 // Replica nodes: on the primary, the node the VM's VirtualMachineInstance runs
 // on (so the VM keeps running where its DRBD replica is Primary), else the first

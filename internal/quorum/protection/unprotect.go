@@ -19,7 +19,7 @@ import (
 // world (and ConditionUnprotecting) to know what is left, so a removal that
 // stopped anywhere resumes.
 func (r *Reconciler) unprotectSteps() []step {
-	return []step{r.loadForDelete, r.locate, r.leaveGroup, r.restoreVMs, r.removeStack}
+	return []step{r.loadForDelete, r.locate, r.leaveGroup, r.restoreVMs, r.removeStack, r.releaseClaims}
 }
 
 // reconcileDelete removes protection from a deleted request and then lets it go.

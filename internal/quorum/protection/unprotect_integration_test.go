@@ -200,6 +200,11 @@ func nothingLeft(t *testing.T, z *zone, request string) {
 			n := meta.LenList(list)
 			assert.Zero(t, n, "%s: %T of %s left", cluster, list, request)
 		}
+		a := &srv1alpha1.DRBDAllocation{}
+		require.NoError(t, client.IgnoreNotFound(c.Get(t.Context(), client.ObjectKey{Name: srv1alpha1.DRBDAllocationName}, a)))
+		for _, cl := range a.Spec.Claims {
+			assert.NotEqual(t, request, cl.Request, "%s: the claim of %s (port %d) was not released", cluster, request, cl.Port)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ package protection
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get;list;watch;create;patch;delete,namespace=workload-cluster
+// Claiming ports and minors in the cluster's one DRBDAllocation (the first claimer creates it).
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdallocations,verbs=get;create;update,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;create;delete,namespace=workload-cluster

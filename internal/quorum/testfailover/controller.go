@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -78,9 +79,14 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tf := &srv1alpha1.TestFailover{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, tf); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := newScope(tf, r.Clock.Now())
+	// s.tf is tf: the deferred call sees the last status written.
+	defer r.Metrics.progress(tf)
 	if terminal(tf.Status.Phase) {
 		// Everything was cleaned up before the terminal phase was written.
 		return ctrl.Result{}, r.removeFinalizer(ctx, tf)

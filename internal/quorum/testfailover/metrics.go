@@ -17,8 +17,9 @@ const (
 
 // Metrics are the test-failover-controller's Prometheus metrics.
 type Metrics struct {
-	results  *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	results    *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inProgress *prometheus.GaugeVec
 }
 
 // defaultMetrics live on controller-runtime's registry, once per process however
@@ -37,9 +38,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from a TestFailover's start to the end of its cleanup.",
 			Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}, []string{"protection_group", "result"}),
+		inProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "siterecovery_test_failover_in_progress",
+			Help: "1 while a TestFailover is unfinished, labelled with its phase.",
+		}, []string{"protection_group", "test_failover", "phase"}),
 	}
-	reg.MustRegister(m.results, m.duration)
+	reg.MustRegister(m.results, m.duration, m.inProgress)
 	return m
+}
+
+// progress publishes the phase of an unfinished test; a finished one has no
+// series.
+func (m *Metrics) progress(tf *srv1alpha1.TestFailover) {
+	m.forget(tf.Name)
+	if !terminal(tf.Status.Phase) {
+		m.inProgress.WithLabelValues(tf.Spec.ProtectionGroupRef.Name, tf.Name, string(tf.Status.Phase)).Set(1)
+	}
+}
+
+// forget drops the series of a test that is gone.
+func (m *Metrics) forget(name string) {
+	m.inProgress.DeletePartialMatch(prometheus.Labels{"test_failover": name})
 }
 
 // started creates the group's result series at 0 when a test starts, so that
