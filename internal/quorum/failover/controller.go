@@ -56,8 +56,6 @@ type Reconciler struct {
 	// of waiting messages alone. Made on first use when not set.
 	status     *flow.StatusWriter
 	statusOnce sync.Once
-	// asked holds the DRBD roles set in the last seconds.
-	asked askedRoles
 }
 
 // progressInterval is the least time between two status writes of a request
