@@ -74,18 +74,20 @@ func Replicas(ctx context.Context, c client.Reader, group *srv1alpha1.Protection
 }
 
 // WantedSpec is the role, forcePromotion and quorum intent asks of one replica.
-// Force is decided per replica: only where DRBD refuses or would refuse a
-// normal promotion (not promotable, refused, or cut off a fenced peer), and it
-// stays once the replica is Primary, so that a forced primary is not re-asked.
-// Without a quorum in the intent the replica keeps its own, or that of a
-// secondary if it has none yet.
+// Force is decided per replica, and only while intent allows it: where DRBD
+// refuses or would refuse a normal promotion (not promotable, refused, or cut
+// off a fenced peer). A force already asked together with Primary stays (by
+// an earlier step, or the protection flow's initial sync, which clears it
+// itself), so that a later step does not re-ask the replica. Without a quorum
+// in the intent the replica keeps its own, or that of a secondary if it has
+// none yet.
 func WantedSpec(in *srv1alpha1.GroupDRBDIntent, res *srv1alpha1.DRBDResource) (srv1alpha1.DRBDRole, bool, srv1alpha1.QuorumSettings) {
 	force := false
-	if in.Role == srv1alpha1.RolePrimary && in.Force {
-		if res.Status.Role == string(srv1alpha1.RolePrimary) && res.Spec.Role == srv1alpha1.RolePrimary {
-			force = res.Spec.ForcePromotion
-		} else {
-			force = !res.Status.Promotable || promotionRefused(res) || len(res.Spec.FencedPeers) > 0
+	if in.Role == srv1alpha1.RolePrimary {
+		force = res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion
+		if in.Force && res.Status.Role != string(srv1alpha1.RolePrimary) &&
+			(!res.Status.Promotable || promotionRefused(res) || len(res.Spec.FencedPeers) > 0) {
+			force = true
 		}
 	}
 	q := res.Spec.Quorum
