@@ -17,7 +17,7 @@ import (
 func TestPhaseTimings(t *testing.T) {
 	var c clocks
 	fr := &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at := t0.Add
 	// reconcile runs one reconcile from start to end that leaves the request
 	// in phase (entering it at start when it is new) with err.
 	reconcile := func(start, end time.Duration, phase srv1alpha1.FailoverPhase, err error) {
