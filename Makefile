@@ -14,12 +14,23 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration lint fmt bench clean
+.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak clean
 
 all: build
 
 build: console ## Build the product binaries into bin/ (the console with its front end embedded).
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+# make images: the OCI images of every binary (tools/images) into $(IMAGES_OUT),
+# without a container daemon; REGISTRY=host/org also pushes them there.
+# Tags default to the charts' appVersion; labels carry the commit.
+IMAGES_OUT ?= $(BIN)/images
+VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/quorum-control-plane/Chart.yaml)
+REGISTRY ?=
+
+images: console ## Build the OCI images of every binary into bin/images (REGISTRY=... pushes them); needs apt lists for drbd-utils.
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run -C tools/images . -root $(CURDIR) -out $(CURDIR)/$(IMAGES_OUT) \
+		-version $(VERSION) -revision $$(git rev-parse HEAD) -registry "$(REGISTRY)"
 
 CONSOLE_WEB := web/console
 CONSOLE_DIST := internal/console/ui/dist
@@ -66,6 +77,8 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	$(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/kubectl && $(GO) mod tidy -diff
+	cd tools/images && $(GO) mod tidy -diff
+	cd tools/promql && $(GO) mod tidy -diff
 
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
@@ -83,7 +96,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, alia
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
 	$(GOLANGCI_LINT) fmt ./...
 
-test: lint test-unit test-integration ## Lint, the unit tier with -race, then every test on real API servers.
+test: lint test-unit test-integration test-chart-rbac ## Lint, the unit tier with -race, every test on real API servers, and the flows under the charts' roles.
 
 test-unit: ## The unit tier: no API server starts (the harness skips under -short), with the race detector.
 	$(GO) test -short -race -count=1 $(PKGS)
@@ -95,12 +108,41 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) $(PKGS)
 
-FAULT_TESTS = TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
+# A planned failover and failback, and protecting a VM, with quorum-manager,
+# pg-controller and the agents running as the service accounts and roles the
+# charts install, not as cluster admin: the generated roles must grant all the
+# controllers use.
+CHART_RBAC_TESTS = ./internal/quorum/failover:TestPlannedFailoverAndFailback ./internal/quorum/protection:TestProtectionFlow
+test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privilege roles (SITERECOVERY_CHART_RBAC=1).
+	@set -e; for t in $(CHART_RBAC_TESTS); do \
+		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
+
+FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
 
-bench: ## Benchmarks whose figures the issues ask for.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+SEED ?= 0
+fault-matrix: ## Every cell of the failover fault matrix on real API servers (SEED=<n> fixes the rotation; 0 is today's).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 120m -run '^TestFaultMatrix$$' ./internal/quorum/failover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+
+FAILOVERS ?= 200
+soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1)
+
+# Paired benchmarks (test/benchpair): each product round runs turn by turn with
+# a round of its write floor; test/benchtable prints one table of the ratios.
+BENCH ?= ^Benchmark(Failover20VMs|ConsensusLatency|SteadyState)$$
+BENCH_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./test/steadystate
+BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
+BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./internal/quorum/protection
+
+bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
+	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
+
+bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
+	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 180m -run '^$$' -bench '$(BENCH_SCALE)' -benchtime 1x $(BENCH_SCALE_PKGS) | $(GO) run ./test/benchtable
 
 clean:
 	rm -rf $(BIN)

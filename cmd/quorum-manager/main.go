@@ -1,10 +1,12 @@
 // Command quorum-manager is the management plane on the quorum cluster: the
 // failover, protection, pg-sync, test-failover, replication-monitor, DRPolicy and
-// DRPlacementControl reconcilers for one DR namespace.
+// DRPlacementControl reconcilers for one DR namespace. With --zone-webhook it is
+// instead the protectionzone chart's cluster-wide ProtectionZone webhook.
 package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -15,11 +17,22 @@ func main() {
 	var o setup.Options
 	var q setup.QuorumOptions
 	o.BindFlags(flag.CommandLine, "quorum-manager.siterecovery.trilio.io")
-	flag.StringVar(&o.Namespace, "namespace", "", "the DR namespace (dr-<name>) this instance manages; required")
+	flag.StringVar(&o.Namespace, "namespace", "", "the DR namespace (dr-<name>) this instance manages; required (with --zone-webhook: its own namespace, defaulting to $POD_NAMESPACE)")
 	flag.DurationVar(&q.ProbeInterval, "cluster-probe-interval", 10*time.Second, "how often each workload cluster's API server is probed")
 	flag.IntVar(&q.FailureThreshold, "cluster-failure-threshold", setup.DefaultFailureThreshold, "how many probes of a workload cluster must fail in a row before it is unreachable")
 	flag.StringVar(&q.HolderImage, "replica-holder-image", setup.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
 	flag.StringVar(&q.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the test failover's network probe Jobs (sh, nc and wget)")
+	zoneWebhook := flag.Bool("zone-webhook", false, "serve only the cluster-wide ProtectionZone admission webhook (the protectionzone chart's mode), no controllers")
 	flag.Parse()
+	if *zoneWebhook {
+		if o.Namespace == "" {
+			o.Namespace = os.Getenv("POD_NAMESPACE")
+		}
+		if o.Namespace == "" {
+			fmt.Fprintln(os.Stderr, "--zone-webhook needs --namespace or $POD_NAMESPACE: its certificate Secret lives there")
+			os.Exit(2)
+		}
+		os.Exit(setup.RunZoneWebhook(o))
+	}
 	os.Exit(setup.Run(o, q))
 }

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
@@ -25,6 +25,13 @@ import (
 type Options struct {
 	// MetricsAddr is where Prometheus metrics are served ("0" disables them).
 	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS to clients whose bearer token the
+	// API server accepts (TokenReview) and that may get the /metrics URL
+	// (SubjectAccessReview), instead of plain HTTP to anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics serving certificate (tls.crt, tls.key);
+	// empty makes MetricsSecure serve a self-signed one.
+	MetricsCertDir string
 	// ProbeAddr is where /healthz and /readyz are served.
 	ProbeAddr string
 	// LeaderElect makes only one replica reconcile at a time.
@@ -35,6 +42,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Namespace restricts the cache to one namespace when set.
 	Namespace string
+	// CacheByObject tunes the cache per kind (a binary's own transforms or
+	// selectors); the binary sets it, not a flag.
+	CacheByObject map[client.Object]cache.ByObject
 	// QPS and Burst bound the manager's requests to its API server; client-go's
 	// defaults (5/10) would throttle a 20-VM failover to seconds.
 	QPS   float64
@@ -48,6 +58,8 @@ type Options struct {
 // BindFlags registers the shared flags on fs with the binary's defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet, leaderElectionID string) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve metrics over HTTPS, only to callers the API server authenticates and authorizes for GET /metrics")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory of the metrics serving certificate (tls.crt, tls.key); empty serves a self-signed one")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "enable leader election so that only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", leaderElectionID, "name of the leader election Lease")
@@ -82,6 +94,12 @@ func CacheOptions(namespace string) cache.Options {
 	return o
 }
 
+func (o Options) cacheOptions() cache.Options {
+	c := CacheOptions(o.Namespace)
+	c.ByObject = o.CacheByObject
+	return c
+}
+
 // NewManager builds a manager with the shared scheme, metrics, probes and leader
 // election configured from o. The caller registers its reconcilers and starts it.
 func NewManager(o Options) (ctrl.Manager, error) {
@@ -105,7 +123,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 	renew := 10 * time.Second
 	mgrOpts := ctrl.Options{
 		Scheme:                  s,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 o.metricsOptions(),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
@@ -114,7 +132,7 @@ func NewManagerWithScheme(o Options, s *runtime.Scheme) (ctrl.Manager, error) {
 		// whole lease duration before resuming flows.
 		LeaderElectionReleaseOnCancel: true,
 		RenewDeadline:                 &renew,
-		Cache:                         CacheOptions(o.Namespace),
+		Cache:                         o.cacheOptions(),
 		MapperProvider:                NewRESTMapper,
 		WebhookServer:                 o.webhookOptions().Server(),
 	}

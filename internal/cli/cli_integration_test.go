@@ -99,8 +99,11 @@ func TestCLI(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 		res := find(&rep, "permissions", validate.Problem)
 		require.Len(t, res, 2, "%+v", rep.Results)
-		assert.Contains(t, res[0].Message, "get,list,watch,create,update,patch,delete drbdresources.siterecovery.trilio.io in dr-production")
-		assert.Contains(t, res[0].Message, "may not: create,update,patch,delete protectiongroups.siterecovery.trilio.io in dr-production;")
+		// The rights come from quorum-manager's generated workload Roles:
+		// DRBD resources cluster-wide, the group copy in the DR namespace.
+		assert.Contains(t, res[0].Message, "create,delete,get,list,patch,watch drbdresources.siterecovery.trilio.io;")
+		assert.Contains(t, res[0].Message, "; create,delete,patch protectiongroups.siterecovery.trilio.io in dr-production")
+		assert.NotContains(t, res[0].Message, "list,watch protectiongroups", "the identity may list group copies")
 	})
 
 	t.Run("a user without rights to Secrets sees the quorum view", func(t *testing.T) {
@@ -132,6 +135,28 @@ func TestCLI(t *testing.T) {
 		assert.Contains(t, files["README.txt"], "quorum/protectiongroups.yaml")
 		assert.Contains(t, files["quorum/secrets.yaml"], "notify-token")
 		z.assertRedacted(t, files)
+	})
+
+	t.Run("test-failover --wait boots the DR copies and passes its checks", func(t *testing.T) {
+		r := z.cli(ctx, "test-failover", group, "--wait", "--keep")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		assertInOrder(t, r.stdout, "Pending", "Snapshotting", "Restoring", "Booting", "Verifying", "CleaningUp", "Succeeded",
+			"Checks of TestFailover", "(Succeeded)")
+		for _, vm := range vms {
+			assert.Regexp(t, vm+`\s+VMReady\s+true`, r.stdout)
+		}
+		tfs := &srv1alpha1.TestFailoverList{}
+		require.NoError(t, z.Client(env.Quorum).List(ctx, tfs, client.InNamespace(env.Namespace)))
+		require.Len(t, tfs.Items, 1, "--keep keeps the finished TestFailover")
+		tf := tfs.Items[0]
+		assert.Equal(t, srv1alpha1.TestFailoverSucceeded, tf.Status.Phase)
+		assert.Equal(t, env.DR, tf.Spec.TargetCluster, "the cluster the group is not active on")
+		require.Len(t, tf.Status.Results, len(vms))
+		for _, res := range tf.Status.Results {
+			assert.True(t, res.Passed, "%s/%s: %s", res.VM, res.Check, res.Message)
+		}
+		require.NoError(t, z.Client(env.Quorum).Delete(ctx, &tf))
+		z.waitRunning(env.Primary)
 	})
 
 	t.Run("validate finds a stopped API server", func(t *testing.T) {
@@ -182,17 +207,25 @@ func TestCLI(t *testing.T) {
 		z.waitRunning(env.Primary)
 	})
 
-	t.Run("protect and unprotect", func(t *testing.T) {
-		r := z.cli(ctx, "protect", "apps/vm-new", "--group", "new-pg")
+	t.Run("protect --wait protects a VM, unprotect removes it", func(t *testing.T) {
+		vm := env.AppNS + "/" + protectVM
+		r := z.cli(ctx, "protect", vm, "--group", "web")
 		assert.Equal(t, cli.ExitUsage, r.code, "two zones now: --zone is needed")
-		r = z.cli(ctx, "protect", "apps/vm-new", "--group", "new-pg", "--zone", env.ZoneName)
+		r = z.cli(ctx, "protect", vm, "--group", "web", "--zone", env.ZoneName, "--wait")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		assertInOrder(t, r.stdout, "Pending", "Validating", "CreatingReplication", "WaitingForInitialSync", "SwitchingFrontend",
+			"AddingToGroup", "Protected", "Timeline of ProtectionRequest protect-apps-web-01 (Protected)", "total ")
 		pr := &srv1alpha1.ProtectionRequest{}
-		require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "protect-apps-vm-new"}, pr))
-		assert.Equal(t, srv1alpha1.VirtualMachineReference{Namespace: env.AppNS, Name: "vm-new"}, pr.Spec.VirtualMachine)
-		assert.Equal(t, env.ZoneName, pr.Spec.ZoneRef.Name)
-		assert.Equal(t, "new-pg", pr.Spec.ProtectionGroupRef.Name)
-		r = z.cli(ctx, "unprotect", "apps/vm-new", "--force")
+		require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "protect-apps-" + protectVM}, pr))
+		assert.Equal(t, srv1alpha1.ProtectionProtected, pr.Status.Phase)
+		pg := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "web"}, pg))
+		assert.Contains(t, pg.Spec.VirtualMachines, srv1alpha1.VirtualMachineReference{Namespace: env.AppNS, Name: protectVM})
+		r = z.cli(ctx, "status", "web")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, vm)
+
+		r = z.cli(ctx, "unprotect", vm)
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		env.Eventually(t, timeout, "ProtectionRequest gone", func() error {
 			err := z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(pr), pr)
@@ -201,7 +234,7 @@ func TestCLI(t *testing.T) {
 			}
 			return client.IgnoreNotFound(err)
 		})
-		r = z.cli(ctx, "unprotect", "apps/vm-new")
+		r = z.cli(ctx, "unprotect", vm)
 		assert.Equal(t, cli.ExitError, r.code)
 	})
 

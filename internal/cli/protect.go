@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,13 +32,19 @@ func protectionRequestName(vm srv1alpha1.VirtualMachineReference) string {
 
 func newProtectCommand(o *Options) *cobra.Command {
 	var group, zone, vmNS, target string
+	var wait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "protect [NAMESPACE/]VM --group GROUP",
 		Short: "Protect a VM of the primary cluster (creates a ProtectionRequest)",
 		Long: `protect creates a ProtectionRequest: the VM's disks get a DRBD replica on the
 DR cluster and the VM joins the group, which is created if missing. --zone may
-be left out when the DR namespace has one zone.`,
-		Example: `  kubectl siterecovery protect apps/web-01 --group production-pg -n dr-production
+be left out when the DR namespace has one zone.
+
+With --wait it streams the request's phases until the VM is Protected (or the
+request failed) and ends with the timeline; Ctrl-C stops waiting, not the
+protection.`,
+		Example: `  kubectl siterecovery protect apps/web-01 --group production-pg -n dr-production --wait
   kubectl siterecovery protect web-01 --vm-namespace apps --group production-pg --zone production`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,9 +55,11 @@ be left out when the DR namespace has one zone.`,
 			if err != nil {
 				return err
 			}
-			return o.protect(cmd.Context(), ref, group, zone, target)
+			return o.protect(cmd.Context(), ref, group, zone, target, wait, timeout)
 		},
 	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "stream the phases until the VM is protected or the request failed")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, stop waiting after this long (the protection goes on)")
 	cmd.Flags().StringVar(&group, "group", "", "the ProtectionGroup the VM joins")
 	cmd.Flags().StringVar(&zone, "zone", "", "the ProtectionZone; defaults to the DR namespace's only zone")
 	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
@@ -58,7 +67,7 @@ be left out when the DR namespace has one zone.`,
 	return cmd
 }
 
-func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, group, zone, target string) error {
+func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, group, zone, target string, wait bool, timeout time.Duration) error {
 	c, err := o.Quorum()
 	if err != nil {
 		return err
@@ -90,6 +99,37 @@ func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineRefer
 		return err
 	}
 	fmt.Fprintf(o.Out, "protectionrequest/%s created: %s/%s joins %s in zone %s\n", pr.Name, vm.Namespace, vm.Name, group, zone)
+	if !wait {
+		return nil
+	}
+	return o.waitProtection(ctx, c, pr, timeout)
+}
+
+// waitProtection streams a ProtectionRequest's phases until it is Protected or
+// Failed, and prints its timeline.
+func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1alpha1.ProtectionRequest, timeout time.Duration) error {
+	p := &progress{w: o.Out}
+	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pr), pr); err != nil {
+			return false, err
+		}
+		p.update(pr.Status.PhaseHistory, "")
+		return pr.Status.Phase == srv1alpha1.ProtectionProtected || pr.Status.Phase == srv1alpha1.ProtectionFailed, nil
+	})
+	if err != nil {
+		return stillRunning(err, "ProtectionRequest", pr.Namespace, pr.Name, string(pr.Status.Phase))
+	}
+	// completionTime has whole seconds, the phases finer times: the request
+	// ended with its last phase.
+	end := time.Now()
+	if h := pr.Status.PhaseHistory; len(h) > 0 {
+		end = h[len(h)-1].Time.Time
+	}
+	fmt.Fprintf(o.Out, "\nTimeline of ProtectionRequest %s (%s):\n", pr.Name, pr.Status.Phase)
+	timeline(o.Out, pr.Status.PhaseHistory, end)
+	if pr.Status.Phase == srv1alpha1.ProtectionFailed {
+		return exitf(ExitRequestFailed, "ProtectionRequest %s/%s failed: %s", pr.Namespace, pr.Name, lastMessage(pr.Status.PhaseHistory))
+	}
 	return nil
 }
 

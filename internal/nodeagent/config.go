@@ -46,6 +46,9 @@ type Config struct {
 	StatusInterval time.Duration
 	// MaxConcurrentReconciles defaults to 4.
 	MaxConcurrentReconciles int
+	// HeartbeatInterval is how often the agent renews its heartbeat Lease;
+	// DefaultHeartbeatInterval if zero.
+	HeartbeatInterval time.Duration
 }
 
 // BindFlags registers the agent's own flags.

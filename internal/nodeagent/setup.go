@@ -36,6 +36,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := mgr.AddReadyzCheck("drbd-events2", w.ReadyCheck); err != nil {
 		return err
 	}
+	if err := mgr.Add(&Heartbeat{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Node: cfg.NodeName, Interval: cfg.HeartbeatInterval, Clock: cfg.Clock, Log: log.WithName("heartbeat")}); err != nil {
+		return err
+	}
 	taints := NewTaints(mgr.GetClient(), mgr.GetAPIReader(), cfg.NodeName, w, cfg.Clock, log.WithName("taint"))
 	w.Subscribe(func(_ context.Context, _ string) { taints.Kick() })
 	if err := mgr.Add(taints); err != nil {

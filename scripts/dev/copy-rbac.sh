@@ -32,3 +32,6 @@ done
 # (the Roles of the placeholder namespaces workload-cluster and
 # workload-dr-namespace); the workload chart grants those to its identity there.
 cp config/rbac/quorum-manager/role.yaml charts/workload-control-plane/files/rbac/quorum-manager.yaml
+# The CLI's validate checks, as the identity of each zone kubeconfig Secret,
+# exactly the rights quorum-manager's workload Roles grant; it embeds them.
+cp config/rbac/quorum-manager/role.yaml internal/cli/validate/quorum-manager-role.yaml

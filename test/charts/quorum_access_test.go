@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,12 +51,26 @@ func TestWorkloadChartGrantsQuorumAccess(t *testing.T) {
 }
 
 // TestQuorumAccessIsLeastPrivilege states the limits of the generated workload
-// rules a reviewer relies on: no Secrets, no wildcards, no RBAC or
+// rules a reviewer relies on: no Secrets beyond creating them in its DR
+// namespace, no wildcards, no RBAC or
 // impersonation, Nodes only read and patched (the lost-quorum taint),
 // StorageClasses only read.
 func TestQuorumAccessIsLeastPrivilege(t *testing.T) {
-	rules := append(generatedRole(t, "quorum-manager", "Role", "workload-cluster"),
-		generatedRole(t, "quorum-manager", "Role", "workload-dr-namespace")...)
+	// In its own DR namespace only, it may create Secrets (the VolSync
+	// movers' pre-shared key, which pg-controller copies on): anywhere else
+	// creating a Secret would mint tokens for that namespace's ServiceAccounts.
+	for _, r := range generatedRole(t, "quorum-manager", "Role", "workload-dr-namespace") {
+		if slices.Contains(r.Resources, "secrets") {
+			require.Equal(t, []string{"secrets"}, r.Resources)
+			require.Equal(t, []string{"create"}, r.Verbs, "the key is only created; reading Secrets there is not needed")
+		}
+	}
+	rules := generatedRole(t, "quorum-manager", "Role", "workload-cluster")
+	for _, r := range generatedRole(t, "quorum-manager", "Role", "workload-dr-namespace") {
+		if !slices.Contains(r.Resources, "secrets") {
+			rules = append(rules, r)
+		}
+	}
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			require.NotEqual(t, "*", g)

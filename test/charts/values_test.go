@@ -28,6 +28,9 @@ func TestChartsRejectBadValues(t *testing.T) {
 		{"pg-controller ports equal", "workload-control-plane", map[string]any{"pgController": map[string]any{"probePort": 8080}}, "pgController.metricsPort and pgController.probePort must differ"},
 		{"DR namespace not a name", "workload-control-plane", map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"DR_Production"}}}, "drNamespaces"},
 		{"pull policy", "workload-control-plane", map[string]any{"pgController": map[string]any{"image": map[string]any{"pullPolicy": "always"}}}, "pullPolicy"},
+		{"digest without its algorithm", "quorum-control-plane", map[string]any{"image": map[string]any{"digest": "0123abcd"}}, "digest"},
+		{"agent digest too short", "workload-control-plane", map[string]any{"drbdNodeAgent": map[string]any{"image": map[string]any{"digest": "sha256:abc"}}}, "digest"},
+		{"scrape interval without a unit", "workload-control-plane", map[string]any{"monitoring": map[string]any{"serviceMonitor": map[string]any{"interval": "30"}}}, "interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := renderErr(t, tc.chart, tc.values)

@@ -52,6 +52,11 @@ func identity(cfg *rest.Config, name string) *rest.Config {
 	if !chartRBAC() || !ok {
 		return cfg
 	}
+	return impersonate(cfg, sa)
+}
+
+// impersonate returns cfg acting as the service account (namespace, name).
+func impersonate(cfg *rest.Config, sa [2]string) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + sa[0] + ":" + sa[1],
@@ -73,10 +78,7 @@ func (e *Env) installChartRBAC(t testing.TB) {
 		if name == Quorum {
 			chart, ns = "quorum-control-plane", Namespace
 		}
-		err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
+		ensureNamespace(t, c.Client, ns)
 		for _, obj := range renderChart(t, chart, ns) {
 			switch obj.GetKind() {
 			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":

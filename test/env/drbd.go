@@ -59,8 +59,24 @@ func (e *Env) createNodes(t testing.TB) {
 // StartAgent runs the drbd-node-agent of a workload cluster's node against the
 // DRBD simulator.
 func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
-	net := e.drbdNet(t)
 	n := Nodes[cluster]
+	return e.StartAgentOn(t, cluster, n.Name, n.Address)
+}
+
+// AddNode creates another simulated worker node on a workload cluster, for
+// StartAgentOn.
+func (e *Env) AddNode(t testing.TB, cluster, name, address string) {
+	create(t, e.Client(cluster), &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: address}}},
+	})
+}
+
+// StartAgentOn runs the drbd-node-agent of the named node of a workload
+// cluster (its Node created by AddNode) against the DRBD simulator.
+func (e *Env) StartAgentOn(t testing.TB, cluster, name, address string) *Process {
+	net := e.drbdNet(t)
+	n := struct{ Name, Address string }{name, address}
 	cfg := nodeagent.Config{
 		NodeName:           n.Name,
 		ReplicationAddress: n.Address,
@@ -71,6 +87,8 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 		// and benchmarks measure the agent and the controllers.
 		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
 		StatusInterval: 50 * time.Millisecond,
+		// A silent agent is seen within four intervals.
+		HeartbeatInterval: time.Second,
 	}
 	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }

@@ -20,8 +20,6 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
-	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
-	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
 // OffloadedStorage makes StartWorkload run the workload tier of an Offloaded
@@ -47,15 +45,7 @@ func (e *Env) registerOffloaded(cluster string, mgr ctrl.Manager, o WorkloadOpti
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if err := wsetup.PGController(wsetup.PGOptions{OperatorNamespace: ns})(mgr, wsetup.Options{}); err != nil {
-		return err
-	}
-	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay}); err != nil {
-		return err
-	}
-	// The array reports no conditions, as a LUN-level array with
-	// schedulingInterval 0m does.
-	return storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay})
+	return wsetup.PGController(wsetup.PGOptions{OperatorNamespace: ns})(mgr, wsetup.Options{})
 }
 
 // GlobalStorage is one cluster's storage of a global replication group:

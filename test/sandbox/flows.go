@@ -153,7 +153,7 @@ spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: pl
 YAML
   kubectl -n %[2]s get failoverrequest my-failover -w
 An unplanned failover must be confirmed with the group's name; without it the
-admission webhook refuses it and says how:
+API server's admission policy refuses it and says how:
   kubectl create -f - <<YAML
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: FailoverRequest

@@ -23,10 +23,13 @@ import (
 const (
 	zoneName    = "demo"
 	drNamespace = "dr-demo"
-	appNS       = "demo-apps"
-	groupName   = "demo-group"
-	primary     = "primary"
-	dr          = "dr"
+	// zoneWebhookNamespace is where the protectionzone chart would run its
+	// cluster-wide ProtectionZone webhook.
+	zoneWebhookNamespace = "siterecovery-system"
+	appNS                = "demo-apps"
+	groupName            = "demo-group"
+	primary              = "primary"
+	dr                   = "dr"
 )
 
 // node is the one simulated worker node of a workload cluster.
@@ -74,11 +77,18 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.startSimulators(simCtx); err != nil {
 		return sb, err
 	}
-	webhookArgs, err := sb.installWebhooks(ctx)
+	webhookArgs, err := sb.installWebhooks(ctx, "quorum-control-plane", drNamespace)
 	if err != nil {
 		return sb, fmt.Errorf("registering the admission webhooks: %w", err)
 	}
-	if err := sb.startProcesses(webhookArgs); err != nil {
+	zoneWebhookArgs, err := sb.installWebhooks(ctx, "protectionzone", zoneWebhookNamespace)
+	if err != nil {
+		return sb, fmt.Errorf("registering the ProtectionZone webhook: %w", err)
+	}
+	if err := sb.installConfirmationPolicy(ctx); err != nil {
+		return sb, fmt.Errorf("creating the confirmation policy: %w", err)
+	}
+	if err := sb.startProcesses(webhookArgs, zoneWebhookArgs); err != nil {
 		return sb, err
 	}
 	err = sb.waitWebhooks(ctx)
@@ -118,11 +128,14 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 }
 
 // startProcesses runs the product's binaries against the three clusters.
-func (sb *sandbox) startProcesses(webhookArgs []string) error {
+func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs []string) error {
 	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
-	sb.procs = append(sb.procs, &process{name: "quorum-manager", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-		args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)})
+	sb.procs = append(sb.procs,
+		&process{name: "quorum-manager", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
+			args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)},
+		&process{name: "zone-webhook", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
+			args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
 	for _, cluster := range []string{primary, dr} {
 		n := nodes[cluster]
 		sb.procs = append(sb.procs,

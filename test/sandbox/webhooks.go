@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,17 +17,18 @@ import (
 	"github.com/siterecovery/siterecovery/test/chartrender"
 )
 
-// installWebhooks registers quorum-manager's admission webhooks on the quorum
-// cluster as the quorum-control-plane chart renders them, calling the
-// quorum-manager process on this machine, and returns the flags that make it
-// serve them with a self-managed CA. A user trying bad input in the sandbox
-// meets the same refusals as on a real cluster.
-func (sb *sandbox) installWebhooks(ctx context.Context) ([]string, error) {
+// installWebhooks registers a chart's admission webhooks on the quorum cluster
+// as the chart renders them for namespace, calling a process on this machine,
+// and returns the flags that make that process serve them with a self-managed
+// CA: quorum-manager's for the DR namespace (quorum-control-plane), and the
+// cluster-wide ProtectionZone webhook (protectionzone). A user trying bad input
+// in the sandbox meets the same refusals as on a real cluster.
+func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string) ([]string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	objs, err := chartrender.Render("quorum-control-plane", drNamespace)
+	objs, err := chartrender.Render(chart, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +37,9 @@ func (sb *sandbox) installWebhooks(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	q := sb.zone.Clusters["quorum"].Client
+	if err := q.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
 	var names []string
 	for _, cfg := range w.Configurations {
 		if err := q.Create(ctx, cfg); err != nil {
@@ -42,19 +47,36 @@ func (sb *sandbox) installWebhooks(ctx context.Context) ([]string, error) {
 		}
 		names = append(names, cfg.Name)
 	}
-	if err := q.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: w.CertSecret}}); err != nil {
+	if err := q.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: w.CertSecret}}); err != nil {
 		return nil, err
 	}
 	return []string{
 		fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-management=self",
 		"--webhook-cert-secret=" + w.CertSecret, "--webhook-dns-name=localhost",
-		"--webhook-cert-dir=" + sb.o.workDir + "/webhook-certs",
+		"--webhook-cert-dir=" + filepath.Join(sb.o.workDir, chart+"-webhook-certs"),
 		"--webhook-configurations=" + strings.Join(names, ","),
 	}, nil
 }
 
-// waitWebhooks waits until quorum-manager's webhooks answer: a dry-run request
-// for a group that does not exist is refused by the webhook, not by a TLS or
+// installConfirmationPolicy creates the protectionzone chart's admission policy:
+// the API server itself refuses an unplanned or forced failover that is not
+// confirmed with the group's name.
+func (sb *sandbox) installConfirmationPolicy(ctx context.Context) error {
+	objs, err := chartrender.Render("protectionzone", zoneWebhookNamespace)
+	if err != nil {
+		return err
+	}
+	for _, obj := range chartrender.AdmissionPolicies(objs) {
+		if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitWebhooks waits until quorum-manager's webhooks and the zone webhook
+// answer: a dry-run request for a group that does not exist, and a zone whose
+// Secret does not exist, are refused by the webhooks, not by a TLS or
 // connection error.
 func (sb *sandbox) waitWebhooks(ctx context.Context) error {
 	q := sb.zone.Clusters["quorum"].Client
@@ -63,13 +85,20 @@ func (sb *sandbox) waitWebhooks(ctx context.Context) error {
 		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "no-such-group"},
 			TargetCluster: dr, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 60},
 	}
-	return poll(ctx, time.Minute, func() (bool, error) {
-		err := q.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		if err == nil {
-			return false, errors.New("the webhook probe was admitted: quorum-manager's webhooks are not registered")
+	zone := chartrender.ZoneWebhookProbe(drNamespace)
+	for _, obj := range []client.Object{probe, zone} {
+		err := poll(ctx, time.Minute, func() (bool, error) {
+			err := q.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+			if err == nil {
+				return false, fmt.Errorf("the webhook probe %T was admitted: its webhook is not registered", obj)
+			}
+			return strings.Contains(err.Error(), "does not exist in namespace"), nil
+		})
+		if err != nil {
+			return err
 		}
-		return strings.Contains(err.Error(), "does not exist in namespace"), nil
-	})
+	}
+	return nil
 }
 
 func freePort() (int, error) {

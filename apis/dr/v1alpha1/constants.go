@@ -2,8 +2,8 @@ package v1alpha1
 
 import "strings"
 
-// Labels and annotations of spec 000 (global VolumeGroupReplication) and spec 001
-// (incremental sync for consistency groups). Storage vendors and Ramen set and read
+// Labels and annotations of the global VolumeGroupReplication and of incremental
+// sync for consistency groups. Storage vendors and Ramen set and read
 // these keys, so they keep Ramen's ramendr.openshift.io and ramen.openshift.io
 // prefixes although the kinds of this package are served under GroupVersion.
 const (
@@ -53,6 +53,15 @@ func GlobalVGRName(groupReplicationID string) string {
 	return name
 }
 
+// VolSyncPSKKey is the key of the pre-shared-key Secret VolSync's TLS movers read.
+const VolSyncPSKKey = "psk.txt"
+
+// VolSyncPSKSecretName is the Secret holding the TLS pre-shared key of a
+// VolSync VRG's movers, the same on both clusters: the quorum tier mints the
+// key once per DRPlacementControl (whose name the VRGs bear) and copies it to
+// both sides, since a key each side minted on its own would never match.
+func VolSyncPSKSecretName(vrg string) string { return vrg + "-vs-secret" }
+
 // IsDiffSyncEnabled reports whether incremental sync is enabled on an object.
 func IsDiffSyncEnabled(annotations map[string]string) bool {
 	return annotations[EnableDiffAnnotation] == "true"
@@ -71,6 +80,9 @@ const (
 	ConditionDataProtected   = "DataProtected"
 	ConditionGlobalState     = "GlobalState"
 	ConditionGlobalSecondary = "GlobalSecondary"
+	// ConditionFinalSynced is True on a VolSync VRG once every consistency
+	// group completed the cycle spec.volSync.finalSync asked for.
+	ConditionFinalSynced = "FinalSynced"
 )
 
 // Condition reasons named by the specs.

@@ -129,7 +129,8 @@ type DRPlacementControlStatus struct {
 }
 
 // DRPlacementControl is the placement state machine of one application for the
-// Offloaded and VolSync backends, with the global action consensus of spec 000 §5.
+// Offloaded and VolSync backends, with the global action consensus: every DRPC sharing a global VGR must
+// request an action before any of them acts on it.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=drpc

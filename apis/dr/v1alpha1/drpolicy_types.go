@@ -30,7 +30,7 @@ type DRPolicySpec struct {
 }
 
 // PeerClass is a StorageClass that exists on both clusters with a replication
-// relationship between them (spec 000 §2).
+// relationship between them.
 type PeerClass struct {
 	// clusterIDs are the clusters the peer class spans.
 	// +optional

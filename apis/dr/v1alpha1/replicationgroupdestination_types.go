@@ -19,6 +19,9 @@ type VolSyncProtectedPVC struct {
 	// storageClassName of the PVC.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
+	// labels of the PVC, given to the PVC the destination receives into.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 	// accessModes of the PVC.
 	// +optional
 	// +listType=atomic

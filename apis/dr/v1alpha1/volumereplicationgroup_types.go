@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // ReplicationState is the desired replication role of a VRG.
 // +kubebuilder:validation:Enum=primary;secondary
@@ -76,6 +79,14 @@ type VRGVolSyncSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	RDSpecs []VolSyncReplicationDestinationSpec `json:"rdSpecs,omitempty"`
+	// finalSync, when set on a primary VRG, runs one more sync cycle of every
+	// consistency group, triggered with this value, in place of the schedule;
+	// condition FinalSynced is True once each group completed it. A relocate
+	// sets it once the application stopped, so that the target receives every
+	// write.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	FinalSync string `json:"finalSync,omitempty"`
 }
 
 // ProtectedPVC is the replication state of one PVC of the VRG.
@@ -95,6 +106,21 @@ type ProtectedPVC struct {
 	// groupreplicationID of the replication group the PVC belongs to.
 	// +optional
 	GroupReplicationID string `json:"groupreplicationID,omitempty"`
+	// protectedByVolSync is set when VolSync replicates the PVC; the quorum
+	// tier then copies the PVC into the secondary VRG's spec.volSync.rdSpecs.
+	// +optional
+	ProtectedByVolSync bool `json:"protectedByVolSync,omitempty"`
+	// labels of the PVC, given to the PVC the secondary receives into, so that
+	// the VRG's pvcSelector selects it after a failover.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// accessModes of the PVC (VolSync only).
+	// +optional
+	// +listType=atomic
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// resources of the PVC (VolSync only).
+	// +optional
+	Resources corev1.VolumeResourceRequirements `json:"resources,omitempty"`
 	// lastSyncTime is the last time the PVC was fully replicated.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -185,6 +185,16 @@ type ClusterGroupState struct {
 	// message describes drift or an error reaching the cluster.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// virtualMachines is the state of the group's VMs on this cluster, as its
+	// workload copy last reported it: which cluster runs each VM, and the
+	// state of its standby elsewhere, without reading the workload clusters.
+	// Empty while the cluster cannot be read.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	VirtualMachines []VMStatus `json:"virtualMachines,omitempty"`
 }
 
 // ProtectionGroupStatus is the observed state of a ProtectionGroup.

@@ -44,3 +44,9 @@ role names, namespaces and bindings; only the rules come from the markers.
 {{- define "qcp.webhookConfiguration" -}}
 {{- printf "siterecovery-quorum-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/* qcp.image renders repository:tag with the appVersion as default tag, and @digest when set. */}}
+{{- define "qcp.image" -}}
+{{- printf "%s:%s" .image.repository (.image.tag | default .root.Chart.AppVersion) -}}
+{{- with .image.digest }}@{{ . }}{{ end -}}
+{{- end -}}

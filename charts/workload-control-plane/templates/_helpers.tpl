@@ -10,9 +10,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- end -}}
 
-{{/* image renders repository:tag with the appVersion as default tag. */}}
+{{/* image renders repository:tag with the appVersion as default tag, and @digest when set. */}}
 {{- define "wcp.image" -}}
 {{- printf "%s:%s" .image.repository (.image.tag | default .root.Chart.AppVersion) -}}
+{{- with .image.digest }}@{{ . }}{{ end -}}
 {{- end -}}
 
 {{/*

@@ -21,19 +21,40 @@ func newRedactor() *redactor { return &redactor{secrets: map[string]bool{}} }
 // replaced everywhere would make the bundle unreadable.
 const minSecretLen = 6
 
-// add records a secret value, its base64 form, and each line of a multi-line
-// value (a kubeconfig's embedded token, certificate or key).
+// add records a secret value and its base64 form, and from a multi-line
+// value (a kubeconfig) the credentials inside it: the value of each credential
+// field, and bare token or key lines. Its other lines ("apiVersion: v1",
+// "name: primary-cluster", the server address) stand in every object of the
+// bundle too; replacing them everywhere would leave the bundle unreadable, and
+// a zone rebuilt from it, as the quorum-cluster-lost procedure does, unusable.
 func (r *redactor) add(value []byte) {
-	v := string(value)
-	for _, s := range append([]string{v, base64.StdEncoding.EncodeToString(value)}, strings.Split(v, "\n")...) {
-		s = strings.TrimSpace(s)
-		if len(s) >= minSecretLen {
-			r.secrets[s] = true
+	r.record(string(value))
+	r.record(base64.StdEncoding.EncodeToString(value))
+	if !strings.Contains(string(value), "\n") {
+		return
+	}
+	for _, line := range strings.Split(string(value), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
+		key, val, isField := strings.Cut(line, ":")
+		switch {
+		case isField && credentialField[strings.Trim(strings.TrimSpace(key), `"'`)]:
+			r.record(strings.Trim(strings.TrimSpace(val), `"'`))
+		case !isField && !strings.ContainsAny(line, " \t") && len(line) >= 2*minSecretLen:
+			r.record(line) // a raw token, or a line of a PEM block
 		}
-		// A kubeconfig line "token: abc" or "client-key-data: abc": its value.
-		if _, val, ok := strings.Cut(s, ": "); ok && len(strings.TrimSpace(val)) >= minSecretLen*2 {
-			r.secrets[strings.TrimSpace(val)] = true
-		}
+	}
+}
+
+// credentialField names the fields of a kubeconfig (or any YAML secret) whose
+// values are credentials.
+var credentialField = map[string]bool{
+	"token": true, "password": true, "client-key-data": true, "client-certificate-data": true,
+	"id-token": true, "refresh-token": true, "access-token": true, "client-secret": true,
+}
+
+func (r *redactor) record(s string) {
+	if s = strings.TrimSpace(s); len(s) >= minSecretLen {
+		r.secrets[s] = true
 	}
 }
 

@@ -29,3 +29,31 @@ func TestRedactReplacesKnownSecretsAndCredentialShapes(t *testing.T) {
 	assert.Contains(t, out, "kept: phase Completed, reason true")
 	assert.Contains(t, out, "Bearer "+Redacted)
 }
+
+// A kubeconfig Secret's structure lines stand in other objects too: only its
+// credentials are replaced, so a zone in the bundle still parses and can be
+// applied again.
+func TestRedactKeepsTheStructureOfKubeconfigs(t *testing.T) {
+	r := newRedactor()
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters:
+- name: primary-cluster
+  cluster:
+    server: https://10.0.0.1:6443
+    certificate-authority-data: Q0EtREFUQS1OT1QtU0VDUkVU
+contexts:
+- name: primary-cluster
+  context: {cluster: primary-cluster, user: quorum-manager}
+current-context: primary-cluster
+users:
+- name: quorum-manager
+  user:
+    token: "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln"
+`
+	r.add([]byte(kubeconfig))
+	zone := "apiVersion: siterecovery.trilio.io/v1alpha1\nkind: ProtectionZone\nspec:\n  clusters:\n  - name: primary-cluster\n    kubeconfigSecretRef: {name: primary-cluster-kubeconfig}\n"
+	assert.Equal(t, zone, string(r.redact([]byte(zone))), "a zone names nothing secret")
+	out := string(r.redact([]byte("connecting to https://10.0.0.1:6443 as quorum-manager with eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln")))
+	assert.Equal(t, "connecting to https://10.0.0.1:6443 as quorum-manager with "+Redacted, out)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -135,10 +134,9 @@ func (z *zoneCheck) run(ctx context.Context) []probe {
 		}
 		z.standbys(ctx, g)
 		z.rpo(ctx, g)
-	}
-	if b := z.zone.Spec.StorageBackend; b == srv1alpha1.BackendOffloaded || b == srv1alpha1.BackendVolSync {
-		z.r.add("peer-classes", z.zone.Name, Warning, fmt.Sprintf("the %s backend's DRPolicy peer classes and last sync are not checked by this version", b),
-			"read the DRPolicy and DRPlacementControl status: kubectl get drpolicy,drpc -n "+z.zone.Namespace)
+		if b := z.zone.Spec.StorageBackend; b == srv1alpha1.BackendOffloaded || b == srv1alpha1.BackendVolSync {
+			z.drPolicy(ctx, g, time.Now())
+		}
 	}
 	return probes
 }
@@ -188,29 +186,28 @@ func (z *zoneCheck) quorumReachability(cl *clusters.Cluster) {
 // permissions asks the cluster, as the Secret's identity, for every right
 // quorum-manager needs there.
 func (z *zoneCheck) permissions(ctx context.Context, cl *clusters.Cluster) {
-	nss := z.namespaces()
 	var missing []string
+	total := 0
 	for _, n := range workloadNeeds {
-		scopes := []string{""}
-		if n.namespaced {
-			scopes = nss
+		ns := ""
+		if n.inDRNamespace {
+			ns = z.zone.Namespace
 		}
-		for _, ns := range scopes {
-			var denied []string
-			for _, verb := range n.verbs {
-				ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: n.group, Resource: n.resource}}}
-				if err := cl.Client.Create(ctx, ssar); err != nil {
-					z.r.add("permissions", z.target(cl.Name), Warning, "cannot ask for access reviews: "+err.Error(), "")
-					return
-				}
-				if !ssar.Status.Allowed {
-					denied = append(denied, verb)
-				}
+		var denied []string
+		for _, verb := range n.verbs {
+			total++
+			ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: n.group, Resource: n.resource}}}
+			if err := cl.Client.Create(ctx, ssar); err != nil {
+				z.r.add("permissions", z.target(cl.Name), Warning, "cannot ask for access reviews: "+err.Error(), "")
+				return
 			}
-			if len(denied) > 0 {
-				missing = append(missing, describe(denied, n, ns))
+			if !ssar.Status.Allowed {
+				denied = append(denied, verb)
 			}
+		}
+		if len(denied) > 0 {
+			missing = append(missing, describe(denied, n, ns))
 		}
 	}
 	if len(missing) > 0 {
@@ -219,10 +216,11 @@ func (z *zoneCheck) permissions(ctx context.Context, cl *clusters.Cluster) {
 			"bind that identity to the role the workload-control-plane chart provides for quorum-manager")
 		return
 	}
-	z.r.ok("permissions", z.target(cl.Name), fmt.Sprintf("the identity of Secret %s has the %d rights quorum-manager uses", cl.Secret, countNeeds(len(nss))))
+	z.r.ok("permissions", z.target(cl.Name), fmt.Sprintf("the identity of Secret %s has the %d rights quorum-manager uses", cl.Secret, total))
 }
 
-// describe renders denied verbs on one resource: "create,delete drbdresources.siterecovery.trilio.io in apps".
+// describe renders denied verbs on one resource: "create,delete protectiongroups.siterecovery.trilio.io in dr-production",
+// or without "in" for a cluster-wide right.
 func describe(verbs []string, n need, ns string) string {
 	res := n.resource
 	if n.group != "" {
@@ -232,34 +230,6 @@ func describe(verbs []string, n need, ns string) string {
 	if ns != "" {
 		out += " in " + ns
 	}
-	return out
-}
-
-func countNeeds(namespaces int) int {
-	total := 0
-	for _, n := range workloadNeeds {
-		if n.namespaced {
-			total += len(n.verbs) * namespaces
-		} else {
-			total += len(n.verbs)
-		}
-	}
-	return total
-}
-
-// namespaces are the DR namespace and the namespaces of the zone's VMs.
-func (z *zoneCheck) namespaces() []string {
-	set := map[string]bool{z.zone.Namespace: true}
-	for _, g := range z.groups {
-		for _, vm := range g.Spec.VirtualMachines {
-			set[vm.Namespace] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for ns := range set {
-		out = append(out, ns)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sort"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,46 +68,67 @@ func (s *Server) scopeOf(ctx context.Context, cl client.Client) (scope, []srv1al
 }
 
 // read lists every kind the console shows, in the user's scope. A kind the
-// user may not list is recorded as hidden rather than failing the page.
+// user may not list is recorded as hidden rather than failing the page. The
+// lists run at once: a page waits for the slowest, not for their sum.
 func (s *Server) read(ctx context.Context, cl client.Client) (*snapshot, error) {
 	sc, zones, err := s.scopeOf(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
 	snap := &snapshot{zones: zones, hidden: map[string][]string{}}
+	var reads []*listRead
 	for _, opts := range sc.listOptions() {
 		ns := "*"
 		if !sc.all {
 			ns = string(opts[0].(client.InNamespace))
 		}
-		var g srv1alpha1.ProtectionGroupList
-		var rgs srv1alpha1.ReplicationGroupStatusList
-		var rpo srv1alpha1.RPOEventList
-		var fr srv1alpha1.FailoverRequestList
-		var tf srv1alpha1.TestFailoverList
-		var pr srv1alpha1.ProtectionRequestList
-		for _, l := range []struct {
-			what string
-			list client.ObjectList
-			add  func()
-		}{
-			{"protection groups", &g, func() { snap.groups = append(snap.groups, g.Items...) }},
-			{"replication statuses", &rgs, func() { snap.statuses = append(snap.statuses, rgs.Items...) }},
-			{"RPO events", &rpo, func() { snap.rpo = append(snap.rpo, rpo.Items...) }},
-			{"failover requests", &fr, func() { snap.failover = append(snap.failover, fr.Items...) }},
-			{"test failovers", &tf, func() { snap.tests = append(snap.tests, tf.Items...) }},
-			{"protection requests", &pr, func() { snap.protects = append(snap.protects, pr.Items...) }},
-		} {
-			err := cl.List(ctx, l.list, opts...)
-			switch {
-			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-				snap.hidden[ns] = append(snap.hidden[ns], "you may not list "+l.what)
-			case err != nil:
-				return nil, err
-			default:
-				l.add()
-			}
+		for _, r := range snap.reads(ns) {
+			r.opts = opts
+			reads = append(reads, r)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, r := range reads {
+		wg.Go(func() { r.err = cl.List(ctx, r.list, r.opts...) })
+	}
+	wg.Wait()
+	for _, r := range reads {
+		switch {
+		case apierrors.IsForbidden(r.err) || apierrors.IsNotFound(r.err):
+			snap.hidden[r.ns] = append(snap.hidden[r.ns], "you may not list "+r.what)
+		case r.err != nil:
+			return nil, r.err
+		default:
+			r.add()
 		}
 	}
 	return snap, nil
+}
+
+// listRead is one list of one kind in one namespace (or all, ns "*").
+type listRead struct {
+	ns, what string
+	list     client.ObjectList
+	opts     []client.ListOption
+	add      func()
+	err      error
+}
+
+// reads are the lists of every kind the console shows in ns; add appends a
+// list's items to the snapshot.
+func (snap *snapshot) reads(ns string) []*listRead {
+	var g srv1alpha1.ProtectionGroupList
+	var rgs srv1alpha1.ReplicationGroupStatusList
+	var rpo srv1alpha1.RPOEventList
+	var fr srv1alpha1.FailoverRequestList
+	var tf srv1alpha1.TestFailoverList
+	var pr srv1alpha1.ProtectionRequestList
+	return []*listRead{
+		{ns: ns, what: "protection groups", list: &g, add: func() { snap.groups = append(snap.groups, g.Items...) }},
+		{ns: ns, what: "replication statuses", list: &rgs, add: func() { snap.statuses = append(snap.statuses, rgs.Items...) }},
+		{ns: ns, what: "RPO events", list: &rpo, add: func() { snap.rpo = append(snap.rpo, rpo.Items...) }},
+		{ns: ns, what: "failover requests", list: &fr, add: func() { snap.failover = append(snap.failover, fr.Items...) }},
+		{ns: ns, what: "test failovers", list: &tf, add: func() { snap.tests = append(snap.tests, tf.Items...) }},
+		{ns: ns, what: "protection requests", list: &pr, add: func() { snap.protects = append(snap.protects, pr.Items...) }},
+	}
 }

@@ -11,11 +11,11 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// failoverRequests validates FailoverRequests.
-type failoverRequests struct {
-	client client.Reader
-	access *accessReviewer
-}
+// failoverRequests validates FailoverRequests against their group and zone.
+// The confirmation and the disaster-operator right of an unplanned or forced
+// request are checked by the API server itself, with the protectionzone
+// chart's ValidatingAdmissionPolicy, so that they hold where no webhook runs.
+type failoverRequests struct{ client client.Reader }
 
 var _ admission.Validator[*srv1alpha1.FailoverRequest] = &failoverRequests{}
 
@@ -35,34 +35,7 @@ func (v *failoverRequests) ValidateCreate(ctx context.Context, fr *srv1alpha1.Fa
 	if !unplanned && target == g.Spec.ActiveCluster {
 		return nil, fmt.Errorf("group %s already runs on %s; a planned failover needs another target: %s", g.Name, target, strings.Join(targets, ", "))
 	}
-	if unplanned || fr.Spec.Force {
-		if err := v.confirmed(ctx, fr, g.Name); err != nil {
-			return nil, err
-		}
-	}
 	return v.queued(ctx, fr, g.Name)
-}
-
-// confirmed checks the two guards of a failover that may lose writes: the
-// user typed the group's name, and holds the disaster-operator right.
-func (v *failoverRequests) confirmed(ctx context.Context, fr *srv1alpha1.FailoverRequest, group string) error {
-	what := "an unplanned"
-	if fr.Spec.FailoverType != srv1alpha1.FailoverUnplanned {
-		what = "a forced"
-	}
-	if fr.Annotations[srv1alpha1.ConfirmAnnotation] != group {
-		return fmt.Errorf("%s failover may lose the writes not yet replicated and skips the safety checks of a planned one; confirm it by setting the annotation %s: %q on the request",
-			what, srv1alpha1.ConfirmAnnotation, group)
-	}
-	allowed, user, err := v.access.mayDoDisaster(ctx, fr.Namespace)
-	if err != nil {
-		return err
-	}
-	if !allowed {
-		return fmt.Errorf("user %q may not make %s failover in %s: that needs the disaster-operator role (create on failoverrequests/%s); a planned failover needs only the operator role",
-			user, what, fr.Namespace, DisasterSubresource)
-	}
-	return nil
 }
 
 // queued warns of the unfinished requests of the same group.

@@ -112,6 +112,15 @@ func denied(t *testing.T, err error, want string) {
 	require.Contains(t, err.Error(), want)
 }
 
+// refusedByPolicy asserts err is the refusal of the protectionzone chart's
+// ValidatingAdmissionPolicy and that it says want.
+func refusedByPolicy(t *testing.T, err error, want string) {
+	t.Helper()
+	require.Error(t, err, "the admission policy should refuse")
+	require.Contains(t, err.Error(), "ValidatingAdmissionPolicy 'siterecovery-confirm-disaster-failover'")
+	require.Contains(t, err.Error(), want)
+}
+
 func anyContains(list []string, s string) bool {
 	for _, x := range list {
 		if strings.Contains(x, s) {

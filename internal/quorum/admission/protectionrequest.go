@@ -14,6 +14,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+	"github.com/siterecovery/siterecovery/internal/vmdisks"
 )
 
 // protectionRequests validates ProtectionRequests against the quorum copy and
@@ -76,8 +77,8 @@ func (v *protectionRequests) notHandledElsewhere(ctx context.Context, pr *srv1al
 // remoteError is a failure to read the primary, not a fault of the request.
 type remoteError struct{ error }
 
-// checkVM refuses a VM that is missing, already grouped, without disks, with a
-// hot-plugged volume, or with a disk whose StorageClass has no mapping.
+// checkVM refuses a VM that is missing or already grouped, and a VM whose
+// disks the protection flow would refuse, with the flow's own messages.
 func checkVM(ctx context.Context, c client.Reader, z *srv1alpha1.ProtectionZone, primary string, ref srv1alpha1.VirtualMachineReference) error {
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, vm); err != nil {
@@ -89,49 +90,23 @@ func checkVM(ctx context.Context, c client.Reader, z *srv1alpha1.ProtectionZone,
 	if g := vm.Labels[srv1alpha1.ProtectionGroupLabel]; g != "" {
 		return fmt.Errorf("VirtualMachine %s/%s is already in ProtectionGroup %s", ref.Namespace, ref.Name, g)
 	}
-	if vm.Spec.Template == nil {
-		return fmt.Errorf("VirtualMachine %s/%s has no template and so no disks to replicate", ref.Namespace, ref.Name)
+	disks, err := vmdisks.Disks(vm)
+	if err != nil {
+		return err
 	}
-	disks := 0
-	for _, vol := range vm.Spec.Template.Spec.Volumes {
-		claim, hotplug := claimOf(vol)
-		if hotplug {
-			return fmt.Errorf("disk %q of VirtualMachine %s/%s is hot-plugged; hot-plugged volumes cannot be replicated: unplug it or make it a regular disk first", vol.Name, ref.Namespace, ref.Name)
-		}
-		if claim == "" {
-			continue
-		}
-		disks++
+	for _, d := range disks {
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: claim}, pvc); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: d.Claim}, pvc); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("disk %q: PVC %s/%s does not exist on %s", vol.Name, ref.Namespace, claim, primary)
+				return vmdisks.ClaimNotFound(d, ref.Namespace, primary)
 			}
-			return remoteError{fmt.Errorf("reading PVC %s/%s on %s failed, so it was not checked: %w", ref.Namespace, claim, primary, err)}
+			return remoteError{fmt.Errorf("reading PVC %s/%s on %s failed, so it was not checked: %w", ref.Namespace, d.Claim, primary, err)}
 		}
-		class := ""
-		if pvc.Spec.StorageClassName != nil {
-			class = *pvc.Spec.StorageClassName
+		if err := vmdisks.CheckClaim(d, pvc, z); err != nil {
+			return err
 		}
-		if _, ok := z.MappedStorageClass(class); !ok {
-			return fmt.Errorf("disk %q: PVC %s uses StorageClass %q, which has no entry in ProtectionZone %s spec.storageMappings; add a mapping to a DR StorageClass", vol.Name, claim, class, z.Name)
-		}
-	}
-	if disks == 0 {
-		return fmt.Errorf("VirtualMachine %s/%s has no PersistentVolumeClaim or DataVolume disk to replicate", ref.Namespace, ref.Name)
 	}
 	return nil
-}
-
-// claimOf returns the PVC a volume uses, if any, and whether it is hot-plugged.
-func claimOf(v kubevirtv1.Volume) (string, bool) {
-	switch {
-	case v.PersistentVolumeClaim != nil:
-		return v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.Hotpluggable
-	case v.DataVolume != nil:
-		return v.DataVolume.Name, v.DataVolume.Hotpluggable
-	}
-	return "", false
 }
 
 // ValidateUpdate accepts every update.

@@ -8,18 +8,17 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// RBAC: the webhooks read what they check against, in the DR namespace, and ask
-// the API server whether the requesting user may make an unplanned or forced
-// failover.
+// RBAC: the webhooks read what they check against, in the DR namespace.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests;testfailovers;protectionrequests;protectiongroups;protectionzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies;drplacementcontrols,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
 
-// SetupWithManager registers the webhooks with mgr's webhook server.
+// SetupWithManager registers the webhooks of one DR namespace with mgr's
+// webhook server. ProtectionZones are validated by the cluster-wide zone
+// webhook instead (SetupZoneWebhook), which exists before any DR namespace does.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	c := mgr.GetClient()
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.FailoverRequest{}).
-		WithValidator(&failoverRequests{client: c, access: &accessReviewer{client: c}}).Complete(); err != nil {
+		WithValidator(&failoverRequests{client: c}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.TestFailover{}).
@@ -28,10 +27,6 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionRequest{}).
 		WithValidator(&protectionRequests{client: c, remote: rm}).Complete(); err != nil {
-		return err
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionZone{}).
-		WithValidator(&zones{client: c}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &drv1alpha1.DRPlacementControl{}).

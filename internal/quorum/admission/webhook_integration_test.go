@@ -36,6 +36,8 @@ func TestQuorumWebhooks(t *testing.T) {
 	e.InstallClusterRoles(t, env.Quorum, "protectionzone")
 	o := e.InstallWebhooks(t, env.Quorum, "quorum-control-plane", env.WebhookRotation{})
 	webhooks := startWebhooks(t, e, o)
+	e.StartZoneWebhook(t)
+	e.InstallConfirmationPolicy(t)
 	admin := asUser(t, e, "")
 	q := e.Client(env.Quorum)
 	require.NoError(t, q.Create(ctx, &srv1alpha1.ProtectionGroup{
@@ -66,13 +68,17 @@ func TestQuorumWebhooks(t *testing.T) {
 		}))
 		require.NoError(t, operator.Create(ctx, readmeFailover(t), dry))
 
+		// The protectionzone chart's admission policy: the API server itself
+		// checks the confirmation and the disaster-operator right.
 		unplanned := failoverRequest("unplanned", env.DR, srv1alpha1.FailoverUnplanned)
-		denied(t, disaster.Create(ctx, unplanned.DeepCopy(), dry), `confirm it by setting the annotation siterecovery.trilio.io/confirm: "web"`)
+		refusedByPolicy(t, disaster.Create(ctx, unplanned.DeepCopy(), dry), `an unplanned failover may lose the writes not yet replicated and skips the safety checks of a planned one; confirm it by setting the annotation siterecovery.trilio.io/confirm: "web" on the request`)
 		forced := failoverRequest("forced", env.DR, srv1alpha1.FailoverPlanned)
 		forced.Spec.Force = true
-		denied(t, disaster.Create(ctx, forced, dry), "a forced failover may lose the writes")
+		refusedByPolicy(t, disaster.Create(ctx, forced.DeepCopy(), dry), "a forced failover may lose the writes")
+		forced.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: "another-group"}
+		refusedByPolicy(t, disaster.Create(ctx, forced, dry), `confirm it by setting the annotation siterecovery.trilio.io/confirm: "web"`)
 		unplanned.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: group}
-		denied(t, operator.Create(ctx, unplanned.DeepCopy(), dry),
+		refusedByPolicy(t, operator.Create(ctx, unplanned.DeepCopy(), dry),
 			`user "olivia" may not make an unplanned failover in dr-production: that needs the disaster-operator role (create on failoverrequests/disaster)`)
 		require.NoError(t, disaster.Create(ctx, unplanned.DeepCopy(), dry))
 
@@ -122,6 +128,7 @@ func TestQuorumWebhooks(t *testing.T) {
 			{"diskless", nil},
 			{"hotplug", []kubevirtv1.Volume{disk("root", "ok-root", false), disk("extra", "ok-root", true)}},
 			{"unmapped", []kubevirtv1.Volume{disk("root", "fast-root", false)}},
+			{"unbound", []kubevirtv1.Volume{disk("root", "new-root", false)}},
 		} {
 			require.NoError(t, p.Create(ctx, &kubevirtv1.VirtualMachine{
 				ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: vm.name},
@@ -129,12 +136,18 @@ func TestQuorumWebhooks(t *testing.T) {
 					Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: vm.vols}}},
 			}))
 		}
-		for claim, class := range map[string]string{"ok-root": "standard", "fast-root": "fast"} {
-			require.NoError(t, p.Create(ctx, &corev1.PersistentVolumeClaim{
+		for claim, class := range map[string]string{"ok-root": "standard", "fast-root": "fast", "new-root": "standard"} {
+			pvc := &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: claim},
 				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceGi}}},
-			}))
+					VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+					Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceGi}}},
+			}
+			require.NoError(t, p.Create(ctx, pvc))
+			if claim != "new-root" { // the provisioner has bound the others
+				pvc.Status.Phase = corev1.ClaimBound
+				require.NoError(t, p.Status().Update(ctx, pvc))
+			}
 		}
 		protect := func(name, vm string) *srv1alpha1.ProtectionRequest {
 			return &srv1alpha1.ProtectionRequest{
@@ -155,6 +168,7 @@ func TestQuorumWebhooks(t *testing.T) {
 		denied(t, admin.Create(ctx, protect("diskless", "diskless"), client.DryRunAll), "VirtualMachine apps/diskless has no PersistentVolumeClaim or DataVolume disk to replicate")
 		denied(t, admin.Create(ctx, protect("hotplug", "hotplug"), client.DryRunAll), `disk "extra" of VirtualMachine apps/hotplug is hot-plugged`)
 		denied(t, admin.Create(ctx, protect("unmapped", "unmapped"), client.DryRunAll), `PVC fast-root uses StorageClass "fast", which has no entry in ProtectionZone production spec.storageMappings`)
+		denied(t, admin.Create(ctx, protect("unbound", "unbound"), client.DryRunAll), `disk "root": PVC new-root is Pending, not Bound; protect the VM once its PVC is Bound`)
 		require.NoError(t, admin.Create(ctx, protect("ok", "ok")))
 		denied(t, admin.Create(ctx, protect("ok-again", "ok"), client.DryRunAll), "VirtualMachine apps/ok is already protected by ProtectionRequest ok")
 	})
@@ -190,8 +204,28 @@ users: [{name: u, user: {token: s3cret-token}}]
 		denied(t, admin.Create(ctx, noMapping, client.DryRunAll), "storageBackend DRBD needs spec.storageMappings")
 		require.NoError(t, admin.Create(ctx, zone("z5", env.Primary+"-kubeconfig", env.DR+"-kubeconfig"), client.DryRunAll))
 
+		volsync := zone("z6", env.Primary+"-kubeconfig", env.DR+"-kubeconfig")
+		volsync.Spec.StorageBackend, volsync.Spec.StorageMappings = srv1alpha1.BackendVolSync, nil
+		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll), "storageBackend VolSync needs a DRPolicy in namespace dr-production whose drClusters are the zone's clusters a and b")
+		policy := &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "a-b"},
+			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{"a", "b"}, SchedulingInterval: "5m"}}
+		require.NoError(t, q.Create(ctx, policy))
+		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll), "DRPolicy a-b needs spec.volumeSnapshotClassSelector")
+		policy.Spec.VolumeSnapshotClassSelector.MatchLabels = map[string]string{"siterecovery.trilio.io/volsync": "true"}
+		require.NoError(t, q.Update(ctx, policy))
+		require.NoError(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll))
+
+		// The zone webhook reads only DR namespaces whose quorum-control-plane
+		// release grants it: elsewhere it says what to install.
+		require.NoError(t, q.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dr-ungranted"}}))
+		require.NoError(t, q.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dr-ungranted", Name: "a-kubeconfig"}}))
+		elsewhere := zone("z7", "a-kubeconfig", "b-kubeconfig")
+		elsewhere.Namespace = "dr-ungranted"
+		denied(t, admin.Create(ctx, elsewhere, client.DryRunAll),
+			"the ProtectionZone webhook may not read Secret a-kubeconfig in namespace dr-ungranted: it reads only DR namespaces whose quorum-control-plane release grants it access; install that chart in dr-ungranted first")
+
 		prod := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: env.ZoneName}}
-		denied(t, admin.Delete(ctx, prod, client.DryRunAll), "ProtectionZone production is still used by ProtectionGroup web")
+		denied(t, admin.Delete(ctx, prod, client.DryRunAll), "ProtectionZone production is still used by ProtectionGroup production-pg, ProtectionGroup web; unprotect and finish those first")
 		require.NoError(t, q.Get(ctx, client.ObjectKeyFromObject(prod), prod))
 		prod.Annotations = map[string]string{admission.AllowZoneDeletionAnnotation: "true"}
 		require.NoError(t, q.Update(ctx, prod))

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -22,7 +24,9 @@ import (
 const AllowZoneDeletionAnnotation = "siterecovery.trilio.io/allow-zone-deletion"
 
 // zones validates ProtectionZones: their kubeconfig Secrets, the backend's
-// prerequisites, and deletion while in use.
+// prerequisites, and deletion while in use. Its reader is uncached: it runs in
+// the cluster-wide zone webhook, which may read only the DR namespaces that
+// grant it access.
 type zones struct{ client client.Reader }
 
 var _ admission.Validator[*srv1alpha1.ProtectionZone] = &zones{}
@@ -33,9 +37,12 @@ func (v *zones) ValidateCreate(ctx context.Context, z *srv1alpha1.ProtectionZone
 }
 
 // ValidateUpdate checks a changed zone.
-func (v *zones) ValidateUpdate(ctx context.Context, _, z *srv1alpha1.ProtectionZone) (admission.Warnings, error) {
-	if !z.DeletionTimestamp.IsZero() {
-		return nil, nil // finalizer removal during deletion
+// Metadata changes (finalizers, labels, the deletion annotation) are not
+// checked again: quorum-manager applies the kubeconfig rules at connect time
+// too, and a Secret broken since must not stop a zone from being deleted.
+func (v *zones) ValidateUpdate(ctx context.Context, old, z *srv1alpha1.ProtectionZone) (admission.Warnings, error) {
+	if !z.DeletionTimestamp.IsZero() || equality.Semantic.DeepEqual(old.Spec, z.Spec) {
+		return nil, nil
 	}
 	return nil, v.check(ctx, z)
 }
@@ -47,7 +54,7 @@ func (v *zones) ValidateDelete(ctx context.Context, z *srv1alpha1.ProtectionZone
 	}
 	groups := &srv1alpha1.ProtectionGroupList{}
 	if err := v.client.List(ctx, groups, client.InNamespace(z.Namespace)); err != nil {
-		return nil, err
+		return nil, readError(z.Namespace, "ProtectionGroups", err)
 	}
 	var users []string
 	for i := range groups.Items {
@@ -57,7 +64,7 @@ func (v *zones) ValidateDelete(ctx context.Context, z *srv1alpha1.ProtectionZone
 	}
 	requests := &srv1alpha1.FailoverRequestList{}
 	if err := v.client.List(ctx, requests, client.InNamespace(z.Namespace)); err != nil {
-		return nil, err
+		return nil, readError(z.Namespace, "FailoverRequests", err)
 	}
 	for i := range requests.Items {
 		if r := &requests.Items[i]; !finished(r.Status.Phase) {
@@ -100,7 +107,7 @@ func (v *zones) kubeconfigServer(ctx context.Context, namespace string, c srv1al
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("cluster %s: kubeconfig Secret %s does not exist in namespace %s; create it first (key %q)", c.Name, ref.Name, namespace, key)
 		}
-		return "", err
+		return "", fmt.Errorf("cluster %s: %w", c.Name, readError(namespace, "Secret "+ref.Name, err))
 	}
 	data, ok := s.Data[key]
 	if !ok {
@@ -130,11 +137,41 @@ func (v *zones) backendPrerequisites(ctx context.Context, z *srv1alpha1.Protecti
 	case srv1alpha1.BackendOffloaded, srv1alpha1.BackendVolSync:
 		policies := &drv1alpha1.DRPolicyList{}
 		if err := v.client.List(ctx, policies, client.InNamespace(z.Namespace)); err != nil {
-			return err
+			return readError(z.Namespace, "DRPolicies", err)
 		}
-		if len(policies.Items) == 0 {
-			return fmt.Errorf("storageBackend %s needs a DRPolicy in namespace %s naming the zone's two clusters (and, for VolSync, its VolumeSnapshotClass selector); create it first", z.Spec.StorageBackend, z.Namespace)
+		p := policyOf(policies.Items, clustersOf(z))
+		if p == nil {
+			return fmt.Errorf("storageBackend %s needs a DRPolicy in namespace %s whose drClusters are the zone's clusters %s; create it first",
+				z.Spec.StorageBackend, z.Namespace, strings.Join(clustersOf(z), " and "))
+		}
+		if z.Spec.StorageBackend == srv1alpha1.BackendVolSync && isEmptySelector(p.Spec.VolumeSnapshotClassSelector) {
+			return fmt.Errorf("storageBackend VolSync snapshots each consistency group: DRPolicy %s needs spec.volumeSnapshotClassSelector matching the VolumeSnapshotClass of the zone's CephFS StorageClasses on both clusters", p.Name)
 		}
 	}
 	return nil
+}
+
+// policyOf returns the policy that pairs exactly the zone's clusters.
+func policyOf(policies []drv1alpha1.DRPolicy, clusters []string) *drv1alpha1.DRPolicy {
+	for i := range policies {
+		p := &policies[i]
+		if len(clusters) == len(p.Spec.DRClusters) && contains(clusters, p.Spec.DRClusters[0]) && contains(clusters, p.Spec.DRClusters[1]) {
+			return p
+		}
+	}
+	return nil
+}
+
+func isEmptySelector(s metav1.LabelSelector) bool {
+	return len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
+}
+
+// readError says what to do when the zone webhook may not read the zone's
+// namespace: it reads only DR namespaces whose quorum-control-plane release
+// grants it access there.
+func readError(namespace, what string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("the ProtectionZone webhook may not read %s in namespace %s: it reads only DR namespaces whose quorum-control-plane release grants it access; install that chart in %s first (value zoneWebhook.enabled: true), then create the zone", what, namespace, namespace)
+	}
+	return fmt.Errorf("reading %s in namespace %s: %w", what, namespace, err)
 }

@@ -55,6 +55,9 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 			s.waitFor("the application to stop on %s (%s)", src, appState(s.copies[src]))
 			return flow.After(waitRetry), err
 		}
+		if synced, err := r.runFinalSync(ctx, s, src); err != nil || !synced {
+			return flow.After(waitRetry), err
+		}
 		s.setProgression(drv1alpha1.ProgressionEnsuringVolumesAreSecondary)
 		srcDone, err := r.ensureSecondary(ctx, s, src)
 		if err != nil {

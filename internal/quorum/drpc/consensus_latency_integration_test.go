@@ -22,39 +22,40 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/benchpair"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // BenchmarkConsensusLatency measures, for 50 DRPCs of one global replication
 // group, the time from the update of the last DRPC to the GlobalAction condition
-// turning True on each of them, as quorum-manager's informer sees it. Before
-// each round it runs a round of BenchmarkStatusWriteFloor's 50 plain writes in
-// the same zone, and reports that floor too: on a machine whose speed varies
-// from minute to minute, the two are compared under the same load.
-// Each round moves the group once (failover to DR, relocate back, failover
-// again); the percentiles are over every DRPC of every round. The zone takes a
-// minute to set up, so one iteration is all the benchmark runs:
+// turning True on every one of them, as quorum-manager's informer sees it,
+// against its floor: BenchmarkStatusWriteFloor's 50 plain writes of that
+// condition in the same zone, in a namespace no controller watches, until a
+// watch saw the last. Floor and consensus rounds run turn by turn and the
+// benchmark reports the per-pair ratio (test/benchpair); the log adds the
+// percentiles over every DRPC of every round. Each round moves the group once
+// (failover to DR, relocate back, failover again):
 //
-//	go test ./internal/quorum/drpc -run '^$' -bench ConsensusLatency -benchtime 1x
+//	go test ./internal/quorum/drpc -run '^$' -bench 'ConsensusLatency$' -benchtime 1x -v
 //
-// DRPC_LATENCY_DRPCS and DRPC_LATENCY_ROUNDS change the count of DRPCs (50) and
-// rounds (3). DRPC_LATENCY_PROFILE names a directory to write a CPU profile of
-// this process (every controller of the zone) for each round's window into;
-// merge them with go tool pprof -proto.
-func BenchmarkConsensusLatency(b *testing.B) {
+// BENCH_PAIRS changes the count of rounds (10). DRPC_LATENCY_PROFILE names a
+// directory to write a CPU profile of this process (every controller of the
+// zone) for each round's window into; merge them with go tool pprof -proto.
+func BenchmarkConsensusLatency(b *testing.B) { benchConsensus(b, 50, 10) }
+
+// BenchmarkConsensusLatency200 is BenchmarkConsensusLatency with a group of
+// 200 DRPCs: with a flat cost per DRPC its ratio stays that of 50.
+//
+//	go test ./internal/quorum/drpc -run '^$' -bench 'ConsensusLatency200$' -benchtime 1x -v
+func BenchmarkConsensusLatency200(b *testing.B) { benchConsensus(b, 200, 5) }
+
+func benchConsensus(b *testing.B, n, pairs int) {
 	t := b
-	n, rounds := 50, 3
-	if v := os.Getenv("DRPC_LATENCY_DRPCS"); v != "" {
-		_, _ = fmt.Sscan(v, &n)
-	}
-	if v := os.Getenv("DRPC_LATENCY_ROUNDS"); v != "" {
-		_, _ = fmt.Sscan(v, &rounds)
-	}
 	z := newZone(t)
 	names := make([]string, n)
 	for i := range names {
-		names[i] = fmt.Sprintf("bench-%02d", i)
+		names[i] = fmt.Sprintf("bench-%03d", i)
 		z.addApp(names[i], env.Primary)
 	}
 	z.waitAll(names, drv1alpha1.DRStateDeployed, env.Primary)
@@ -81,36 +82,37 @@ func BenchmarkConsensusLatency(b *testing.B) {
 	// what the machine, as loaded at that moment, allows at best.
 	floor := newWriteFloor(t, z.Clusters[env.Quorum], n)
 	var all, floorAll []time.Duration
-	for r := range rounds {
-		m := moves[r%len(moves)]
+	floorRound := func(r int, m *benchpair.Meter) {
 		_, err := z.Zone.Settle(ctx)
 		require.NoError(t, err)
-		floorAll = append(floorAll, floor.round(r)...)
-		lat := z.consensusRound(names, m.mutate)
+		floorAll = append(floorAll, floor.round(r, m)...)
+	}
+	productRound := func(r int, m *benchpair.Meter) {
+		mv := moves[r%len(moves)]
+		lat := z.consensusRound(names, mv.mutate, m)
 		t.Logf("round %d: first %s, p50 %s, p99 %s, max %s", r+1, lat[0], percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1])
 		all = append(all, lat...)
-		if r+1 < rounds {
-			z.waitAll(names, m.done, m.on)
-		}
+		z.waitAll(names, mv.done, mv.on)
 	}
+	benchpair.Run(b, benchpair.Options{Pairs: pairs, Unit: "consensus"}, floorRound, productRound)
 	untouched := &drv1alpha1.DRPlacementControl{}
 	require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKeyFromObject(floor.drpcs[0]), untouched))
 	require.Empty(t, untouched.Finalizers, "a controller of the zone reconciled a DRPC of the floor")
 	slices.Sort(all)
 	slices.Sort(floorAll)
-	t.Logf("consensus latency over %d DRPCs × %d rounds from the last update: p50 %s, p90 %s, p99 %s, max %s",
-		n, rounds, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99), all[len(all)-1])
-	t.Logf("floor in the same zone, %d status writes at once × %d rounds: p50 %s, p90 %s, p99 %s, max %s",
-		n, rounds, percentile(floorAll, 0.5), percentile(floorAll, 0.9), percentile(floorAll, 0.99), floorAll[len(floorAll)-1])
+	t.Logf("consensus latency over %d DRPCs, from the last update: p50 %s, p90 %s, p99 %s, max %s",
+		n, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99), all[len(all)-1])
+	t.Logf("floor in the same zone, %d status writes at once: p50 %s, p90 %s, p99 %s, max %s",
+		n, percentile(floorAll, 0.5), percentile(floorAll, 0.9), percentile(floorAll, 0.99), floorAll[len(floorAll)-1])
 	b.ReportMetric(float64(percentile(all, 0.5).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(percentile(all, 0.99).Milliseconds()), "p99-ms")
-	b.ReportMetric(float64(percentile(floorAll, 0.99).Milliseconds()), "floor-p99-ms")
 }
 
 // consensusRound asks every DRPC but the last for the move, waits until they
 // are blocked on consensus, then updates the last one and returns, sorted, the
-// time each DRPC took from that update to GlobalAction True.
-func (z *zone) consensusRound(names []string, move func(*drv1alpha1.DRPlacementControl)) []time.Duration {
+// time each DRPC took from that update to GlobalAction True; m measures the
+// window from the update to the last arrival.
+func (z *zone) consensusRound(names []string, move func(*drv1alpha1.DRPlacementControl), m *benchpair.Meter) []time.Duration {
 	t, n := z.t, len(names)
 	for _, name := range names[:n-1] {
 		z.updateDRPC(name, move)
@@ -153,9 +155,11 @@ func (z *zone) consensusRound(names []string, move func(*drv1alpha1.DRPlacementC
 	}
 	cpu, gcs := harness.SampleCPU(), collections()
 	stopProfile := profileWindow(t)
+	m.Start()
 	start := time.Now() // the update itself; reading the DRPC is not part of it
 	require.NoError(t, z.Client(env.Quorum).Patch(ctx, last, client.MergeFrom(before)))
 	reached, ok := arrivals.wait(timeout)
+	m.Stop()
 	stopProfile()
 	if !ok {
 		t.Fatalf("only %d of %d DRPCs reached consensus", len(reached), n)

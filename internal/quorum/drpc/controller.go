@@ -52,16 +52,20 @@ const maxConcurrentReconciles = 50
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler runs DRPlacementControls.
 type Reconciler struct {
-	Client   client.Client
-	Remote   remote.ClusterCache
-	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
-	Metrics  *Metrics
+	Client client.Client
+	// APIReader reads the VolSync key Secrets past the cache.
+	APIReader client.Reader
+	Remote    remote.ClusterCache
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
+	Metrics   *Metrics
 }
 
 // SetupWithManager registers the controller, its field indexes, the peer
@@ -69,7 +73,7 @@ type Reconciler struct {
 // Call it before the manager starts, so that the watches exist before any
 // cluster connects.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
-	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
 		Clock: clock.RealClock{}, Metrics: defaultMetrics}
 	if err := indexDRPCs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -110,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		s.before = d.DeepCopy()
 	}
-	res, err := flow.RunPhases(ctx, s, r.load, r.validate, r.connect, r.adoptGlobalLabel, r.place)
+	res, err := flow.RunPhases(ctx, s, r.load, r.validate, r.connect, r.adoptGlobalLabel, r.ensureKey, r.place)
 	if s.syncing {
 		res = flow.Soonest(res, flow.After(syncingRetry))
 	}

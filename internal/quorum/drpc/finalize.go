@@ -45,6 +45,9 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 		}
 		return flow.After(unreachableRetry), err
 	}
+	if err := r.deleteKey(ctx, s.drpc); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.release(ctx, s)
 }
 

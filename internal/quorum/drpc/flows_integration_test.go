@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
@@ -41,6 +42,18 @@ func TestGlobalVGRFlows(t *testing.T) {
 	}
 	requireVGR(z, P, replicationv1alpha1.Primary)
 	requireNoVGR(z, D, "a secondary cluster gets its VGR only when it becomes primary")
+	// Monitoring: storage that replicates on its own (0m) reports no sync
+	// time; the group is healthy and ready while its DRPC says protected.
+	env.Eventually(t, timeout, "ReplicationGroupStatus of an Offloaded group", func() error {
+		st := &srv1alpha1.ReplicationGroupStatus{}
+		if err := z.Client(env.Quorum).Get(ctx, keyOf("app-1"), st); err != nil {
+			return err
+		}
+		if st.Status.Health != srv1alpha1.HealthHealthy || !st.Status.FailoverReady || st.Status.MaxLagSeconds != 0 {
+			return fmt.Errorf("status %+v", st.Status)
+		}
+		return nil
+	})
 
 	// Failover: app-1 first waits for app-2; the applications keep running.
 	failover := func(d *drv1alpha1.DRPlacementControl) {

@@ -53,6 +53,14 @@ func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "ProtectionGroup %s has no zoneRef", s.group.Name)
 	}
 	s.zone = s.group.Spec.ZoneRef.Name
+	z := &srv1alpha1.ProtectionZone{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: s.zone}, z); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "ProtectionZone %s/%s not found", d.Namespace, s.zone)
+		}
+		return ctrl.Result{}, err
+	}
+	s.backend = z.Spec.StorageBackend
 	ns, err := vmNamespace(s.group)
 	if err != nil {
 		return ctrl.Result{}, err

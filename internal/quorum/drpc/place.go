@@ -166,7 +166,11 @@ func (r *Reconciler) complete(ctx context.Context, s *scope, cluster string, pha
 	if st.ActionStartTime != nil && phase != drv1alpha1.DRStateDeployed {
 		st.ActionDuration = durationSince(s, st.ActionStartTime)
 	}
-	s.setPhase(phase, "%s runs on %s", s.group.Name, cluster)
+	window := ""
+	if phase == drv1alpha1.DRStateFailedOver {
+		window = s.dataLossWindow()
+	}
+	s.setPhase(phase, "%s runs on %s%s", s.group.Name, cluster, window)
 	if phase == drv1alpha1.DRStateFailedOver {
 		s.setProgression(drv1alpha1.ProgressionCleaningUp)
 	} else {

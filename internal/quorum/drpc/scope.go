@@ -20,6 +20,8 @@ type scope struct {
 	// group is the quorum copy of the application.
 	group *srv1alpha1.ProtectionGroup
 	zone  string
+	// backend is the zone's storage backend.
+	backend srv1alpha1.StorageBackend
 	// vrgNamespace is where the VRGs live on the workload clusters.
 	vrgNamespace string
 
@@ -32,6 +34,9 @@ type scope struct {
 	syncing bool
 	vrgs    map[string]*drv1alpha1.VolumeReplicationGroup
 	copies  map[string]*srv1alpha1.ProtectionGroup
+
+	// finalSync is the final sync a relocate asks the source's primary VRG for.
+	finalSync string
 
 	// waiting says what the current step waits for, for the Available message.
 	waiting string

@@ -22,7 +22,7 @@ import (
 const FieldOwner = "siterecovery-drpc"
 
 // desiredVRG is the VRG spec for a cluster in a replication state.
-func (s *scope) desiredVRG(state drv1alpha1.ReplicationState) drv1alpha1.VolumeReplicationGroupSpec {
+func (s *scope) desiredVRG(cluster string, state drv1alpha1.ReplicationState) drv1alpha1.VolumeReplicationGroupSpec {
 	p := s.policy
 	return drv1alpha1.VolumeReplicationGroupSpec{
 		PVCSelector:      s.drpc.Spec.PVCSelector,
@@ -35,6 +35,7 @@ func (s *scope) desiredVRG(state drv1alpha1.ReplicationState) drv1alpha1.VolumeR
 			PeerClasses:                 p.Status.PeerClasses,
 		},
 		ProtectionGroupRef: s.group.Name,
+		VolSync:            s.volSyncSpec(cluster, state),
 	}
 }
 
@@ -45,6 +46,7 @@ func (s *scope) vrgLabels() map[string]string {
 		srv1alpha1.ManagedByLabel:       srv1alpha1.ManagedByValue,
 		srv1alpha1.ZoneLabel:            s.zone,
 		srv1alpha1.ProtectionGroupLabel: s.group.Name,
+		srv1alpha1.DRNamespaceLabel:     s.drpc.Namespace,
 	}
 	if g := s.globalVGR(); g != "" {
 		l[drv1alpha1.GlobalVGRLabel] = g
@@ -59,11 +61,12 @@ func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, st
 	if rc == nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
 	}
-	spec, labels := s.desiredVRG(state), s.vrgLabels()
-	if cur := s.vrgs[cluster]; cur != nil && equality.Semantic.DeepEqual(cur.Spec, spec) && hasLabels(cur.Labels, labels) {
+	spec, labels, annotations := s.desiredVRG(cluster, state), s.vrgLabels(), s.vrgAnnotations()
+	if cur := s.vrgs[cluster]; cur != nil && equality.Semantic.DeepEqual(cur.Spec, spec) && hasLabels(cur.Labels, labels) &&
+		(!s.volSync() || sameAnnotations(cur.Annotations, annotations)) {
 		return nil
 	}
-	u, err := vrgApplyConfiguration(s.drpc.Name, s.vrgNamespace, labels, &spec)
+	u, err := vrgApplyConfiguration(s.drpc.Name, s.vrgNamespace, labels, annotations, &spec)
 	if err != nil {
 		return err
 	}
@@ -77,9 +80,9 @@ func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, st
 	return nil
 }
 
-// vrgApplyConfiguration is the apply configuration of a VRG: its labels and its
-// whole spec, never its status.
-func vrgApplyConfiguration(name, namespace string, labels map[string]string, spec *drv1alpha1.VolumeReplicationGroupSpec) (*unstructured.Unstructured, error) {
+// vrgApplyConfiguration is the apply configuration of a VRG: its labels, the
+// annotations the DRPC carries over, and its whole spec, never its status.
+func vrgApplyConfiguration(name, namespace string, labels, annotations map[string]string, spec *drv1alpha1.VolumeReplicationGroupSpec) (*unstructured.Unstructured, error) {
 	us, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, err
@@ -88,10 +91,15 @@ func vrgApplyConfiguration(name, namespace string, labels map[string]string, spe
 	for k, v := range labels {
 		l[k] = v
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": namespace, "name": name, "labels": l},
-		"spec":     us,
-	}}
+	md := map[string]any{"namespace": namespace, "name": name, "labels": l}
+	if len(annotations) > 0 {
+		a := map[string]any{}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		md["annotations"] = a
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md, "spec": us}}
 	u.SetGroupVersionKind(drv1alpha1.GroupVersion.WithKind("VolumeReplicationGroup"))
 	return u, nil
 }

@@ -11,3 +11,4 @@ package drpc
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=list;watch;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=patch,namespace=workload-dr-namespace
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create,namespace=workload-dr-namespace

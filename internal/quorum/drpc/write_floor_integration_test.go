@@ -17,6 +17,7 @@ import (
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/benchpair"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkStatusWriteFloor(b *testing.B) {
 	for r := range rounds {
 		_, err := z.Settle(ctx)
 		require.NoError(b, err)
-		all = append(all, f.round(r)...)
+		all = append(all, f.round(r, nil)...)
 	}
 	slices.Sort(all)
 	b.Logf("%d status writes at once, %d rounds: p50 %s, p90 %s, p99 %s", n, rounds, percentile(all, 0.5), percentile(all, 0.9), percentile(all, 0.99))
@@ -84,13 +85,17 @@ func newWriteFloor(t testing.TB, c *harness.Cluster, n int) *writeFloor {
 
 // round writes the GlobalAction condition of every floor DRPC at once, True
 // and False in turn, and returns, unsorted, the time from the first write to
-// the watch seeing each. The caller settles the zone first.
-func (f *writeFloor) round(r int) []time.Duration {
+// the watch seeing each; m, when set, measures the window from the first write
+// to the watch seeing the last. The caller settles the zone first.
+func (f *writeFloor) round(r int, m *benchpair.Meter) []time.Duration {
 	status := metav1.ConditionStatus([]string{"True", "False"}[r%2])
 	arrivals := watchArrivals(f.t, f.wc, floorNamespace, len(f.drpcs), func(d *drv1alpha1.DRPlacementControl) bool {
 		return meta.IsStatusConditionPresentAndEqual(d.Status.Conditions, drv1alpha1.ConditionGlobalAction, status)
 	})
 	cpu := harness.SampleCPU()
+	if m != nil {
+		m.Start()
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, d := range f.drpcs {
@@ -101,6 +106,9 @@ func (f *writeFloor) round(r int) []time.Duration {
 	}
 	wg.Wait()
 	seen, ok := arrivals.wait(time.Minute)
+	if m != nil {
+		m.Stop()
+	}
 	require.True(f.t, ok, "the watch saw %d of %d writes", len(seen), len(f.drpcs))
 	f.t.Logf("floor round %d: %s, %s, watch resumed %d times", r+1, time.Since(start).Round(time.Millisecond), harness.SampleCPU().Since(cpu), arrivals.resumes())
 	lat := make([]time.Duration, 0, len(seen))

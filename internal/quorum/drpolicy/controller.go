@@ -115,7 +115,7 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 	}
 	sides := make([]clusterClasses, 0, 2)
 	for _, name := range p.Spec.DRClusters {
-		key := remote.Key{Namespace: p.Namespace, Zone: zone, Cluster: name}
+		key := remote.Key{Namespace: p.Namespace, Zone: zone.Name, Cluster: name}
 		rc, err := r.Remote.Get(key)
 		if err != nil {
 			retry := unreachableRetry
@@ -137,15 +137,18 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 		c.storageClasses, c.groupClasses = scs.Items, vgrcs.Items
 		sides = append(sides, c)
 	}
+	if zone.Spec.StorageBackend == srv1alpha1.BackendVolSync {
+		return discoverVolSync(sides[0], sides[1]), nil
+	}
 	return discover(sides[0], sides[1]), nil
 }
 
 // zoneOf finds the zone of the policy's namespace whose clusters include both
 // drClusters.
-func (r *Reconciler) zoneOf(ctx context.Context, p *drv1alpha1.DRPolicy) (string, error) {
+func (r *Reconciler) zoneOf(ctx context.Context, p *drv1alpha1.DRPolicy) (*srv1alpha1.ProtectionZone, error) {
 	zones := &srv1alpha1.ProtectionZoneList{}
 	if err := r.Client.List(ctx, zones, client.InNamespace(p.Namespace)); err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, z := range zones.Items {
 		names := make([]string, 0, len(z.Spec.Clusters))
@@ -153,10 +156,10 @@ func (r *Reconciler) zoneOf(ctx context.Context, p *drv1alpha1.DRPolicy) (string
 			names = append(names, c.Name)
 		}
 		if slices.Contains(names, p.Spec.DRClusters[0]) && slices.Contains(names, p.Spec.DRClusters[1]) {
-			return z.Name, nil
+			return &z, nil
 		}
 	}
-	return "", flow.Stalled(ReasonZoneNotFound, "no ProtectionZone in %s has both clusters %s", p.Namespace, joinClusters(p))
+	return nil, flow.Stalled(ReasonZoneNotFound, "no ProtectionZone in %s has both clusters %s", p.Namespace, joinClusters(p))
 }
 
 // writeStatus writes the status only when it changed, and records an event when

@@ -61,6 +61,34 @@ func discover(a, b clusterClasses) []drv1alpha1.PeerClass {
 	return out
 }
 
+// discoverVolSync computes the peer classes of a VolSync zone: a StorageClass
+// of the same name on both clusters that is not offloaded. VolSync copies the
+// data itself, so the classes name no replication group; the storage IDs are
+// kept when both classes carry one.
+func discoverVolSync(a, b clusterClasses) []drv1alpha1.PeerClass {
+	right := map[string]*storagev1.StorageClass{}
+	for i := range b.storageClasses {
+		if sc := &b.storageClasses[i]; sc.Labels[drv1alpha1.OffloadedLabel] != "true" {
+			right[sc.Name] = sc
+		}
+	}
+	var out []drv1alpha1.PeerClass
+	for i := range a.storageClasses {
+		l := &a.storageClasses[i]
+		r, ok := right[l.Name]
+		if !ok || l.Labels[drv1alpha1.OffloadedLabel] == "true" {
+			continue
+		}
+		pc := drv1alpha1.PeerClass{ClusterIDs: []string{a.name, b.name}, StorageClassName: l.Name}
+		if li, ri := l.Labels[drv1alpha1.StorageIDLabel], r.Labels[drv1alpha1.StorageIDLabel]; li != "" && ri != "" {
+			pc.StorageID = []string{li, ri}
+		}
+		out = append(out, pc)
+	}
+	slices.SortFunc(out, func(x, y drv1alpha1.PeerClass) int { return cmp.Compare(x.StorageClassName, y.StorageClassName) })
+	return out
+}
+
 // offloaded indexes the cluster's offloaded StorageClasses that carry a StorageID.
 func offloaded(c clusterClasses) map[string]offloadedClass {
 	out := map[string]offloadedClass{}

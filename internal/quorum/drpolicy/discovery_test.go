@@ -75,3 +75,22 @@ func TestDiscover(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoverVolSync: a VolSync zone pairs the StorageClasses both clusters
+// name alike and that are not offloaded; they name no replication group.
+func TestDiscoverVolSync(t *testing.T) {
+	named := func(name string, offloaded bool, sid string) storagev1.StorageClass {
+		c := sc(sid, offloaded)
+		c.Name = name
+		if sid == "" {
+			delete(c.Labels, drv1alpha1.StorageIDLabel)
+		}
+		return c
+	}
+	a := side("c1", []storagev1.StorageClass{named("cephfs", false, ""), named("rbd", false, "s1"), named("array", true, "s1"), named("only-here", false, "")})
+	b := side("c2", []storagev1.StorageClass{named("rbd", false, "s2"), named("cephfs", false, ""), named("array", true, "s2")})
+	require.Equal(t, []drv1alpha1.PeerClass{
+		{ClusterIDs: []string{"c1", "c2"}, StorageClassName: "cephfs"},
+		{ClusterIDs: []string{"c1", "c2"}, StorageClassName: "rbd", StorageID: []string{"s1", "s2"}},
+	}, discoverVolSync(a, b))
+}

@@ -12,21 +12,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/benchpair"
 	"github.com/siterecovery/siterecovery/test/env"
-	"github.com/siterecovery/siterecovery/test/harness"
 )
 
-// BenchmarkFailover20VMs measures the failover control plane's overhead: a
-// planned failover of a 20-VM group with instant VM and DRBD simulators, from the
-// request's creation to Completed, with the time spent in each phase. Each
-// iteration moves the group to the other cluster.
+// BenchmarkFailover20VMs measures the failover control plane against its
+// write floor (write_floor_bench_test.go): a planned failover of a 20-VM group
+// with instant VM and DRBD simulators, from the request's creation to
+// Completed, turn by turn with a round of the floor's writes on the same
+// servers. Each round moves the group to the other cluster. It reports the
+// per-pair ratio (benchpair):
 //
-//	go test ./internal/quorum/failover -run '^$' -bench Failover20VMs -benchtime 6x -v
+//	go test ./internal/quorum/failover -run '^$' -bench 'Failover20VMs$' -benchtime 1x -v
 //
-// -v shows every line of the breakdown; FAILOVER_BENCH_TRACE=1 adds a timeline
-// of the last failover and the API requests it made on each cluster.
-func BenchmarkFailover20VMs(b *testing.B) {
-	z := newZone(b, zoneOptions{vms: 20})
+// BENCH_PAIRS changes the count of pairs (10). -v shows each pair and the time
+// spent in each phase; FAILOVER_BENCH_TRACE=1 adds a timeline of the last
+// failover and the API requests it made on each cluster.
+func BenchmarkFailover20VMs(b *testing.B) { benchOneGroup(b, 20, 10) }
+
+// BenchmarkFailover100VMs and BenchmarkFailover200VMs are the scale curve of
+// BenchmarkFailover20VMs: one group of 100 and 200 VMs. The cost per VM is flat
+// when the ratio stays that of 20 VMs.
+//
+//	go test ./internal/quorum/failover -run '^$' -bench 'Failover(100|200)VMs$' -benchtime 1x -v
+func BenchmarkFailover100VMs(b *testing.B) { benchOneGroup(b, 100, 5) }
+
+func BenchmarkFailover200VMs(b *testing.B) { benchOneGroup(b, 200, 5) }
+
+func benchOneGroup(b *testing.B, vms, pairs int) {
+	z := newZone(b, zoneOptions{vms: vms})
+	fs := z.newFloor(b, []string{group}, [][]string{z.vms})
+	runFailoverPairs(b, z, fs, pairs)
+}
+
+// runFailoverPairs fails the zone's groups (fs.names) over at once, back and
+// forth, turn by turn with the floor's rounds.
+func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 	wc, err := client.NewWithWatch(z.Clusters[env.Quorum].Config, client.Options{Scheme: z.Scheme})
 	if err != nil {
 		b.Fatal(err)
@@ -34,85 +55,110 @@ func BenchmarkFailover20VMs(b *testing.B) {
 	targets := []string{env.DR, env.Primary}
 	perPhase := map[string]time.Duration{}
 	reconcilesBefore := reconcileTimes(b)
-	var total []time.Duration
 	var tr *tracer
 	if os.Getenv("FAILOVER_BENCH_TRACE") != "" {
 		traceCtx, stopTrace := context.WithCancel(context.Background())
 		defer stopTrace()
 		tr = z.trace(traceCtx, b)
 	}
-	var used time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		name := fmt.Sprintf("bench-%d", i)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		// The previous failover's tail (pg-sync, the monitor, events) drains and
-		// the servers collect their garbage before the next one is measured.
-		b.StopTimer()
+	ctx := context.Background()
+	floor := func(i int, m *benchpair.Meter) {
+		src, tgt := env.Primary, env.DR
+		if i%2 == 1 {
+			src, tgt = tgt, src
+		}
+		f := fs.read(b, z, src, tgt)
 		if _, err := z.Zone.Settle(ctx); err != nil {
 			b.Fatal(err)
 		}
-		cpu := harness.SampleCPU()
-		b.StartTimer()
+		m.Start()
+		if err := f.run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		m.Stop()
+	}
+	var rounds int
+	product := func(i int, m *benchpair.Meter) {
+		rounds++
+		ctx, cancel := context.WithTimeout(ctx, timeout*time.Duration(1+len(z.vms)/50))
+		defer cancel()
+		// The previous round's tail (pg-sync, the monitor, events) drains and
+		// the servers collect their garbage before the next one is measured.
+		if _, err := z.Zone.Settle(ctx); err != nil {
+			b.Fatal(err)
+		}
 		w, err := wc.Watch(ctx, &srv1alpha1.FailoverRequestList{}, client.InNamespace(env.Namespace))
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer w.Stop()
 		if tr != nil {
 			tr.begin(b, z)
 		}
+		names := map[string]string{} // request → group
+		m.Start()
 		start := time.Now()
-		z.failover(name, targets[i%2], srv1alpha1.FailoverPlanned)
-		var done *srv1alpha1.FailoverRequest
+		for _, g := range fs.names {
+			name := fmt.Sprintf("bench-%s-%d", g, i)
+			names[name] = g
+			z.failoverGroup(name, g, targets[i%2], srv1alpha1.FailoverPlanned)
+		}
+		done := map[string]*srv1alpha1.FailoverRequest{}
 		for ev := range w.ResultChan() {
 			fr, ok := ev.Object.(*srv1alpha1.FailoverRequest)
-			if ok && fr.Name == name && fr.Status.CompletionTime != nil {
-				done = fr
-				break
+			if ok && names[fr.Name] != "" && fr.Status.CompletionTime != nil {
+				done[fr.Name] = fr
+				if len(done) == len(names) {
+					break
+				}
 			}
 		}
-		elapsed := time.Since(start)
-		after := harness.SampleCPU()
-		used += after.Used(cpu)
-		w.Stop()
-		cancel()
-		if done == nil || done.Status.Phase != srv1alpha1.FailoverCompleted {
-			b.Fatalf("%s did not complete: %+v", name, done)
+		m.Stop()
+		if len(done) != len(names) {
+			b.Fatalf("round %d: %d of %d requests completed", i, len(done), len(names))
 		}
-		total = append(total, elapsed)
-		b.Logf("%s to %s: %s, %s", name, targets[i%2], elapsed.Round(time.Millisecond), after.Since(cpu))
-		if tr != nil && i == b.N-1 {
+		for _, fr := range done {
+			if fr.Status.Phase != srv1alpha1.FailoverCompleted {
+				b.Fatalf("%s did not complete: %s: %s", fr.Name, fr.Status.Phase, fr.Status.Message)
+			}
+			h := fr.Status.PhaseHistory
+			perPhase["Created→Pending"] += h[0].Time.Sub(start)
+			for j := 0; j+1 < len(h); j++ {
+				perPhase[h[j].Phase] += h[j+1].Time.Sub(h[j].Time.Time)
+			}
+		}
+		if tr != nil {
 			time.Sleep(200 * time.Millisecond) // let the trace's watches catch up
 			tr.print(b, z)
 		}
-		h := done.Status.PhaseHistory
-		perPhase["Created→Pending"] += h[0].Time.Sub(start)
-		for j := 0; j+1 < len(h); j++ {
-			perPhase[h[j].Phase] += h[j+1].Time.Sub(h[j].Time.Time)
-		}
 	}
-	b.StopTimer()
-	b.Logf("%d failovers: %s of CPU per failover", b.N, (used / time.Duration(b.N)).Round(time.Millisecond))
-	sort.Slice(total, func(i, j int) bool { return total[i] < total[j] })
-	b.ReportMetric(float64(total[len(total)/2].Milliseconds()), "median-ms")
-	b.ReportMetric(float64(total[len(total)-1].Milliseconds()), "max-ms")
+	benchpair.Run(b, benchpair.Options{Pairs: pairs, Unit: "failover"}, floor, product)
+	n := float64(rounds * len(fs.names))
 	for _, p := range []string{"Created→Pending", "Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget"} {
-		b.Logf("%-18s %6.0f ms average", p, float64(perPhase[p].Milliseconds())/float64(b.N))
+		b.Logf("%-18s %6.0f ms average per request", p, float64(perPhase[p].Milliseconds())/n)
 	}
 	// Where the time goes: every controller in this process (quorum-manager,
-	// pg-controllers, agents, simulators), per failover.
+	// pg-controllers, agents, simulators), per failover round.
 	after := reconcileTimes(b)
 	names := make([]string, 0, len(after))
 	for n := range after {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		d := after[n].sub(reconcilesBefore[n])
+	for _, name := range names {
+		d := after[name].sub(reconcilesBefore[name])
 		if d.count > 0 {
-			b.Logf("controller %-20s %5.0f reconciles, %6.1f ms each on average", n, d.count/float64(b.N), d.seconds*1000/d.count)
+			b.Logf("controller %-20s %5.0f reconciles per round, %6.1f ms each on average", name, d.count/float64(rounds), d.seconds*1000/d.count)
 		}
 	}
+}
+
+// failoverGroup creates a FailoverRequest for group g.
+func (z *zone) failoverGroup(name, g, target string, typ srv1alpha1.FailoverType) {
+	z.t.Helper()
+	z.failover(name, target, typ, func(fr *srv1alpha1.FailoverRequest) {
+		fr.Spec.ProtectionGroupRef.Name = g
+	})
 }
 
 type reconcileTime struct{ count, seconds float64 }

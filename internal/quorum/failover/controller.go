@@ -81,7 +81,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
 			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.activeRequestsOfRemote},
 			{Object: &srv1alpha1.DRBDResource{}, Map: r.activeRequestsOfRemote},
-		}})).
+		}, Clusters: r.activeRequestsOfCluster})).
 		Complete(r)
 }
 
@@ -188,6 +188,9 @@ func (r *Reconciler) step(s *scope) flow.Phase[*scope] {
 	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if r.lockLost(ctx, s) {
 			return ctrl.Result{}, nil
+		}
+		if err := r.holdForUnreachable(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 		return step(ctx, s)
 	}

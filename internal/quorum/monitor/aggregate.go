@@ -120,14 +120,7 @@ func Aggregate(in Input) Output {
 
 	ep := episode(in, &st, lags, now)
 	setConditions(&st, in.ObjectiveSeconds, in.Generation, now)
-	out := Output{Status: st, Episode: ep, NextBreach: next}
-	out.Changed = statusChanged(prev, &out.Status)
-	if out.Changed {
-		out.Status.LastUpdateTime = &metav1.Time{Time: now}
-	} else {
-		out.Status.LastUpdateTime = prev.LastUpdateTime
-	}
-	return out
+	return output(prev, st, ep, next, now)
 }
 
 // vmLag is a VM's worst volume, for RPO episodes.
@@ -307,4 +300,17 @@ func setConditions(st *srv1alpha1.ReplicationGroupStatusStatus, objective int32,
 		rpo.Message = fmt.Sprintf("lag exceeds the objective of %ds", objective)
 	}
 	meta.SetStatusCondition(&st.Conditions, rpo)
+}
+
+// output is what an aggregation returns: the new status, stamped with now
+// only when it differs from prev, so that an unchanged group is not written.
+func output(prev *srv1alpha1.ReplicationGroupStatusStatus, st srv1alpha1.ReplicationGroupStatusStatus, ep *Episode, next *time.Time, now time.Time) Output {
+	out := Output{Status: st, Episode: ep, NextBreach: next}
+	out.Changed = statusChanged(prev, &out.Status)
+	if out.Changed {
+		out.Status.LastUpdateTime = &metav1.Time{Time: now}
+	} else {
+		out.Status.LastUpdateTime = prev.LastUpdateTime
+	}
+	return out
 }

@@ -13,8 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
@@ -44,6 +46,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols;drpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=replicationgroupstatuses,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=replicationgroupstatuses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=rpoevents,verbs=get;list;watch;create
@@ -82,6 +85,8 @@ func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}).
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The Offloaded and VolSync groups: their DRPC's sync time and protection.
+		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(groupOfDRPC)).
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{
 			Kinds:    []remote.Kind{{Object: &srv1alpha1.DRBDResource{}, Map: groupOfDRBDResource}},
 			Clusters: r.groupsOfZone,
@@ -110,16 +115,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	in := Input{Group: group, Generation: rgs.Generation, ObjectiveSeconds: objectiveOf(rgs, group),
 		Previous: &rgs.Status, Now: r.Clock.Now()}
-	if err := r.readSides(ctx, group, &in); err != nil {
-		if errors.Is(err, errCacheSyncing) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
+	synced, err := r.readSynced(ctx, group)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if synced == nil {
+		if err := r.readSides(ctx, group, &in); err != nil {
+			if errors.Is(err, errCacheSyncing) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			return ctrl.Result{}, err
+		}
 	}
 	if in.Event, err = r.openEvent(ctx, rgs); err != nil {
 		return ctrl.Result{}, err
 	}
-	out := Aggregate(in)
+	var out Output
+	if synced != nil {
+		out = AggregateSynced(in, *synced)
+	} else {
+		out = Aggregate(in)
+	}
 	if err := r.applyEpisode(ctx, group, out.Episode); err != nil {
 		return ctrl.Result{}, err
 	}

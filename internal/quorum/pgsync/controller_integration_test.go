@@ -215,11 +215,24 @@ func TestPGSync(t *testing.T) {
 		require.Nil(t, vm.Spec.Running)
 	}
 	env.Eventually(t, wait, "synced", synced(q, metav1.ConditionTrue, srv1alpha1.ReasonInSync, allInSync))
-	env.Eventually(t, wait, "primary running", func() error {
+	env.Eventually(t, wait, "primary running, with each VM's state on each site", func() error {
 		g := &srv1alpha1.ProtectionGroup{}
 		require.NoError(t, q.Get(ctx, groupKey, g))
 		if st := clusterState(g, env.Primary); st.CurrentState != srv1alpha1.StateRunning {
 			return fmt.Errorf("primary currentState %q", st.CurrentState)
+		}
+		// The quorum copy carries what each workload copy reports per VM, so
+		// that the CLI and the console show it without a workload kubeconfig.
+		for cluster, want := range map[string]string{env.Primary: "Running", env.DR: "Stopped"} {
+			st := clusterState(g, cluster)
+			if len(st.VirtualMachines) != 2 {
+				return fmt.Errorf("%s: VMs %+v", cluster, st.VirtualMachines)
+			}
+			for _, vm := range st.VirtualMachines {
+				if vm.PrintableStatus != want {
+					return fmt.Errorf("%s: %s/%s is %q, want %s", cluster, vm.Namespace, vm.Name, vm.PrintableStatus, want)
+				}
+			}
 		}
 		return nil
 	})

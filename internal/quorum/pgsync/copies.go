@@ -46,6 +46,7 @@ func (r *Reconciler) syncCopy(ctx context.Context, s *scope, rem *remote.Remote,
 		}
 	}
 	c.currentState = cp.Status.CurrentState
+	c.vms = cp.Status.VirtualMachines
 	return nil
 }
 

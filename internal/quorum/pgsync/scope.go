@@ -40,6 +40,8 @@ type clusterResult struct {
 	reason string
 	// currentState of the cluster's workload copy.
 	currentState srv1alpha1.GroupState
+	// vms is the VMs' state on the cluster, from its workload copy.
+	vms []srv1alpha1.VMStatus
 	// wrote is true when pg-sync changed the copy or a standby VM.
 	wrote bool
 	// drift lists what does not match the quorum copy.

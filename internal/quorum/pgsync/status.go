@@ -29,7 +29,8 @@ func setStatus(s *scope) {
 func clusterStates(s *scope) []srv1alpha1.ClusterGroupState {
 	out := make([]srv1alpha1.ClusterGroupState, 0, len(s.clusters))
 	for _, c := range s.clusters {
-		st := srv1alpha1.ClusterGroupState{Cluster: c.name, CurrentState: c.currentState, InSync: c.inSync(), Message: clusterMessage(c)}
+		st := srv1alpha1.ClusterGroupState{Cluster: c.name, CurrentState: c.currentState, InSync: c.inSync(), Message: clusterMessage(c),
+			VirtualMachines: c.vms}
 		prev := previousState(s.before, c.name)
 		// lastSyncTime moves only when pg-sync wrote to the cluster, or confirmed
 		// it and inSync flipped; an unreachable cluster keeps its last one.

@@ -8,6 +8,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/vmdisks"
 )
 
 // Condition types of a ProtectionRequest (besides srv1alpha1.ConditionReady).
@@ -45,15 +46,15 @@ const (
 	// ReasonAlreadyProtected (terminal): the VM is in a group or another request has it.
 	ReasonAlreadyProtected = "AlreadyProtected"
 	// ReasonUnsupportedVolume (terminal): a disk is not a PVC or DataVolume.
-	ReasonUnsupportedVolume = "UnsupportedVolume"
+	ReasonUnsupportedVolume = vmdisks.ReasonUnsupportedVolume
 	// ReasonPVCNotFound (terminal): a disk's PVC does not exist.
-	ReasonPVCNotFound = "PVCNotFound"
+	ReasonPVCNotFound = vmdisks.ReasonPVCNotFound
 	// ReasonPVCNotBound (terminal): a disk's PVC is not Bound.
-	ReasonPVCNotBound = "PVCNotBound"
+	ReasonPVCNotBound = vmdisks.ReasonPVCNotBound
 	// ReasonVolumeModeNotBlock (terminal): a disk's PVC is not volumeMode Block.
-	ReasonVolumeModeNotBlock = "VolumeModeNotBlock"
+	ReasonVolumeModeNotBlock = vmdisks.ReasonVolumeModeNotBlock
 	// ReasonNoStorageMapping (terminal): no storage mapping for a PVC's StorageClass.
-	ReasonNoStorageMapping = "NoStorageMapping"
+	ReasonNoStorageMapping = vmdisks.ReasonNoStorageMapping
 	// ReasonTargetConflict (terminal): an object the flow must create already exists
 	// on a workload cluster and was not made by this request.
 	ReasonTargetConflict = "TargetConflict"

@@ -46,7 +46,7 @@ type zone struct {
 
 var quorumOptions = setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond}
 
-func newZone(t *testing.T) *zone {
+func newZone(t testing.TB) *zone {
 	z := &zone{Env: env.New(t, env.Options{}), dir: t.TempDir(), workloads: map[string]*env.Process{}, agents: map[string]*env.Process{}}
 	z.fabric = z.DRBD(t)
 	require.NoError(t, z.fabric.SetSyncRate(1<<30))
@@ -114,7 +114,7 @@ func setupKubelet(mgr ctrl.Manager) error {
 }
 
 // setNodeReady creates the node if needed and sets its Ready condition and address.
-func setNodeReady(t *testing.T, c client.Client, name, ip string, ready bool) {
+func setNodeReady(t testing.TB, c client.Client, name, ip string, ready bool) {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 	if err := c.Create(t.Context(), n); err != nil {
@@ -131,7 +131,7 @@ func setNodeReady(t *testing.T, c client.Client, name, ip string, ready bool) {
 }
 
 // makePVC creates a 1Gi PVC that the storage simulator binds, and waits for it.
-func makePVC(t *testing.T, c client.Client, name, class string, mode corev1.PersistentVolumeMode) {
+func makePVC(t testing.TB, c client.Client, name, class string, mode corev1.PersistentVolumeMode) {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},
@@ -155,7 +155,7 @@ func makePVC(t *testing.T, c client.Client, name, class string, mode corev1.Pers
 }
 
 // makeVM creates a VM with the given volumes (a disk per volume) and runStrategy Always.
-func makeVM(t *testing.T, c client.Client, name string, volumes ...kubevirtv1.Volume) {
+func makeVM(t testing.TB, c client.Client, name string, volumes ...kubevirtv1.Volume) {
 	t.Helper()
 	vm := &kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},

@@ -2,6 +2,7 @@ package protection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/vmdisks"
 )
 
 // validate checks everything the flow relies on and records the disks to
@@ -35,9 +37,6 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	if err := r.checkNoOtherRequest(ctx, s); err != nil {
 		return ctrl.Result{}, err
-	}
-	if vm.Spec.Template == nil {
-		return ctrl.Result{}, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no template", s.vmKey())
 	}
 	volumes, err := r.validateDisks(ctx, s, vm)
 	if err != nil {
@@ -86,85 +85,42 @@ func phaseOrPending(p srv1alpha1.ProtectionPhase) srv1alpha1.ProtectionPhase {
 	return p
 }
 
-// configVolume reports volumes that carry configuration generated from the VM
-// spec rather than data; they are not replicated and need no PVC.
-func configVolume(v kubevirtv1.Volume) bool {
-	return v.CloudInitNoCloud != nil || v.CloudInitConfigDrive != nil || v.ConfigMap != nil ||
-		v.Secret != nil || v.ServiceAccount != nil || v.DownwardAPI != nil || v.DownwardMetrics != nil || v.Sysprep != nil
-}
-
 // validateDisks resolves every data volume of the VM to a Bound, Block PVC with
 // a storage mapping, in the order of the VM's volumes (the DRBD volume numbers).
 func (r *Reconciler) validateDisks(ctx context.Context, s *scope, vm *kubevirtv1.VirtualMachine) ([]srv1alpha1.ProtectedVolume, error) {
-	var out []srv1alpha1.ProtectedVolume
-	for _, v := range vm.Spec.Template.Spec.Volumes {
-		var claim string
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			claim = v.PersistentVolumeClaim.ClaimName
-		case v.DataVolume != nil:
-			claim = v.DataVolume.Name // a DataVolume's PVC has its name
-		case configVolume(v):
-			continue
-		default:
-			return nil, flow.Stalled(ReasonUnsupportedVolume,
-				"disk %q is a %s volume; only PersistentVolumeClaim and DataVolume disks can be replicated: move its data to a Block-mode PVC or DataVolume, or remove the disk",
-				v.Name, volumeKind(v))
-		}
+	disks, err := vmdisks.Disks(vm)
+	if err != nil {
+		return nil, stalled(err)
+	}
+	out := make([]srv1alpha1.ProtectedVolume, 0, len(disks))
+	for _, d := range disks {
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := s.primary.Direct.Get(ctx, types.NamespacedName{Namespace: vm.Namespace, Name: claim}, pvc); err != nil {
+		if err := s.primary.Direct.Get(ctx, types.NamespacedName{Namespace: vm.Namespace, Name: d.Claim}, pvc); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, flow.Stalled(ReasonPVCNotFound, "disk %q: PVC %s/%s not found on %s", v.Name, vm.Namespace, claim, s.primaryCluster)
+				return nil, stalled(vmdisks.ClaimNotFound(d, vm.Namespace, s.primaryCluster))
 			}
-			return nil, remoteErr(s.primaryCluster, "reading PVC "+claim, err)
+			return nil, remoteErr(s.primaryCluster, "reading PVC "+d.Claim, err)
 		}
-		if pvc.Status.Phase != corev1.ClaimBound {
-			return nil, flow.Stalled(ReasonPVCNotBound, "disk %q: PVC %s is %s, not Bound; protect the VM once its PVC is Bound", v.Name, claim, phaseString(pvc.Status.Phase))
-		}
-		if pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeBlock {
-			return nil, flow.Stalled(ReasonVolumeModeNotBlock, "disk %q: PVC %s has volumeMode Filesystem; DRBD replicates block devices: move the disk to a volumeMode Block PVC", v.Name, claim)
-		}
-		sc := ""
-		if pvc.Spec.StorageClassName != nil {
-			sc = *pvc.Spec.StorageClassName
-		}
-		if _, ok := s.zone.MappedStorageClass(sc); !ok {
-			return nil, flow.Stalled(ReasonNoStorageMapping, "disk %q: PVC %s uses StorageClass %q, which has no entry in ProtectionZone %s spec.storageMappings; add a mapping to a Block-capable DR StorageClass",
-				v.Name, claim, sc, s.zone.Name)
+		if err := vmdisks.CheckClaim(d, pvc, s.zone); err != nil {
+			return nil, stalled(err)
 		}
 		size := pvc.Status.Capacity[corev1.ResourceStorage]
 		if size.IsZero() {
 			size = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 		}
 		out = append(out, srv1alpha1.ProtectedVolume{
-			Disk: v.Name, Volume: int32(len(out)), SourcePVC: claim, TargetPVC: claim,
-			FrontendPVC: FrontendPVCName(claim), SizeBytes: size.Value(),
+			Disk: d.Name, Volume: int32(len(out)), SourcePVC: d.Claim, TargetPVC: d.Claim,
+			FrontendPVC: FrontendPVCName(d.Claim), SizeBytes: size.Value(),
 		})
-	}
-	if len(out) == 0 {
-		return nil, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s has no PersistentVolumeClaim or DataVolume disk to replicate", s.vmKey())
 	}
 	return out, nil
 }
 
-func phaseString(p corev1.PersistentVolumeClaimPhase) string {
-	if p == "" {
-		return "Pending"
+// stalled fails the request with a disk Problem's reason and message.
+func stalled(err error) error {
+	var p *vmdisks.Problem
+	if errors.As(err, &p) {
+		return flow.Stalled(p.Reason, "%s", p.Message)
 	}
-	return string(p)
-}
-
-func volumeKind(v kubevirtv1.Volume) string {
-	switch {
-	case v.ContainerDisk != nil:
-		return "containerDisk"
-	case v.EmptyDisk != nil:
-		return "emptyDisk"
-	case v.HostDisk != nil:
-		return "hostDisk"
-	case v.Ephemeral != nil:
-		return "ephemeral"
-	default:
-		return "unsupported"
-	}
+	return err
 }

@@ -87,6 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if tf.Status.Phase == "" {
 		s.tf.Status.StartTime = &metav1.Time{Time: s.now}
+		r.Metrics.started(tf.Spec.ProtectionGroupRef.Name)
 		s.trail.Enter(srv1alpha1.TestFailoverPending, "validating test of group %s on %s", tf.Spec.ProtectionGroupRef.Name, tf.Spec.TargetCluster)
 	}
 	switch {

@@ -42,6 +42,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// started creates the group's result series at 0 when a test starts, so that
+// the first failure is an increase an alert's increase() sees, not the birth of a
+// series at 1.
+func (m *Metrics) started(group string) {
+	for _, r := range []string{ResultSucceeded, ResultFailed, ResultCancelled} {
+		m.results.WithLabelValues(group, r).Add(0)
+	}
+}
+
 // observe records a test that just finished.
 func (m *Metrics) observe(s *scope) {
 	st := s.tf.Status

@@ -45,7 +45,10 @@ type PGOptions struct {
 }
 
 // Run runs pg-controller until SIGTERM or SIGINT and returns its exit code.
-func Run(o Options, p PGOptions) int { return boot.Run(o, PGController(p)) }
+func Run(o Options, p PGOptions) int {
+	o.CacheByObject = CacheByObject()
+	return boot.Run(o, PGController(p))
+}
 
 // PGController returns the Register function of pg-controller.
 func PGController(p PGOptions) boot.Register {

@@ -21,8 +21,9 @@ func TestConsistencyGroup(t *testing.T) {
 	t.Run("DiffSync", func(t *testing.T) { diffSync(t, z) })
 	t.Run("InterruptedSyncKeepsLastImage", func(t *testing.T) { interrupted(t, z) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, z) })
-	t.Run("VRG", func(t *testing.T) { vrgPath(t, z) })
 	t.Run("CrashInEveryStep", func(t *testing.T) { crash(t, z) })
+	t.Run("VRG", func(t *testing.T) { vrgPath(t, z, "vrg", true) })
+	t.Run("VRGStandard", func(t *testing.T) { vrgPath(t, z, "vrg-std", false) })
 }
 
 // fullSync: every cycle sends every block, the secondary's images equal the

@@ -56,6 +56,9 @@ type zone struct {
 	mover              *mover.Mover
 	configs            map[string]*rest.Config
 	stops              map[string]func()
+	// t is the test that owns the zone: a manager restarted inside a subtest
+	// must outlive that subtest, so that later subtests find it running.
+	t *testing.T
 }
 
 func startZone(t *testing.T) *zone {
@@ -63,7 +66,7 @@ func startZone(t *testing.T) *zone {
 	log.SetLogger(zap.New(zap.WriteTo(t.Output()), zap.UseDevMode(false)))
 	s := scheme.New()
 	hz := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary, harness.DR)
-	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}}
+	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, t: t}
 	z.mover = mover.New(z.data)
 	for _, name := range []string{harness.Primary, harness.DR} {
 		cfg := hz.Clusters[name].Config
@@ -78,6 +81,8 @@ func startZone(t *testing.T) *zone {
 		require.NoError(t, c.Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: storageClass}, Provisioner: provisioner}))
 		require.NoError(t, c.Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: storageClass + "-other"}, Provisioner: provisioner}))
 		require.NoError(t, c.Create(t.Context(), &groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
+			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
+		require.NoError(t, c.Create(t.Context(), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
 			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
 	}
 	z.primary, z.secondary = hz.Clusters[harness.Primary].Client, hz.Clusters[harness.DR].Client
@@ -111,13 +116,13 @@ func run(t *testing.T, mgr ctrl.Manager) func() {
 }
 
 // startControllers runs the workload tier's VolSync controllers on a cluster,
-// the part of pg-controller under test.
+// the part of pg-controller under test, until the zone's test ends.
 func (z *zone) startControllers(t *testing.T, cluster string) {
 	mgr := newManager(t, z.configs[cluster])
 	require.NoError(t, rgs.SetupWithManager(mgr))
 	require.NoError(t, rgd.SetupWithManager(mgr))
 	require.NoError(t, vrg.SetupWithManager(mgr, vrg.Options{}))
-	z.stops[cluster] = run(t, mgr)
+	z.stops[cluster] = run(z.t, mgr)
 }
 
 // group is one consistency group protected from the primary to the secondary.
@@ -152,6 +157,7 @@ func (z *zone) newGroup(t *testing.T, ns string, n int, annotations map[string]s
 	for i, name := range g.pvcs {
 		z.data.Fill(g.volume(name), uint64(i+1))
 	}
+	z.shareKey(t, ns, volsync.PSKSecretName(g.name))
 	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.ReplicationGroupDestination{
 		ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: ns, Annotations: annotations},
 		Spec:       drv1alpha1.ReplicationGroupDestinationSpec{RDSpecs: specs},
@@ -167,6 +173,16 @@ func (z *zone) newGroup(t *testing.T, ns string, n int, annotations map[string]s
 	return g
 }
 
+// shareKey creates one pre-shared-key Secret on both clusters, as the quorum
+// tier copies it there: the movers connect only with equal keys.
+func (z *zone) shareKey(t *testing.T, ns, name string) {
+	t.Helper()
+	for _, c := range []client.Client{z.primary, z.secondary} {
+		require.NoError(t, c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Data: map[string][]byte{mover.PSKKey: []byte("volsync:" + ns + "-test-key")}}))
+	}
+}
+
 func newPVC(ns, name, sc string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -179,12 +195,21 @@ func newPVC(ns, name, sc string) *corev1.PersistentVolumeClaim {
 }
 
 // volume is the data handle of a primary PVC (its PV name), once bound.
-func (g *group) volume(pvc string) string {
+func (g *group) volume(pvc string) string { return g.boundVolume(g.z.primary, "PVC "+pvc, pvc) }
+
+// received is the data handle of the secondary's PVC, once bound.
+func (g *group) received(pvc string) string {
+	return g.boundVolume(g.z.secondary, "received PVC "+pvc, pvc)
+}
+
+// boundVolume waits until a PVC of the group's namespace on c is bound and
+// returns its PV name.
+func (g *group) boundVolume(c client.Client, what, pvc string) string {
 	g.t.Helper()
 	var name string
-	eventually(g.t, "PVC "+pvc+" bound", func() error {
+	eventually(g.t, what+" bound", func() error {
 		p := &corev1.PersistentVolumeClaim{}
-		if err := g.z.primary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: pvc}, p); err != nil {
 			return err
 		}
 		if p.Status.Phase != corev1.ClaimBound {

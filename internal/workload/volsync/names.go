@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 )
 
 const (
@@ -18,6 +21,9 @@ const (
 	// ManualTriggerAnnotation on a VolumeGroupSnapshot is the trigger.manual
 	// value that started its cycle, reported as lastManualSync once it syncs.
 	ManualTriggerAnnotation = "dr.siterecovery.trilio.io/manual-trigger"
+	// VRGLabel marks the ReplicationGroupSources and ReplicationGroupDestinations
+	// a VolumeReplicationGroup created; its value is the VRG's name.
+	VRGLabel = "dr.siterecovery.trilio.io/volumereplicationgroup"
 )
 
 // DestinationAddress is the address a ReplicationSource sends a PVC's data to:
@@ -30,6 +36,16 @@ func DestinationAddress(namespace, pvc string) string {
 // PSKSecretName is the Secret holding the TLS pre-shared key of a group's
 // movers; both halves of a group name the same Secret.
 func PSKSecretName(group string) string { return group + "-vs-secret" }
+
+// KeySecretName is the pre-shared-key Secret a group's movers use: the VRG's,
+// which the quorum tier copies to both clusters, when a VRG owns the group;
+// the group's own otherwise.
+func KeySecretName(group metav1.Object) string {
+	if v := group.GetLabels()[VRGLabel]; v != "" {
+		return drv1alpha1.VolSyncPSKSecretName(v)
+	}
+	return PSKSecretName(group.GetName())
+}
 
 // RestoredPVCName is the read-only PVC a cycle restores from a PVC's member
 // snapshot and syncs from.

@@ -3,6 +3,7 @@ package volsync_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,15 +16,15 @@ import (
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+	"github.com/siterecovery/siterecovery/test/sim/mover"
 )
 
 // vrgPath: a primary VRG of a VolSync peer class creates the group's RGS on
 // its schedule, a secondary VRG carrying the primary's PVCs creates the RGD;
 // the secondary's images equal the primary's data, and both VRGs report
 // protected PVCs, DataProtected and lastGroupSyncTime.
-func vrgPath(t *testing.T, z *zone) {
+func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 	ctx := t.Context()
-	ns := "vrg"
 	g := &group{z: z, t: t, ns: ns}
 	for _, c := range []client.Client{z.primary, z.secondary} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -42,9 +43,23 @@ func vrgPath(t *testing.T, z *zone) {
 		Async: &drv1alpha1.VRGAsyncSpec{SchedulingInterval: "1h",
 			PeerClasses: []drv1alpha1.PeerClass{{StorageClassName: storageClass}}},
 	}
-	annotations := map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}
+	var annotations map[string]string
+	if diff {
+		annotations = map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}
+	}
 	require.NoError(t, z.primary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: spec}))
+
+	// Without the pre-shared key, which the quorum tier copies to both
+	// clusters, the VRG waits and says for what; it never mints its own.
+	waitVRG(t, z.primary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		c := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataReady)
+		if c == nil || !strings.Contains(c.Message, "pre-shared-key Secret app-vs-secret") {
+			return fmt.Errorf("DataReady %+v", c)
+		}
+		return nil
+	})
+	z.shareKey(t, ns, drv1alpha1.VolSyncPSKSecretName("app"))
 
 	// The RGS: the schedule from the interval, the group's PVCs by the
 	// consistency-group label, the diff annotation, and the key Secret.
@@ -63,8 +78,10 @@ func vrgPath(t *testing.T, z *zone) {
 	require.Equal(t, "0 */1 * * *", ptr.Deref(src.Spec.Trigger.Schedule, ""))
 	require.Equal(t, groupClass, src.Spec.VolumeGroupSnapshotClassName)
 	require.Equal(t, storageClass, src.Spec.VolumeGroupSnapshotSource.MatchLabels[drv1alpha1.ConsistencyGroupLabel])
-	require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
-	require.NoError(t, z.primary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{}))
+	if diff {
+		require.Equal(t, "true", src.Annotations[drv1alpha1.EnableDiffAnnotation])
+	}
+	require.Equal(t, "app", src.Labels[volsync.VRGLabel], "the movers use the VRG's key Secret")
 
 	// The secondary VRG gets the primary's protected PVCs as RD specs, as the
 	// quorum tier writes them.
@@ -76,9 +93,10 @@ func vrgPath(t *testing.T, z *zone) {
 	})
 	var rdSpecs []drv1alpha1.VolSyncReplicationDestinationSpec
 	for _, p := range primaryVRG.Status.ProtectedPVCs {
-		pvc := newPVC(ns, p.Name, p.StorageClassName)
+		require.True(t, p.ProtectedByVolSync)
+		require.Equal(t, map[string]string{"app": ns}, p.Labels, "the application's labels, not the consistency-group label")
 		rdSpecs = append(rdSpecs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
-			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources,
 		}})
 	}
 	secondary := spec.DeepCopy()
@@ -86,17 +104,95 @@ func vrgPath(t *testing.T, z *zone) {
 	secondary.VolSync = &drv1alpha1.VRGVolSyncSpec{RDSpecs: rdSpecs}
 	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: *secondary}))
-	eventually(t, "the secondary's key Secret", func() error {
-		return z.secondary.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.PSKSecretName(g.name)}, &corev1.Secret{})
-	})
 
-	// The first cycle runs at once; a manual trigger runs the next one after a change.
+	// The first cycle runs at once.
 	want := g.primarySums()
 	eventually(t, "first cycle's images", func() error { return sumsEqual(g, want) })
 	waitProtected(t, z, g)
-	g.change(0.01, 3)
-	g.cycle("after-change", g.primarySums())
+
+	// A final sync (a relocate's, once the application stopped) replaces the
+	// schedule: FinalSynced says when every group has sent the last writes.
+	g.change(0.01, 4)
+	want = g.primarySums()
+	setFinalSync(t, z.primary, ns, "final-1")
+	waitVRG(t, z.primary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if c := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionFinalSynced); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("FinalSynced %+v", c)
+		}
+		return nil
+	})
+	eventually(t, "the final sync's images", func() error { return sumsEqual(g, want) })
 	waitProtected(t, z, g)
+	setFinalSync(t, z.primary, ns, "")
+	eventually(t, "the schedule back", func() error {
+		if tr := g.source().Spec.Trigger; tr.Schedule == nil || tr.Manual != "" {
+			return fmt.Errorf("trigger %+v", tr)
+		}
+		return nil
+	})
+
+	// Rollback: a sync stalls halfway through disk-0 while disk-1's completes,
+	// so both received PVCs differ from the group's last complete image. The
+	// secondary VRG turned primary (a failover) first rolls each PVC back to
+	// that image: a full copy, or in diff mode only the blocks that differ.
+	last, err := g.imageSums()
+	require.NoError(t, err)
+	z.mover.SetFault(ns, "disk-0", &mover.Fault{Stall: true})
+	t.Cleanup(func() { z.mover.SetFault(ns, "disk-0", nil) })
+	g.change(0.05, 5)
+	setFinalSync(t, z.primary, ns, "stalls")
+	eventually(t, "both received PVCs changed", func() error {
+		for _, p := range g.pvcs {
+			if got := z.data.Checksum(g.received(p)); got == last[p] {
+				return fmt.Errorf("PVC %s still holds the last image", p)
+			}
+		}
+		return nil
+	})
+	eventually(t, "failover of the secondary VRG", func() error {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := z.secondary.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		before := v.DeepCopy()
+		v.Spec.ReplicationState, v.Spec.Action, v.Spec.VolSync = drv1alpha1.Primary, drv1alpha1.ActionFailover, nil
+		return z.secondary.Patch(ctx, v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if v.Status.State != drv1alpha1.PrimaryState || !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) {
+			return fmt.Errorf("state %s, conditions %+v", v.Status.State, v.Status.Conditions)
+		}
+		return nil
+	})
+	for _, p := range g.pvcs {
+		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
+		tr := z.mover.Transfers(ns, "rb-"+p)
+		require.Len(t, tr, 1, "PVC %s rolled back once", p)
+		if diff {
+			require.False(t, tr[0].Full, "diff mode sends only what differs")
+			require.Positive(t, tr[0].Bytes)
+			require.Less(t, tr[0].Bytes, z.data.Size())
+		} else {
+			require.True(t, tr[0].Full, "standard mode copies the whole image")
+			require.Equal(t, z.data.Size(), tr[0].Bytes)
+		}
+	}
+	rollbackLeft := &corev1.PersistentVolumeClaimList{}
+	require.NoError(t, z.secondary.List(ctx, rollbackLeft, client.InNamespace(ns), client.MatchingLabels{vrg.RollbackLabel: "app"}))
+	require.Empty(t, rollbackLeft.Items, "the rollback cleans up")
+}
+
+func setFinalSync(t *testing.T, c client.Client, ns, value string) {
+	t.Helper()
+	eventually(t, "finalSync "+value, func() error {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		before := v.DeepCopy()
+		v.Spec.VolSync = &drv1alpha1.VRGVolSyncSpec{FinalSync: value}
+		return c.Patch(context.Background(), v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
 }
 
 func sumsEqual(g *group, want map[string]string) error {

@@ -35,6 +35,9 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 	if err := r.releasePVCs(ctx, s); err != nil {
 		return flow.Transient("PatchFailed", err)
 	}
+	if err := r.deletePSK(ctx, s); err != nil {
+		return err
+	}
 	if name := s.globalName(); name != "" {
 		members, err := r.groupMembers(ctx, name)
 		if err != nil {

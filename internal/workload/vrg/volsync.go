@@ -2,13 +2,14 @@ package vrg
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
+	"time"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,16 +22,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
 
 // VolSyncVRGLabel marks the ReplicationGroupSources and
 // ReplicationGroupDestinations a VRG created; its value is the VRG's name.
-const VolSyncVRGLabel = "dr.siterecovery.trilio.io/volumereplicationgroup"
+const VolSyncVRGLabel = volsync.VRGLabel
 
-// pskKey is the key of the pre-shared-key Secret VolSync's TLS movers read.
-const pskKey = "psk.txt"
+// pskRetry is how often a VRG waiting for its pre-shared key looks again:
+// Secrets are not watched.
+const pskRetry = 5 * time.Second
 
 // isVolSyncClass reports whether a peer class replicates through VolSync: it
 // names no storage replication (neither a replication ID nor a global group).
@@ -94,6 +97,14 @@ func (r *Reconciler) volSyncAsPrimary(ctx context.Context, s *scope) error {
 		k := consistencyGroupKey(storageClassName(p.pvc))
 		groups[k] = append(groups[k], p)
 	}
+	// The PVCs received as secondary become the application's: first back to
+	// their last complete image, while the destinations still exist.
+	if err := r.requirePSK(ctx, s); err != nil {
+		return err
+	}
+	if err := r.rollback(ctx, s); err != nil {
+		return err
+	}
 	if err := r.deleteRGDs(ctx, s, nil); err != nil {
 		return err
 	}
@@ -103,9 +114,6 @@ func (r *Reconciler) volSyncAsPrimary(ctx context.Context, s *scope) error {
 		keep[name] = true
 		class, err := r.groupSnapshotClass(ctx, s, groups[key][0].provisioner)
 		if err != nil {
-			return err
-		}
-		if err := r.ensurePSK(ctx, s, name); err != nil {
 			return err
 		}
 		for _, p := range groups[key] {
@@ -123,7 +131,27 @@ func (r *Reconciler) volSyncAsPrimary(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) volSyncAsSecondary(ctx context.Context, s *scope) error {
+	// A destination writes into the PVCs: none may be in use. Unlike the
+	// storage-replication path a relocate keeps them, as the base of the
+	// next incremental cycle.
+	var inUse []string
+	for _, p := range s.pvcs {
+		user, err := r.pvcUser(ctx, p.pvc)
+		if err != nil {
+			return flow.Transient("ReadFailed", err)
+		}
+		if user != "" {
+			inUse = append(inUse, fmt.Sprintf("%s (%s)", p.pvc.Name, user))
+		}
+	}
+	if len(inUse) > 0 {
+		s.progress = "PVCs still in use: " + strings.Join(inUse, ", ")
+		return flow.Waiting(reasonGating, consensusRetry, "%s", s.progress)
+	}
 	if err := r.deleteRGSs(ctx, s, nil); err != nil {
+		return err
+	}
+	if err := r.requirePSK(ctx, s); err != nil {
 		return err
 	}
 	groups := map[string][]drv1alpha1.VolSyncReplicationDestinationSpec{}
@@ -135,9 +163,6 @@ func (r *Reconciler) volSyncAsSecondary(ctx context.Context, s *scope) error {
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		name := groupName(s.vrg.Name, key)
 		keep[name] = true
-		if err := r.ensurePSK(ctx, s, name); err != nil {
-			return err
-		}
 		rgd, err := r.ensureRGD(ctx, s, name, groups[key])
 		if err != nil {
 			return err
@@ -184,9 +209,11 @@ func (r *Reconciler) ensureRGS(ctx context.Context, s *scope, name, key, class s
 	rgs := &drv1alpha1.ReplicationGroupSource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.vrg.Namespace}}
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, rgs, func() error {
 		r.ownedMeta(s, rgs)
-		// A manual trigger (a final sync before a relocate) replaces the
-		// schedule until it is cleared; the two exclude each other.
-		if rgs.Spec.Trigger == nil || rgs.Spec.Trigger.Manual == "" {
+		// A final sync (before a relocate) replaces the schedule while the
+		// VRG asks for it; the two exclude each other.
+		if final := finalSync(s.vrg); final != "" {
+			rgs.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{Manual: final}
+		} else {
 			rgs.Spec.Trigger = &drv1alpha1.ReplicationSourceTriggerSpec{Schedule: ptr.To(schedule)}
 		}
 		rgs.Spec.VolumeGroupSnapshotClassName = class
@@ -238,29 +265,61 @@ func (r *Reconciler) ownedMeta(s *scope, o client.Object) {
 	_ = controllerutil.SetControllerReference(s.vrg, o, r.Client.Scheme())
 }
 
-// ensurePSK creates the movers' pre-shared-key Secret when missing. The key is
-// never logged nor put in a condition or event.
-func (r *Reconciler) ensurePSK(ctx context.Context, s *scope, group string) error {
-	name := volsync.PSKSecretName(group)
+// requirePSK makes sure the movers' pre-shared-key Secret is in the VRG's
+// namespace. The quorum tier mints the key once and copies it to the DR
+// namespace of both clusters (a key each cluster minted for itself would never
+// let the two movers connect); pg-controller copies it from there, so that the
+// quorum identity never needs to create Secrets outside its DR namespace. The
+// key is never logged nor put in a condition or event.
+func (r *Reconciler) requirePSK(ctx context.Context, s *scope) error {
+	name := drv1alpha1.VolSyncPSKSecretName(s.vrg.Name)
 	// Past the cache: caching would watch every Secret of the cluster.
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.vrg.Namespace, Name: name}, &corev1.Secret{})
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
-	}
-	if !apierrors.IsNotFound(err) {
+	case !apierrors.IsNotFound(err):
 		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s: %w", name, err))
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return flow.Transient("KeyFailed", fmt.Errorf("generating the pre-shared key of %s: %w", group, err))
+	drNamespace := s.vrg.Labels[srv1alpha1.DRNamespaceLabel]
+	waiting := func() error {
+		s.progress = fmt.Sprintf("waiting for the pre-shared-key Secret %s, which the quorum tier copies to DR namespace %q on both clusters", name, drNamespace)
+		return flow.Waiting(drv1alpha1.ReasonProgressing, pskRetry, "%s", s.progress)
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.vrg.Namespace, Labels: map[string]string{VolSyncVRGLabel: s.vrg.Name}},
+	if drNamespace == "" {
+		return waiting()
+	}
+	src := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: name}, src); err != nil {
+		if apierrors.IsNotFound(err) {
+			return waiting()
+		}
+		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s/%s: %w", drNamespace, name, err))
+	}
+	copied := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.vrg.Namespace, Name: name, Labels: src.Labels},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{pskKey: []byte("volsync:" + hex.EncodeToString(key))},
+		Data:       map[string][]byte{drv1alpha1.VolSyncPSKKey: src.Data[drv1alpha1.VolSyncPSKKey]},
 	}
-	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return flow.Transient("WriteFailed", fmt.Errorf("creating Secret %s: %w", name, err))
+	if err := r.Client.Create(ctx, copied); err != nil && !apierrors.IsAlreadyExists(err) {
+		return flow.Transient("WriteFailed", fmt.Errorf("copying the pre-shared-key Secret %s into namespace %s: %w", name, s.vrg.Namespace, err))
+	}
+	return nil
+}
+
+// finalSync is the trigger of the final sync the VRG asks for, empty when none.
+func finalSync(v *drv1alpha1.VolumeReplicationGroup) string {
+	if v.Spec.VolSync == nil {
+		return ""
+	}
+	return v.Spec.VolSync.FinalSync
+}
+
+// deletePSK deletes the VRG's copy of the pre-shared key once the VRG goes.
+func (r *Reconciler) deletePSK(ctx context.Context, s *scope) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.vrg.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(s.vrg.Name)}}
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, secret)); err != nil {
+		return flow.Transient("WriteFailed", fmt.Errorf("deleting Secret %s: %w", secret.Name, err))
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package vrg
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +37,33 @@ func setVolSyncStatus(s *scope) {
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, protected)
+	setFinalSynced(s)
+}
+
+// setFinalSynced reports on a primary whether every group completed the final
+// sync spec.volSync.finalSync asks for; without one the condition goes.
+func setFinalSynced(s *scope) {
+	final := finalSync(s.vrg)
+	if final == "" || !s.primary() {
+		meta.RemoveStatusCondition(&s.vrg.Status.Conditions, drv1alpha1.ConditionFinalSynced)
+		return
+	}
+	c := metav1.Condition{Type: drv1alpha1.ConditionFinalSynced, ObservedGeneration: s.vrg.Generation,
+		Status: metav1.ConditionTrue, Reason: drv1alpha1.ReasonDataProtected, Message: "every consistency group completed final sync " + final}
+	var pending []string
+	for _, g := range s.sources {
+		if g.Status.LastManualSync != final {
+			pending = append(pending, g.Name)
+		}
+	}
+	switch {
+	case !s.pvcsProcessed || len(s.sources) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "the consistency groups are not set up yet"
+	case len(pending) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
+			fmt.Sprintf("final sync %s running for %s", final, strings.Join(pending, ", "))
+	}
+	meta.SetStatusCondition(&s.vrg.Status.Conditions, c)
 }
 
 // groupSync is the last complete cycle and health of one group's half.
@@ -143,7 +172,8 @@ func volSyncProtectedPVCs(s *scope, ready, protected metav1.Condition) []drv1alp
 	}
 	if s.primary() {
 		for _, p := range s.pvcs {
-			add(drv1alpha1.ProtectedPVC{Name: p.pvc.Name, Namespace: p.pvc.Namespace, StorageClassName: storageClassName(p.pvc), StorageID: p.storageID})
+			add(drv1alpha1.ProtectedPVC{Name: p.pvc.Name, Namespace: p.pvc.Namespace, StorageClassName: storageClassName(p.pvc), StorageID: p.storageID,
+				ProtectedByVolSync: true, Labels: appLabels(p.pvc.Labels), AccessModes: p.pvc.Spec.AccessModes, Resources: p.pvc.Spec.Resources})
 		}
 		return out
 	}
@@ -153,7 +183,19 @@ func volSyncProtectedPVCs(s *scope, ready, protected metav1.Condition) []drv1alp
 		if ns == "" {
 			ns = s.vrg.Namespace
 		}
-		add(drv1alpha1.ProtectedPVC{Name: p.Name, Namespace: ns, StorageClassName: ptr.Deref(p.StorageClassName, "")})
+		add(drv1alpha1.ProtectedPVC{Name: p.Name, Namespace: ns, StorageClassName: ptr.Deref(p.StorageClassName, ""),
+			ProtectedByVolSync: true, Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources})
+	}
+	return out
+}
+
+// appLabels are a PVC's labels without the consistency-group label this
+// controller puts on it: what the receiving PVC needs to be selected again.
+func appLabels(l map[string]string) map[string]string {
+	out := maps.Clone(l)
+	delete(out, drv1alpha1.ConsistencyGroupLabel)
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -6,11 +6,24 @@ import (
 	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
+
+var notIgnored = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	_, ignored := o.GetLabels()[IgnoreLabel]
+	return !ignored
+})
 
 // ControllerName is the name of the simulator's controller in a manager.
 const ControllerName = "kubevirt-simulator"
+
+// IgnoreLabel marks VirtualMachines and VirtualMachineInstances the simulator
+// leaves alone: a benchmark's floor makes KubeVirt's writes itself, with a plain
+// client, on objects of a namespace of its own in the same cluster.
+const IgnoreLabel = "kubevirt-sim.siterecovery.io/ignore"
 
 // Options tune the simulator.
 type Options struct {
@@ -45,8 +58,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	skip := true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&kubevirtv1.VirtualMachine{}).
-		Owns(&kubevirtv1.VirtualMachineInstance{}).
+		For(&kubevirtv1.VirtualMachine{}, builder.WithPredicates(notIgnored)).
+		Owns(&kubevirtv1.VirtualMachineInstance{}, builder.WithPredicates(notIgnored)).
 		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: 8}).
 		Complete(&reconciler{client: mgr.GetClient(), reader: reader, opts: opts})
 }

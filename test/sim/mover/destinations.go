@@ -38,7 +38,7 @@ func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err := r.ensurePVC(ctx, rd); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.mover.register(address, endpoint{cluster: r.cluster, client: r.client, key: req.NamespacedName})
+	r.mover.register(address, endpoint{cluster: r.cluster, client: r.client, reader: r.reader, key: req.NamespacedName})
 	if rd.Status != nil && rd.Status.RsyncTLS != nil && ptr.Deref(rd.Status.RsyncTLS.Address, "") == address {
 		return ctrl.Result{}, nil
 	}

@@ -6,7 +6,10 @@
 // name), which is the service name VolSync exports for it; the mover resolves
 // that address to the destination on whichever cluster registered it. A
 // ReplicationSource whose spec.trigger.manual differs from
-// status.lastManualSync syncs once:
+// status.lastManualSync syncs once, provided that its key Secret and the
+// destination's hold the same pre-shared key (PSKKey), as VolSync's TLS
+// handshake requires; otherwise it fails, naming the missing Secret or the
+// mismatch:
 //   - RsyncTLS, or External without snapshots: every block of the source PVC;
 //   - External with targetSnapshotName: the target snapshot's blocks that differ
 //     from baseSnapshotName's, or all of them when the base is empty;

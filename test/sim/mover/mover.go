@@ -20,6 +20,10 @@ func Address(namespace, name string) string {
 	return fmt.Sprintf("volsync-rsync-tls-dst-%s.%s.svc.clusterset.local", name, namespace)
 }
 
+// PSKKey is the key of the pre-shared-key Secret both movers of a pair read;
+// they connect only when the two keys are equal.
+const PSKKey = "psk.txt"
+
 // Fault makes the syncs of one ReplicationSource misbehave until cleared.
 type Fault struct {
 	// Fail, when set, fails every attempt with this message.
@@ -52,7 +56,9 @@ type Mover struct {
 type endpoint struct {
 	cluster string
 	client  client.Client
-	key     types.NamespacedName
+	// reader reads the destination's cluster past the cache (its key Secret).
+	reader client.Reader
+	key    types.NamespacedName
 }
 
 // job is a sync in progress.

@@ -1,6 +1,7 @@
 package mover
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -64,6 +65,12 @@ func (r *sources) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	if rd.Spec.Paused {
 		return ctrl.Result{RequeueAfter: Poll}, nil
+	}
+	if msg, err := r.handshake(ctx, rs, rd, dst); err != nil || msg != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: Poll}, r.setFailed(ctx, rs, msg)
 	}
 	j, err := r.start(ctx, rs, rd, dst, manual)
 	if err != nil || j == nil {
@@ -260,6 +267,55 @@ func (r *sources) setFailed(ctx context.Context, rs *volsyncv1alpha1.Replication
 	rs.Status.LatestMoverStatus = &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed, Logs: msg}
 	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionFalse, Reason: "Error", Message: msg})
 	return client.IgnoreNotFound(r.client.Status().Update(ctx, rs))
+}
+
+// handshake plays the TLS handshake of the two movers: both must read the same
+// pre-shared key; it returns why they cannot connect, empty when they can.
+func (r *sources) handshake(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, rd *volsyncv1alpha1.ReplicationDestination, dst endpoint) (string, error) {
+	read := func(c client.Reader, namespace, name string) ([]byte, error) {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+			return nil, err
+		}
+		return s.Data[PSKKey], nil
+	}
+	srcKey, err := read(r.reader, rs.Namespace, sourceKeySecret(rs))
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("key Secret %s not found", sourceKeySecret(rs)), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	dstKey, err := read(dst.reader, rd.Namespace, destinationKeySecret(rd))
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("TLS handshake with %s failed: the destination has no key Secret %s", address(rs), destinationKeySecret(rd)), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(srcKey) == 0 || !bytes.Equal(srcKey, dstKey) {
+		return fmt.Sprintf("TLS handshake with %s failed: the pre-shared keys differ", address(rs)), nil
+	}
+	return "", nil
+}
+
+// sourceKeySecret is the Secret a source reads its pre-shared key from.
+func sourceKeySecret(rs *volsyncv1alpha1.ReplicationSource) string {
+	if rs.Spec.RsyncTLS != nil && rs.Spec.RsyncTLS.KeySecret != nil {
+		return *rs.Spec.RsyncTLS.KeySecret
+	}
+	if rs.Spec.External != nil && rs.Spec.External.Parameters["keySecret"] != "" {
+		return rs.Spec.External.Parameters["keySecret"]
+	}
+	return "volsync-rsync-tls-" + rs.Name
+}
+
+// destinationKeySecret is the Secret a destination reads its key from.
+func destinationKeySecret(rd *volsyncv1alpha1.ReplicationDestination) string {
+	if rd.Spec.External != nil && rd.Spec.External.Parameters["keySecret"] != "" {
+		return rd.Spec.External.Parameters["keySecret"]
+	}
+	return ptr.Deref(keySecret(rd), "")
 }
 
 // address is where a source sends its data.

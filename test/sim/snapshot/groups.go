@@ -110,7 +110,7 @@ func (r *groups) take(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnaps
 			Source:                       groupsnapshotv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &groupsnapshotv1.GroupSnapshotHandles{VolumeGroupSnapshotHandle: "group-" + string(vgs.UID), VolumeSnapshotHandles: handles}},
 		},
 	}
-	if err := r.client.Create(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.createOrRead(ctx, content); err != nil {
 		return err
 	}
 	content.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{
@@ -151,7 +151,7 @@ func (r *groups) member(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSna
 			Source:            snapshotv1.VolumeSnapshotContentSource{SnapshotHandle: ptr.To(handle)},
 		},
 	}
-	if err := r.client.Create(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.createOrRead(ctx, content); err != nil {
 		return groupsnapshotv1.VolumeSnapshotInfo{}, err
 	}
 	content.Status = &snapshotv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(handle), ReadyToUse: ptr.To(true),
@@ -179,6 +179,16 @@ func (r *groups) member(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSna
 	}
 	return groupsnapshotv1.VolumeSnapshotInfo{VolumeHandle: volumeHandle, SnapshotHandle: handle, ReadyToUse: ptr.To(true),
 		RestoreSize: ptr.To(size.Value()), CreationTime: ptr.To(now.UnixNano())}, nil
+}
+
+// createOrRead creates obj, or reads the one an earlier attempt created (a
+// retry after a conflict further on), so that its status can be updated.
+func (r *groups) createOrRead(ctx context.Context, obj client.Object) error {
+	err := r.client.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return r.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }
 
 func (r *groups) setError(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnapshot, msg string) error {

@@ -21,7 +21,7 @@ import {
   ToolbarGroup,
   ToolbarItem,
 } from '@patternfly/react-core';
-import { get, post, SessionInfo, setCsrf } from './api';
+import { dropPrefetched, get, post, SessionInfo, setCsrf } from './api';
 import { Group } from './pages/Group';
 import { Login } from './pages/Login';
 import { Operations } from './pages/Operations';
@@ -53,7 +53,10 @@ export function App() {
         setCsrf(s.csrfToken);
         setSession(s);
       })
-      .catch(() => setSession(null));
+      .catch(() => {
+        dropPrefetched(); // read without a session: refused, and stale after sign-in
+        setSession(null);
+      });
     const out = () => setSession(null);
     window.addEventListener('console:signed-out', out);
     return () => window.removeEventListener('console:signed-out', out);

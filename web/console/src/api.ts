@@ -39,6 +39,27 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
 }
 
 export const get = <T>(path: string) => call<T>('GET', path);
+
+// prefetched holds reads started before the screen that needs them mounts:
+// the overview is asked for together with the session instead of after it.
+const prefetched = new Map<string, Promise<unknown>>();
+
+export function prefetch(path: string) {
+  const p = get(path);
+  p.catch(() => undefined); // a failure is the screen's to show, if it is used
+  prefetched.set(path, p);
+}
+
+// takePrefetched returns a prefetched read of path once, if there is one.
+export function takePrefetched<T>(path: string): Promise<T> | undefined {
+  const p = prefetched.get(path);
+  prefetched.delete(path);
+  return p as Promise<T> | undefined;
+}
+
+export function dropPrefetched() {
+  prefetched.clear();
+}
 export const post = <T>(path: string, body?: unknown) => call<T>('POST', path, body ?? {});
 
 export interface SessionInfo {
@@ -166,11 +187,27 @@ export interface VolumeState {
   lastInSyncTime?: string;
 }
 
+export interface VMState {
+  name: string;
+  namespace: string;
+  printableStatus?: string;
+  ready?: boolean;
+  message?: string;
+}
+
 export interface GroupDetail {
   group: GroupView;
   zone?: ZoneView;
-  vms: { name: string; namespace: string; printableStatus?: string; ready?: boolean; message?: string }[];
-  sites: { cluster: string; currentState?: string; inSync?: boolean; lastSyncTime?: string; message?: string }[];
+  vms: VMState[];
+  sites: {
+    cluster: string;
+    currentState?: string;
+    inSync?: boolean;
+    lastSyncTime?: string;
+    message?: string;
+    // the VMs' state on this cluster, as its workload copy reports it
+    virtualMachines?: VMState[];
+  }[];
   replication: { name: string; namespace: string; drbdResource?: string; failoverReady?: boolean; volumes?: VolumeState[] }[];
   operations: OperationView[];
   rpoEvents: RPOView[];

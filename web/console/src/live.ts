@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { get, HttpError, subscribe } from './api';
+import { get, HttpError, subscribe, takePrefetched } from './api';
 
 // useLive reads path and reads it again whenever the server's change stream
 // reports a change, so every screen follows the cluster without reloading.
@@ -13,7 +13,7 @@ export function useLive<T>(path: string | null) {
   const load = useCallback(async () => {
     if (!path) return;
     try {
-      const d = await get<T>(path);
+      const d = await (takePrefetched<T>(path) ?? get<T>(path));
       if (current.current === path) {
         setData(d);
         setError(undefined);

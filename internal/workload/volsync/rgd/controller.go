@@ -139,7 +139,7 @@ func mutateDestination(rgd *drv1alpha1.ReplicationGroupDestination, rd *volsyncv
 		rd.Labels = map[string]string{}
 	}
 	rd.Labels[volsync.RGDLabel] = rgd.Name
-	secret := volsync.PSKSecretName(rgd.Name)
+	secret := volsync.KeySecretName(rgd)
 	if provider != "" {
 		rd.Spec.RsyncTLS = nil
 		rd.Spec.External = &volsyncv1alpha1.ReplicationDestinationExternalSpec{Provider: provider, Parameters: map[string]string{
@@ -166,13 +166,25 @@ func (r *Reconciler) ensurePVC(ctx context.Context, rgd *drv1alpha1.ReplicationG
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: rgd.Namespace, Labels: map[string]string{volsync.RGDLabel: rgd.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: rgd.Namespace, Labels: receivingLabels(rgd, p)},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: p.StorageClassName, AccessModes: modes, Resources: p.Resources},
 	}
 	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
+}
+
+// receivingLabels are the protected PVC's labels, so that the VRG's
+// pvcSelector selects the receiving PVC once it becomes primary, and this
+// destination's mark.
+func receivingLabels(rgd *drv1alpha1.ReplicationGroupDestination, p drv1alpha1.VolSyncProtectedPVC) map[string]string {
+	l := map[string]string{}
+	for k, v := range p.Labels {
+		l[k] = v
+	}
+	l[volsync.RGDLabel] = rgd.Name
+	return l
 }
 
 // deleteStale deletes the destinations of PVCs that left the group.

@@ -67,7 +67,7 @@ func (r *Reconciler) ensureSource(ctx context.Context, s *scope, pvc string) (*v
 	rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Name: pvc, Namespace: s.rgs.Namespace}}
 	restored := volsync.RestoredPVCName(pvc)
 	address := volsync.DestinationAddress(s.rgs.Namespace, pvc)
-	secret := volsync.PSKSecretName(s.rgs.Name)
+	secret := volsync.KeySecretName(s.rgs)
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rs, func() error {
 		if rs.Labels == nil {
 			rs.Labels = map[string]string{}

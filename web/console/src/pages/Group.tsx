@@ -19,7 +19,7 @@ import {
   Title,
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
-import type { GroupDetail } from '../api';
+import type { GroupDetail, VMState } from '../api';
 import { HealthLabel, PhaseLabel, Reachable } from '../components/Badges';
 import { LagBar } from '../components/LagBar';
 import { Problem } from '../components/Problem';
@@ -44,6 +44,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
     );
   }
   const g = data.group;
+  const clusters = (data.zone?.clusters ?? []).map((c) => c.name);
   const running = data.operations.find((o) => !o.finished && o.kind !== 'ProtectionRequest');
   return (
     <>
@@ -159,7 +160,10 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           <Thead>
             <Tr>
               <Th>VM</Th>
-              <Th>Status</Th>
+              <Th>Runs on</Th>
+              {clusters.map((c) => (
+                <Th key={c}>On {c}</Th>
+              ))}
               <Th>Volume</Th>
               <Th>Connection</Th>
               <Th>Disk / peer disk</Th>
@@ -170,13 +174,19 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           </Thead>
           <Tbody>
             {data.members.flatMap((m) => {
-              const st = data.vms.find((v) => v.name === m.name && v.namespace === m.namespace);
+              const states = clusters.map((c) => vmOn(data, c, m));
+              const runsOn = clusters.filter((_c, i) => states[i]?.printableStatus === 'Running');
               const rep = data.replication.find((r) => r.name === m.name && r.namespace === m.namespace);
               const vols = rep?.volumes?.length ? rep.volumes : [undefined];
               return vols.map((v, i) => (
                 <Tr key={`${m.namespace}/${m.name}/${i}`}>
                   <Td dataLabel="VM">{i === 0 ? `${m.namespace}/${m.name}` : ''}</Td>
-                  <Td dataLabel="Status">{i === 0 ? (st?.printableStatus ?? '—') : ''}</Td>
+                  <Td dataLabel="Runs on">{i === 0 ? runsOn.join(', ') || 'nowhere' : ''}</Td>
+                  {clusters.map((c, j) => (
+                    <Td key={c} dataLabel={`On ${c}`}>
+                      {i === 0 ? vmStateText(states[j], data, c) : ''}
+                    </Td>
+                  ))}
                   <Td dataLabel="Volume">{v ? v.volume : '—'}</Td>
                   <Td dataLabel="Connection">{v?.connectionState ?? '—'}</Td>
                   <Td dataLabel="Disk / peer disk">{v ? `${v.diskState ?? '?'} / ${v.peerDiskState ?? '?'}` : '—'}</Td>
@@ -231,6 +241,15 @@ export function Group({ ns, name }: { ns: string; name: string }) {
               <CardBody>
                 <Timeline op={o} />
                 {o.message && <p>{o.message}</p>}
+                {o.checks && o.checks.length > 0 && (
+                  <ul aria-label={`Check results of ${o.name}`}>
+                    {o.checks.map((c) => (
+                      <li key={c.vm + c.check}>
+                        {c.passed ? '✔ passed' : '✘ failed'}: {c.vm} {c.check} {c.message}
+                      </li>
+                    ))}
+                  </ul>
+                )}
               </CardBody>
             </Card>
           ))}
@@ -251,4 +270,19 @@ function Item({ term, children }: { term: string; children: React.ReactNode }) {
       <DescriptionListDescription>{children}</DescriptionListDescription>
     </DescriptionListGroup>
   );
+}
+
+// vmOn is a VM's state on a cluster, as the cluster's workload copy of the
+// group reports it through the quorum-side status.
+function vmOn(data: GroupDetail, cluster: string, m: { name: string; namespace: string }): VMState | undefined {
+  return data.sites
+    .find((s) => s.cluster === cluster)
+    ?.virtualMachines?.find((v) => v.name === m.name && v.namespace === m.namespace);
+}
+
+function vmStateText(st: VMState | undefined, data: GroupDetail, cluster: string): string {
+  if (st) return st.printableStatus ? st.printableStatus + (st.message ? ` (${st.message})` : '') : 'reported, no status';
+  const site = data.sites.find((s) => s.cluster === cluster);
+  if (!site) return 'not reported';
+  return site.currentState ? 'not on this cluster' : 'unknown: the cluster was not read';
 }

@@ -14,6 +14,8 @@ type memWorld struct {
 	mu      sync.Mutex
 	w       *World
 	version uint64
+	// observers see the world after every change, under its lock.
+	observers []func(*World)
 }
 
 // UseMemory keeps the world of dir in this process's memory instead of in
@@ -42,6 +44,9 @@ func (m *memWorld) update(fn func(w *World) error, notify bool) error {
 	err := fn(m.w)
 	if notify {
 		m.version++
+		for _, o := range m.observers {
+			o(m.w)
+		}
 	}
 	m.mu.Unlock()
 	if notify {
@@ -54,4 +59,19 @@ func (m *memWorld) currentVersion() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.version
+}
+
+// Observe calls fn with the in-memory world of dir after every change, under
+// the world's lock, so that a safety check sees every state the nodes could
+// see and none in between. fn must not call back into the simulator. It
+// reports false when dir's world is not kept in memory.
+func Observe(dir string, fn func(w *World)) bool {
+	m, ok := memoryWorld(dir)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	m.observers = append(m.observers, fn)
+	m.mu.Unlock()
+	return true
 }

@@ -1,0 +1,92 @@
+package setup
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheByObject scopes pg-controller's cache of the kinds every workload
+// cluster holds by the thousand to the fields its controllers read. It must
+// watch them cluster-wide: any Pod or VirtualMachineInstance that mounts a
+// protected PVC holds its VolumeReplicationGroup primary, whatever its labels
+// or namespace, and the VMs of a group are named by the group, not labelled.
+// What it keeps:
+//   - Pods: the PVCs they mount and their phase (is a PVC still in use);
+//   - VirtualMachineInstances: the same (in use), and that they exist (a
+//     group's VM is running);
+//   - VirtualMachines: metadata, the run fields and status (the group drives
+//     and reports them); not the template, which the VM's own KubeVirt
+//     controller reads, nor its data volume templates.
+//
+// Each controller changes these objects with merge patches computed from the
+// cached copy, which name only the fields it changes, so the fields dropped
+// here are never written back.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                        {Transform: slimPod},
+		&kubevirtv1.VirtualMachineInstance{}: {Transform: slimVMI},
+		&kubevirtv1.VirtualMachine{}:         {Transform: slimVM},
+	}
+}
+
+// slimMeta keeps what a reader, an index or a merge patch of the object needs;
+// annotations only when keep is set.
+func slimMeta(m metav1.ObjectMeta, keepAnnotations bool) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+		Labels: m.Labels, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
+	}
+	if keepAnnotations {
+		out.Annotations = m.Annotations
+	}
+	return out
+}
+
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone of a deletion the watch missed
+	}
+	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: slimMeta(p.ObjectMeta, false)}
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out.Spec.Volumes = append(out.Spec.Volumes,
+				corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		}
+	}
+	out.Status.Phase = p.Status.Phase
+	return out, nil
+}
+
+func slimVMI(obj any) (any, error) {
+	v, ok := obj.(*kubevirtv1.VirtualMachineInstance)
+	if !ok {
+		return obj, nil
+	}
+	out := &kubevirtv1.VirtualMachineInstance{TypeMeta: v.TypeMeta, ObjectMeta: slimMeta(v.ObjectMeta, false)}
+	for _, vol := range v.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil || vol.DataVolume != nil {
+			out.Spec.Volumes = append(out.Spec.Volumes, kubevirtv1.Volume{Name: vol.Name, VolumeSource: kubevirtv1.VolumeSource{
+				PersistentVolumeClaim: vol.PersistentVolumeClaim, DataVolume: vol.DataVolume}})
+		}
+	}
+	out.Status.Phase = v.Status.Phase
+	return out, nil
+}
+
+func slimVM(obj any) (any, error) {
+	v, ok := obj.(*kubevirtv1.VirtualMachine)
+	if !ok {
+		return obj, nil
+	}
+	return &kubevirtv1.VirtualMachine{
+		TypeMeta:   v.TypeMeta,
+		ObjectMeta: slimMeta(v.ObjectMeta, true),
+		Spec:       kubevirtv1.VirtualMachineSpec{Running: v.Spec.Running, RunStrategy: v.Spec.RunStrategy},
+		Status:     v.Status,
+	}, nil
+}

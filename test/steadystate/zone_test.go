@@ -1,0 +1,317 @@
+package steadystate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/boot"
+	"github.com/siterecovery/siterecovery/internal/nodeagent"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+)
+
+// Shape of the fleet: two zones, each a primary and a DR cluster of
+// nodesPerCluster nodes; groupsPerZone groups of vmsPerGroup VMs per zone,
+// group g on node g % nodesPerCluster of both clusters, so that each node holds
+// groupsPerZone/nodesPerCluster × vmsPerGroup = 100 DRBD resources.
+const (
+	drNamespace     = "dr-production"
+	appNS           = "apps"
+	nodesPerCluster = 5
+	groupsPerZone   = 50
+	vmsPerGroup     = 10
+)
+
+var zones = []string{"zone-a", "zone-b"}
+
+func primaryOf(zone string) string { return zone + "-primary" }
+func drOf(zone string) string      { return zone + "-dr" }
+
+// node is a simulated worker of a workload cluster.
+type node struct{ name, address string }
+
+func nodeOf(cluster string, k int) node {
+	side := 1
+	if cluster[len(cluster)-2:] == "dr" {
+		side = 2
+	}
+	z := 1
+	if cluster[:6] == "zone-b" {
+		z = 2
+	}
+	return node{fmt.Sprintf("%s-w%d", cluster, k), fmt.Sprintf("10.%d.%d.%d", z, side, k+1)}
+}
+
+// fleet is the five clusters, the VMs of each group, and the binaries.
+type fleet struct {
+	t       testing.TB
+	z       *harness.Zone
+	dir     string
+	bin     string
+	groups  map[string][]string // zone/group → VM names
+	procs   []*process
+	memory  string // state of the in-process DRBD simulator
+	files   string // state shared by the agent binaries' drbdsim
+	drbdadm string
+	setup   string
+}
+
+func clusterNames() []string {
+	out := []string{"quorum"}
+	for _, z := range zones {
+		out = append(out, primaryOf(z), drOf(z))
+	}
+	return out
+}
+
+func (f *fleet) client(cluster string) client.Client { return f.z.Clusters[cluster].Client }
+
+// newFleet starts the clusters and builds the binaries.
+func newFleet(t testing.TB) *fleet {
+	harness.RequireAPIServers(t)   // before building anything
+	ctrl.SetLogger(logr.Discard()) // the in-process simulators and agents; the binaries log to files
+	f := &fleet{t: t, dir: t.TempDir(), groups: map[string][]string{}}
+	f.bin = filepath.Join(f.dir, "bin")
+	require.NoError(t, os.MkdirAll(f.bin, 0o755))
+	out, err := exec.Command("go", "build", "-o", f.bin,
+		"github.com/siterecovery/siterecovery/cmd/quorum-manager",
+		"github.com/siterecovery/siterecovery/cmd/pg-controller",
+		"github.com/siterecovery/siterecovery/cmd/drbd-node-agent").CombinedOutput()
+	require.NoError(t, err, "building the binaries: %s", out)
+	f.drbdadm, f.setup = drbdsim.Build(t, f.bin)
+	f.memory, f.files = filepath.Join(f.dir, "drbd-memory"), filepath.Join(f.dir, "drbd-files")
+	for _, d := range []string{f.memory, f.files} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	drbdsim.UseMemory(t, f.memory)
+	f.z = harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, clusterNames()...)
+	return f
+}
+
+// measured reports whether node k of cluster runs the agent binary: node 0
+// of zone-a's two clusters, a pair whose resources peer only with each other.
+func measured(cluster string, k int) bool { return k == 0 && cluster[:6] == "zone-a" }
+
+// seed creates the namespaces, kubeconfig Secrets, zones, nodes, and every
+// group's VMs and DRBD resources as the protection flow leaves them.
+func (f *fleet) seed(ctx context.Context) {
+	t := f.t
+	for _, name := range clusterNames() {
+		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: drNamespace}}))
+		if name == "quorum" {
+			continue
+		}
+		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
+		require.NoError(t, f.client("quorum").Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name + "-kubeconfig"},
+			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: f.z.Clusters[name].Kubeconfig},
+		}))
+		for k := range nodesPerCluster {
+			n := nodeOf(name, k)
+			require.NoError(t, f.client(name).Create(ctx, &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/hostname": n.name}},
+				Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.address}}},
+			}))
+		}
+	}
+	for _, zone := range zones {
+		p, d := primaryOf(zone), drOf(zone)
+		require.NoError(t, f.client("quorum").Create(ctx, &srv1alpha1.ProtectionZone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: zone},
+			Spec: srv1alpha1.ProtectionZoneSpec{
+				StorageBackend: srv1alpha1.BackendDRBD,
+				Clusters: []srv1alpha1.ZoneCluster{
+					{Name: p, Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: p + "-kubeconfig"}},
+					{Name: d, Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: d + "-kubeconfig"}},
+				},
+				StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}},
+			},
+		}))
+		perNode := make([]int32, nodesPerCluster)
+		for g := range groupsPerZone {
+			k := g % nodesPerCluster
+			group := fmt.Sprintf("%s-g%02d", zone, g)
+			for v := range vmsPerGroup {
+				vm := fmt.Sprintf("%s-vm%d", group, v)
+				f.groups[zone+"/"+group] = append(f.groups[zone+"/"+group], vm)
+				i := perNode[k]
+				perNode[k]++
+				require.NoError(t, f.client(p).Create(ctx, newVM(vm, kubevirtv1.RunStrategyAlways)))
+				require.NoError(t, f.client(d).Create(ctx, newVM(vm, kubevirtv1.RunStrategyHalted)))
+				require.NoError(t, f.client(p).Create(ctx, replica(group, vm, nodeOf(p, k), nodeOf(d, k), d, 0, i)))
+				require.NoError(t, f.client(d).Create(ctx, replica(group, vm, nodeOf(d, k), nodeOf(p, k), p, 1, i)))
+			}
+		}
+	}
+}
+
+func newVM(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: name},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	}
+}
+
+// replica is one side of a VM's DRBD pair; i numbers the resource on its node.
+func replica(group, vm string, local, peer node, peerCluster string, nodeID, i int32) *srv1alpha1.DRBDResource {
+	port := 7000 + i
+	return &srv1alpha1.DRBDResource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
+		Spec: srv1alpha1.DRBDResourceSpec{
+			NodeName: local.name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
+			Role:    srv1alpha1.RoleSecondary,
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + i, DevicePath: "/dev/vg0/" + vm}},
+			Peers: []srv1alpha1.DRBDPeer{{NodeName: peer.name, NodeID: 1 - nodeID,
+				Address: peer.address, Port: port, Cluster: peerCluster}},
+		},
+	}
+}
+
+// inProcess runs a manager against a cluster in this process until the test
+// ends: the KubeVirt simulators and the agents that are not measured.
+func (f *fleet) inProcess(cluster string, register func(ctrl.Manager) error) {
+	mgr, err := ctrl.NewManager(f.z.Clusters[cluster].Config, ctrl.Options{
+		Scheme: scheme.New(), Logger: logr.Discard(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:          boot.CacheOptions(""),
+		MapperProvider: boot.NewRESTMapper,
+		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(f.t, err)
+	require.NoError(f.t, register(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	f.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("%s manager: %v", cluster, err)
+		}
+	})
+}
+
+// start runs the simulators and agents, then the binaries.
+func (f *fleet) start() {
+	for _, c := range clusterNames()[1:] {
+		f.inProcess(c, func(mgr ctrl.Manager) error { return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{}) })
+		for k := range nodesPerCluster {
+			n := nodeOf(c, k)
+			if measured(c, k) {
+				f.run("drbd-node-agent-"+n.name, c, []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + f.files},
+					"--node-name="+n.name, "--replication-address="+n.address,
+					"--resource-dir="+filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
+					"--kubelet-dir="+filepath.Join(f.dir, "nodes", n.name, "kubelet"),
+					"--drbdadm="+f.drbdadm, "--drbdsetup="+f.setup)
+				continue
+			}
+			cfg := nodeagent.Config{
+				NodeName: n.name, ReplicationAddress: n.address,
+				ResourceDir: filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
+				DrbdadmPath: "drbdadm", DrbdsetupPath: "drbdsetup",
+				Exec:           drbdsim.Executor{StateDir: f.memory, Node: n.name},
+				StatusInterval: 50 * time.Millisecond,
+			}
+			f.inProcess(c, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+		}
+		f.run("pg-controller-"+c, c, nil)
+	}
+	f.run("quorum-manager", "quorum", nil, "--namespace="+drNamespace)
+}
+
+// fabric is the DRBD simulator's state of node k's pair.
+func (f *fleet) fabric(cluster string, k int) *drbdsim.Fabric {
+	if measured(cluster, k) {
+		return &drbdsim.Fabric{StateDir: f.files}
+	}
+	return &drbdsim.Fabric{StateDir: f.memory}
+}
+
+// protect makes every primary replica Primary and in sync, then creates the
+// groups' copies on the workload clusters and the quorum cluster.
+func (f *fleet) protect(ctx context.Context) {
+	t := f.t
+	for _, zone := range zones {
+		p, d := primaryOf(zone), drOf(zone)
+		f.waitReplicas(ctx, p, "connected", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.MetadataCreated && len(r.Status.Peers) == 1
+		})
+		list := &srv1alpha1.DRBDResourceList{}
+		require.NoError(t, f.client(p).List(ctx, list, client.InNamespace(appNS)))
+		for i := range list.Items {
+			r := &list.Items[i]
+			k := int(r.Spec.NodeName[len(r.Spec.NodeName)-1] - '0')
+			require.NoError(t, f.fabric(p, k).MarkUpToDate(r.Name, r.Spec.NodeName))
+			before := r.DeepCopy()
+			r.Spec.Role = srv1alpha1.RolePrimary
+			require.NoError(t, f.client(p).Patch(ctx, r, client.MergeFrom(before)))
+		}
+		f.waitReplicas(ctx, p, "Primary and in sync", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && len(r.Status.Peers[0].Volumes) == 1 &&
+				r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
+		})
+		for key, vms := range f.groups {
+			if key[:len(zone)] != zone {
+				continue
+			}
+			group := key[len(zone)+1:]
+			refs := make([]srv1alpha1.VirtualMachineReference, len(vms))
+			for i, vm := range vms {
+				refs[i] = srv1alpha1.VirtualMachineReference{Namespace: appNS, Name: vm}
+			}
+			for c, s := range map[string]srv1alpha1.GroupState{p: srv1alpha1.StateRunning, d: srv1alpha1.StateStopped} {
+				require.NoError(t, f.client(c).Create(ctx, &srv1alpha1.ProtectionGroup{
+					ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: group},
+					Spec:       srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, DesiredState: s},
+				}))
+			}
+			require.NoError(t, f.client("quorum").Create(ctx, &srv1alpha1.ProtectionGroup{
+				ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: group},
+				Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: p,
+					ZoneRef: &srv1alpha1.LocalObjectReference{Name: zone}},
+			}))
+		}
+	}
+}
+
+// waitReplicas polls until every replica of cluster satisfies ok.
+func (f *fleet) waitReplicas(ctx context.Context, cluster, what string, ok func(*srv1alpha1.DRBDResource) bool) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		list := &srv1alpha1.DRBDResourceList{}
+		require.NoError(f.t, f.client(cluster).List(ctx, list, client.InNamespace(appNS)))
+		missing := 0
+		var example string
+		for i := range list.Items {
+			if !ok(&list.Items[i]) {
+				missing++
+				example = list.Items[i].Name
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: %d replicas not %s, e.g. %s", cluster, missing, what, example)
+		}
+		time.Sleep(time.Second)
+	}
+}
