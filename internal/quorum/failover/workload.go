@@ -23,8 +23,14 @@ const FieldOwner = "siterecovery-failover"
 // the DRBD intent, applied apart, need a manager each.
 const IntentFieldOwner = "siterecovery-failover-drbd"
 
-// setDesiredState applies spec.desiredState of the group's copy on a cluster.
+// setDesiredState applies spec.desiredState of the group's copy on a cluster,
+// unless the copy, as cached, asks it already: a phase calls it on each of its
+// reconciles. A cache behind the server costs one apply that changes nothing,
+// or, the other way, a skip that the copy's next watch event repairs.
 func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
+	if pg, err := workloadGroup(ctx, rc, namespace, group); err == nil && pg.Spec.DesiredState == state {
+		return nil
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
 	u.SetNamespace(namespace)

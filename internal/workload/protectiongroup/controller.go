@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -59,13 +60,16 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// Every change, its own status writes included: a reconcile that decided
-		// on a stale cached copy runs again once the cache has caught up.
-		For(&srv1alpha1.ProtectionGroup{}).
+		// A spec change at once; every other change, its own status writes
+		// included, after replicaEventDelay: a reconcile that decided on a stale
+		// cached copy runs again once the cache has caught up, while a burst of
+		// status writes does not wake the group once per write.
+		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&srv1alpha1.ProtectionGroup{}, delayed(&handler.EnqueueRequestForObject{}, replicaEventDelay), builder.WithPredicates(sameGeneration)).
 		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
-		Watches(&srv1alpha1.DRBDResource{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), builder.WithPredicates(taintsChanged)).
+		Watches(&srv1alpha1.DRBDResource{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay)).
+		Watches(&corev1.Node{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
 		Complete(r)
 }
 
@@ -164,7 +168,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 }
 
 // parallelPatches bounds the VM patches one reconcile has in flight.
-const parallelPatches = 8
+const parallelPatches = 10
 
 // writeStatus writes the status when it changed and records transitions as
 // events. flow.StatusWriter updates the whole status with the resourceVersion
