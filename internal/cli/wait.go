@@ -75,6 +75,25 @@ func timeline(w io.Writer, h []srv1alpha1.PhaseTransition, end time.Time) {
 	}
 }
 
+// phaseSplit prints where each phase's time went: waiting on the workload
+// clusters (VMs, DRBD), held (lock, fencing, taint), or in the control plane.
+func phaseSplit(w io.Writer, timings []srv1alpha1.PhaseTiming) {
+	if len(timings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nWhere the time went:")
+	t := newTable(w, "PHASE", "WORKLOAD CLUSTERS", "HELD", "CONTROL PLANE")
+	var wl, hd, cp int64
+	for _, p := range timings {
+		t.row(p.Phase, ms(p.WorkloadMilliseconds), ms(p.HeldMilliseconds), ms(p.ControlPlaneMilliseconds))
+		wl, hd, cp = wl+p.WorkloadMilliseconds, hd+p.HeldMilliseconds, cp+p.ControlPlaneMilliseconds
+	}
+	t.row("total", ms(wl), ms(hd), ms(cp))
+	_ = t.flush()
+}
+
+func ms(n int64) string { return since(time.Duration(n) * time.Millisecond) }
+
 // waitFailover follows a FailoverRequest until it ends, ctx ends (Ctrl-C) or
 // timeout passes.
 func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name string, timeout time.Duration) error {
@@ -106,6 +125,7 @@ func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name st
 	} else {
 		fmt.Fprintln(o.Out, "\nTimeline of FailoverRequest "+name+":")
 		timeline(o.Out, fr.Status.PhaseHistory, end)
+		phaseSplit(o.Out, fr.Status.PhaseTimings)
 	}
 	if fr.Status.Phase == srv1alpha1.FailoverFailed {
 		return exitf(ExitRequestFailed, "FailoverRequest %s/%s failed: %s", ns, name, fr.Status.Message)

@@ -64,8 +64,8 @@ func (t *Taints) Start(ctx context.Context) error {
 	// ensured is the taint state this loop last made true on the node. A kick
 	// (any events2 change: with --statistics, every few seconds per resource
 	// under I/O) that does not change what is wanted reads nothing. A taint
-	// someone else removed (a failover clearing the target's nodes just before
-	// it promotes) therefore stays removed until the wanted state changes or the
+	// someone else removed (a failover with force beside another group, the
+	// one case where anyone but the agent removes it) therefore stays removed until the wanted state changes or the
 	// resync, instead of coming back at the next unrelated DRBD event.
 	var ensured *bool
 	for {

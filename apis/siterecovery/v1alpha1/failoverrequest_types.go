@@ -156,6 +156,38 @@ type FailoverRequestStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// phaseTimings splits the time of each finished phase between waiting on
+	// the workload clusters (VMs stopping or starting, DRBD changing role),
+	// being held (the group's lock, a fencing confirmation, a taint another
+	// group depends on) and the control plane (reconciles, queues, status
+	// writes, caches catching up), so that a user can see where the seconds of
+	// a failover went.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	PhaseTimings []PhaseTiming `json:"phaseTimings,omitempty"`
+}
+
+// PhaseTiming is where the time of one phase went.
+type PhaseTiming struct {
+	// phase is the phase's name.
+	// +required
+	Phase string `json:"phase"`
+	// workloadMilliseconds is the time the phase waited on the workload
+	// clusters to act.
+	// +optional
+	WorkloadMilliseconds int64 `json:"workloadMilliseconds,omitempty"`
+	// heldMilliseconds is the time the phase was held by something only time
+	// or an operator resolves: the group's lock, a fencing confirmation, a
+	// taint another group depends on.
+	// +optional
+	HeldMilliseconds int64 `json:"heldMilliseconds,omitempty"`
+	// controlPlaneMilliseconds is the rest of the phase: quorum-manager's own
+	// work and the delays between an event and the reconcile it wakes. Time
+	// quorum-manager was down, and what a phase waited before a restart,
+	// counts here.
+	// +optional
+	ControlPlaneMilliseconds int64 `json:"controlPlaneMilliseconds,omitempty"`
 }
 
 // FailoverRequest moves a ProtectionGroup to another cluster of its zone. Its status

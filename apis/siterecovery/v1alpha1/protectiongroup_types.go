@@ -63,6 +63,86 @@ type ProtectionGroupSpec struct {
 	// replication settings for the group's disks.
 	// +optional
 	Replication ReplicationSettings `json:"replication,omitempty"`
+
+	// drbd is the DRBD role the failover-controller asks of every replica of the
+	// group on this cluster (workload copies of DRBD groups only): one write per
+	// group and step, which the local ProtectionGroup controller applies to the
+	// group's DRBDResources and reports in status.drbd. Unset, the controller
+	// leaves the replicas' roles to whoever set them (the protection flow).
+	// +optional
+	DRBD *GroupDRBDIntent `json:"drbd,omitempty"`
+}
+
+// GroupDRBDIntent is the role asked of a group's replicas on one cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.force) || !self.force || self.role == 'Primary'",message="force applies to role Primary only"
+type GroupDRBDIntent struct {
+	// role is Primary or Secondary.
+	// +required
+	// +kubebuilder:validation:Enum=Primary;Secondary
+	Role DRBDRole `json:"role"`
+	// force lets a promotion be forced on the replicas where DRBD refuses or
+	// would refuse a normal one (not promotable, refused, or cut off a fenced
+	// peer). Only an unplanned failover sets it: it may lose the writes the
+	// replica had not received.
+	// +optional
+	Force bool `json:"force,omitempty"`
+	// quorum is set with the role; unset, each replica keeps its own.
+	// +optional
+	Quorum *QuorumSettings `json:"quorum,omitempty"`
+}
+
+// GroupDRBDStatus is the DRBD state of a group's replicas on one cluster, as
+// the local ProtectionGroup controller applied and observed it.
+type GroupDRBDStatus struct {
+	// appliedGeneration is the metadata.generation whose spec.drbd is set on
+	// every replica of the group: a failover step waits for it before it trusts
+	// the replicas' state to answer its intent.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+	// replicas is the state of each VM's DRBDResource on this cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	Replicas []ReplicaRoleStatus `json:"replicas,omitempty"`
+	// taintedNodes are the nodes of the replicas that carry the
+	// drbd.linbit.com/lost-quorum taint the node agents set.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=500
+	TaintedNodes []string `json:"taintedNodes,omitempty"`
+}
+
+// ReplicaRoleStatus is one VM's replica as its agent reports it.
+type ReplicaRoleStatus struct {
+	// name of the DRBDResource.
+	// +required
+	Name string `json:"name"`
+	// namespace of the DRBDResource (the VM's).
+	// +required
+	Namespace string `json:"namespace"`
+	// nodeName the replica runs on.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// role as DRBD reports it (Primary, Secondary, Unknown).
+	// +optional
+	Role string `json:"role,omitempty"`
+	// promotable: DRBD would accept a normal promotion now.
+	// +optional
+	Promotable bool `json:"promotable,omitempty"`
+	// upToDate: every local volume is UpToDate.
+	// +optional
+	UpToDate bool `json:"upToDate,omitempty"`
+	// connected: every peer is connected.
+	// +optional
+	Connected bool `json:"connected,omitempty"`
+	// peerPrimary: a peer is Primary.
+	// +optional
+	PeerPrimary bool `json:"peerPrimary,omitempty"`
+	// message says why the last role change was refused, if it was.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // VMStatus is the observed state of one VM of a group.
@@ -135,6 +215,11 @@ type ProtectionGroupStatus struct {
 	// +listMapKey=namespace
 	// +listMapKey=name
 	VirtualMachines []VMStatus `json:"virtualMachines,omitempty"`
+
+	// drbd is the state of the group's replicas on this cluster (workload
+	// copies of DRBD groups).
+	// +optional
+	DRBD *GroupDRBDStatus `json:"drbd,omitempty"`
 
 	// clusters holds the state of every workload copy (quorum copy).
 	// +optional

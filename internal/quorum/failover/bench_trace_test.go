@@ -88,7 +88,7 @@ func (z *zone) trace(ctx context.Context, b testing.TB) *tracer {
 			if !ok {
 				return "", "", false
 			}
-			return "pg", fmt.Sprintf("desired=%s current=%s", p.Spec.DesiredState, p.Status.CurrentState), true
+			return "pg", fmt.Sprintf("desired=%s current=%s%s", p.Spec.DesiredState, p.Status.CurrentState, drbdSummary(p)), true
 		})
 	}
 	watch(env.Quorum, &srv1alpha1.FailoverRequestList{}, env.Namespace, func(o any) (string, string, bool) {
@@ -170,4 +170,27 @@ func requestCounts(b testing.TB, z *zone, cluster string) harness.RequestCounts 
 		b.Fatal(err)
 	}
 	return counts
+}
+
+// drbdSummary is what a copy's status.drbd says: how many replicas it reports
+// Primary and promotable, and whether spec.drbd is applied.
+func drbdSummary(p *srv1alpha1.ProtectionGroup) string {
+	d := p.Status.DRBD
+	if d == nil {
+		return ""
+	}
+	var prim, prom int
+	for _, r := range d.Replicas {
+		if r.Role == string(srv1alpha1.RolePrimary) {
+			prim++
+		}
+		if r.Promotable {
+			prom++
+		}
+	}
+	role := ""
+	if p.Spec.DRBD != nil {
+		role = string(p.Spec.DRBD.Role)
+	}
+	return fmt.Sprintf(" drbd=%s primary=%d promotable=%d applied=%v", role, prim, prom, d.AppliedGeneration == p.Generation)
 }

@@ -59,8 +59,9 @@ type Reconciler struct {
 	// of waiting messages alone. Made on first use when not set.
 	status     *flow.StatusWriter
 	statusOnce sync.Once
-	// asked holds the DRBD roles set in the last seconds.
-	asked askedRoles
+	// clocks split each request's phases between waiting on the workload
+	// clusters, being held, and the control plane.
+	clocks clocks
 }
 
 // progressInterval is the least time between two status writes of a request
@@ -110,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.trail.Enter(srv1alpha1.FailoverPending, "waiting for the failover lock of group %s", fr.Spec.ProtectionGroupRef.Name)
 	}
 
+	r.clocks.begin(fr, s.now)
 	var res ctrl.Result
 	var err error
 	if cancellable(s) {
@@ -117,6 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		res, err = r.runner().Run(ctx, s)
 	}
+	r.clocks.end(s, err, r.Clock.Now())
 	held, werr := r.writeStatus(ctx, s)
 	if werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
@@ -129,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if terminal(s.req.Status.Phase) {
 		r.Metrics.observe(s)
 		r.statusWriter().Forget(req.String())
+		r.clocks.forget(s.req.UID)
 		return ctrl.Result{}, r.finish(ctx, s.req)
 	}
 	if res, err = flow.Result(res, err); err != nil {

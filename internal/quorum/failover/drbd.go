@@ -16,10 +16,10 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// waitingForDRBD moves the DRBD primary role from source to target:
-// demote the source (planned), run the taint safety check and remove the
-// lost-quorum taint from the target's replica nodes, then promote the target once
-// it is promotable — forcing only in an unplanned failover.
+// waitingForDRBD moves the DRBD primary role from source to target, one intent
+// write per cluster and step (intent.go): demote the source (planned, and
+// waited for), run the taint safety check, then promote the target once it is
+// promotable — forcing only in an unplanned failover.
 func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadGroupAndZone(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -58,7 +58,6 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	var pending, notReady []string
-	var promote []int
 	for i := range targetRes {
 		res := &targetRes[i]
 		if res.Status.Role == string(srv1alpha1.RolePrimary) {
@@ -69,28 +68,25 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 			// A planned failover never forces; it waits until the target is
 			// promotable and the source has sent it everything (resync.go).
 			notReady = append(notReady, res.Name)
-			continue
 		}
-		if res.Spec.Role == srv1alpha1.RolePrimary && res.Spec.ForcePromotion == promoteForced(s, res) {
-			continue // asked already; the agent reports the outcome
-		}
-		promote = append(promote, i)
 	}
 	if len(notReady) > 0 && r.drainLeft(s) <= 0 {
 		return ctrl.Result{}, r.abortResync(ctx, s, tgt, targetRes, gaps)
 	}
-	// The taint check reads the target's nodes: only when it is about to matter,
-	// before the first promotion and before the group may start there.
-	if len(promote) > 0 || len(pending) == 0 {
-		if err := r.clearTaints(ctx, s, tgt, targetRes); err != nil {
+	// The group's role is asked once for all its replicas: a planned failover
+	// once every one of them is ready, an unplanned one at once.
+	promote := len(pending) > 0 && len(notReady) == 0
+	// The taint check: only when it is about to matter, before the promotion
+	// and before the group may start there.
+	if promote || len(pending) == 0 {
+		if err := r.checkTaints(ctx, s, tgt); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := flow.ForEach(parallelWrites, len(promote), func(i int) error {
-		res := &targetRes[promote[i]]
-		return r.setRole(ctx, tgt, res, srv1alpha1.RolePrimary, promoteForced(s, res), promotionQuorum(s, res))
-	}); err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+	if promote {
+		if err := setIntent(ctx, tgt, s.req.Namespace, s.group.Name, promotionIntent(s)); err != nil {
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		}
 	}
 	if len(pending) > 0 {
 		sort.Strings(pending)
@@ -106,97 +102,68 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// promotionQuorum is the quorum sent with a promotion. A planned failover
-// promotes only a promotable replica whose peer is Secondary, so the primary's
-// quorum (off, see QuorumForRole) goes in the same request and the agents apply
-// it with the role. An unplanned one keeps the quorum until the replica is
-// Primary (dropTargetQuorum): a forced promotion must be decided on the state
-// DRBD had, not race with a quorum change.
-func promotionQuorum(s *scope, res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSettings {
-	if s.unplanned() {
-		return keptQuorum(res)
-	}
-	return srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
-}
-
 // dropTargetQuorum gives the new primaries the quorum of their role (off, see
 // QuorumForRole) where their promotion did not carry it: after an unplanned
-// failover (promotionQuorum). It runs once they are all Primary, while the VMs
-// start, and writes nothing after a planned one.
-func (r *Reconciler) dropTargetQuorum(ctx context.Context, tgt *remote.Remote, group string) error {
-	res, err := drbdResources(ctx, tgt, group)
-	if err != nil {
-		return err
-	}
-	q := srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
-	var drop []int
-	for i := range res {
-		if res[i].Spec.Quorum != q {
-			drop = append(drop, i)
-		}
-	}
-	return flow.ForEach(parallelWrites, len(drop), func(i int) error {
-		d := &res[drop[i]]
-		return r.setRole(ctx, tgt, d, srv1alpha1.RolePrimary, d.Spec.ForcePromotion, q)
-	})
+// failover (promotionIntent), which also stops allowing force from then on. It
+// runs once they are all Primary, while the VMs start, and writes nothing
+// after a planned one.
+func (r *Reconciler) dropTargetQuorum(ctx context.Context, tgt *remote.Remote, namespace, group string) error {
+	return setIntent(ctx, tgt, namespace, group, primaryIntent())
 }
 
-// demoteSource makes every source replica Secondary. A planned failover waits for
-// it; an unplanned one tries once and goes on.
+// demoteSource asks every source replica to be Secondary. A planned failover
+// waits until each is asked so and none reports Primary; an unplanned one
+// asks once and goes on.
 func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) {
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err != nil {
 		return s.unplanned(), fmt.Sprintf("cannot reach source %s to demote DRBD: %s", s.source(), err.Error())
 	}
+	want := secondaryIntent()
+	if err := setIntent(ctx, src, s.req.Namespace, s.group.Name, want); err != nil {
+		return s.unplanned(), err.Error()
+	}
 	res, err := drbdResources(ctx, src, s.group.Name)
 	if err != nil {
 		return s.unplanned(), err.Error()
 	}
-	// A demoted replica is fenced by quorum (QuorumForRole), in the same request.
-	q := srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
 	var primaries []string
-	var demote []int
 	for i := range res {
-		if res[i].Spec.Role != srv1alpha1.RoleSecondary || res[i].Spec.ForcePromotion || res[i].Spec.Quorum != q {
-			demote = append(demote, i)
-		}
 		if res[i].Status.Role == string(srv1alpha1.RolePrimary) {
 			primaries = append(primaries, res[i].Name)
 		}
 	}
-	if err := flow.ForEach(parallelWrites, len(demote), func(i int) error {
-		return r.setRole(ctx, src, &res[demote[i]], srv1alpha1.RoleSecondary, false, q)
-	}); err != nil {
-		return s.unplanned(), err.Error()
+	if s.unplanned() {
+		return true, ""
 	}
-	if len(primaries) > 0 && !s.unplanned() {
+	if len(primaries) > 0 {
 		// Sorted: the message changes, and the status is written, only when the
 		// set does, not with the order the cache lists them in.
 		sort.Strings(primaries)
 		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), strings.Join(primaries, ", "))
 	}
+	if pg, _ := workloadGroup(ctx, src, s.req.Namespace, s.group.Name); !carries(pg, res, want) {
+		return false, fmt.Sprintf("waiting for pg-controller on %s to ask every replica of %s to be Secondary", s.source(), s.group.Name)
+	}
 	return true, ""
 }
 
-// clearTaints removes the lost-quorum taint from the nodes that hold the target
-// replicas, unless another group of this namespace runs on the target cluster and
-// the request does not force it. A Waiting error says what holds it.
-func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) error {
-	var taintedNodes []string
-	seen := map[string]bool{}
-	for _, res := range targetRes {
-		if seen[res.Spec.NodeName] {
-			continue
-		}
-		seen[res.Spec.NodeName] = true
-		t, err := tainted(ctx, tgt, res.Spec.NodeName)
-		if err != nil {
-			return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "reading node %s on %s: %s", res.Spec.NodeName, s.target(), err.Error())
-		}
-		if t {
-			taintedNodes = append(taintedNodes, res.Spec.NodeName)
-		}
+// checkTaints holds the promotion while a node of the target replicas carries
+// the lost-quorum taint and another group of this namespace runs on the
+// target cluster: that taint is the other group's fence, which the node agent
+// keeps while any replica on the node lacks quorum. With force the request
+// removes the taint and goes on; otherwise the agent alone owns it. The
+// target's pg-controller reports the tainted nodes (status.drbd). A Waiting
+// error says what holds it.
+func (r *Reconciler) checkTaints(ctx context.Context, s *scope, tgt *remote.Remote) error {
+	pg, err := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)
+	if err != nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
+	if pg.Status.DRBD == nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "waiting for pg-controller on %s to report the DRBD replicas of group %s", s.target(), s.group.Name)
+	}
+	taintedNodes := pg.Status.DRBD.TaintedNodes
 	if len(taintedNodes) == 0 {
 		return nil
 	}
@@ -204,43 +171,33 @@ func (r *Reconciler) clearTaints(ctx context.Context, s *scope, tgt *remote.Remo
 	if err != nil {
 		return err
 	}
-	if len(others) > 0 && !s.req.Spec.Force {
+	if len(others) == 0 {
+		return nil
+	}
+	if !s.req.Spec.Force {
 		msg := fmt.Sprintf("not removing %s from %s on %s: groups %s run there; wait for them or set force",
 			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target(), strings.Join(others, ", "))
 		s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTaintConflict, msg)
 		return flow.Waiting(srv1alpha1.ReasonTaintConflict, 0, "%s", msg)
 	}
+	var removed []string
 	for _, n := range taintedNodes {
-		if _, err := untaint(ctx, tgt, n); err != nil {
+		ok, err := untaint(ctx, tgt, n)
+		if err != nil {
 			return err
+		}
+		if ok {
+			removed = append(removed, n)
 		}
 	}
 	// The taints are gone whatever happens to this reconcile's status write, so
 	// the event is recorded now rather than with the status (a write conflict
 	// would drop it, and the retry finds no taint to report).
-	if r.Recorder != nil {
+	if r.Recorder != nil && len(removed) > 0 {
 		r.Recorder.Eventf(s.req, corev1.EventTypeNormal, "TaintRemoved", "removed %s from %s on %s",
-			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target())
+			srv1alpha1.LostQuorumTaintKey, strings.Join(removed, ", "), s.target())
 	}
 	return nil
-}
-
-// promoteForced is whether a promotion must be forced: only in an unplanned
-// failover, and only where DRBD refuses or would refuse a normal one.
-func promoteForced(s *scope, res *srv1alpha1.DRBDResource) bool {
-	return s.unplanned() && (!res.Status.Promotable || promotionRefused(res) || fenced(res))
-}
-
-// parallelWrites bounds the writes to one workload cluster in flight at once.
-const parallelWrites = 10
-
-func promotionRefused(r *srv1alpha1.DRBDResource) bool {
-	for _, c := range r.Status.Conditions {
-		if c.Type == srv1alpha1.ConditionRoleApplied && c.Status == metav1.ConditionFalse && c.Reason == srv1alpha1.ReasonPromotionRefused {
-			return true
-		}
-	}
-	return false
 }
 
 // refusals summarises promotions the agents refused, for the waiting message.

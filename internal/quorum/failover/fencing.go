@@ -149,6 +149,9 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "source %s confirmed fenced: waiting for DRBD on %s to disconnect from it: %s", s.source(), s.target(), strings.Join(names, ", "))
 }
 
+// parallelWrites bounds the writes to one workload cluster in flight at once.
+const parallelWrites = 10
+
 // setFencedPeers adds peers to a replica's spec.fencedPeers.
 func setFencedPeers(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, peers []string) error {
 	want := slices.Clone(res.Spec.FencedPeers)
@@ -205,10 +208,6 @@ func (r *Reconciler) confirmedBy(ctx context.Context, req *srv1alpha1.FailoverRe
 	}
 	return "an unrecorded field manager"
 }
-
-// fenced reports whether a replica was cut off a fenced peer: its promotion is
-// forced, since it was decided without the peer.
-func fenced(res *srv1alpha1.DRBDResource) bool { return len(res.Spec.FencedPeers) > 0 }
 
 // reportLag puts on DataLossPossible the replication lag DRBD last reported
 // for the group: the source's replicas as last cached, else the target's.

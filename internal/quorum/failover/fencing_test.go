@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -31,8 +30,7 @@ func reconcileOnce(t *testing.T, f *fixture, mutate func(*srv1alpha1.FailoverReq
 		mutate(fr)
 		require.NoError(t, f.quorum.Update(f.ctx, fr))
 	}
-	_, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
-	require.NoError(t, err)
+	f.reconcile(t)
 	return f.request(t)
 }
 

@@ -148,7 +148,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 		err = setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
 	}
 	if err == nil {
-		err = r.dropTargetQuorum(ctx, tgt, s.group.Name)
+		err = r.dropTargetQuorum(ctx, tgt, s.req.Namespace, s.group.Name)
 	}
 	var pg *srv1alpha1.ProtectionGroup
 	if err == nil {

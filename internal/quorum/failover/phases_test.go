@@ -20,6 +20,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	remotefake "github.com/siterecovery/siterecovery/internal/quorum/remote/fake"
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 )
 
 // The phases of a DRBD failover, one reconcile each, against in-memory
@@ -112,6 +113,43 @@ func newFixture(c phaseCase) *fixture {
 	f.r = &Reconciler{Client: f.quorum, Remote: f.remote, Recorder: f.events, Clock: clocktesting.NewFakeClock(t0),
 		Metrics: defaultMetrics}
 	return f
+}
+
+// reconcile runs one reconcile of the request between two passes of each
+// workload cluster's pg-controller: the one before reports the group's
+// replicas, the one after sets the DRBD role the request asked.
+func (f *fixture) reconcile(t *testing.T) {
+	t.Helper()
+	f.pgControllers(t)
+	_, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
+	require.NoError(t, err)
+	f.pgControllers(t)
+}
+
+// pgControllers does, on each workload cluster, what its pg-controller does
+// with the DRBD intent of each group (internal/workload/protectiongroup).
+func (f *fixture) pgControllers(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{primary, drCluster} {
+		c := f.remote.Client(key(name))
+		if c == nil {
+			continue
+		}
+		groups := &srv1alpha1.ProtectionGroupList{}
+		require.NoError(t, c.List(f.ctx, groups, client.InNamespace(testNS)))
+		for i := range groups.Items {
+			pg := &groups.Items[i]
+			replicas, err := protectiongroup.Replicas(f.ctx, c, pg)
+			require.NoError(t, err)
+			if pg.Spec.DRBD != nil {
+				require.NoError(t, protectiongroup.ApplyDRBDIntent(f.ctx, c, pg.Spec.DRBD, replicas))
+			}
+			tainted, err := protectiongroup.TaintedNodes(f.ctx, c, replicas)
+			require.NoError(t, err)
+			pg.Status.DRBD = protectiongroup.DRBDStatus(pg, replicas, tainted, pg.Spec.DRBD != nil)
+			require.NoError(t, c.Status().Update(f.ctx, pg))
+		}
+	}
 }
 
 func (f *fixture) request(t *testing.T) *srv1alpha1.FailoverRequest {
@@ -332,8 +370,7 @@ func TestPhases(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(c)
-			_, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "move"}})
-			require.NoError(t, err)
+			f.reconcile(t)
 			fr := f.request(t)
 			require.Equal(t, c.wantPhase, fr.Status.Phase, "message: %s", fr.Status.Message)
 			if c.wantMessage != "" {

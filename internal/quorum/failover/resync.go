@@ -81,42 +81,37 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	// demotes it again (restoring).
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
 		"the target did not become UpToDate within drainTimeoutSeconds; restoring the source"+behind)
-	secondary := srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
+	if err := setIntent(ctx, tgt, s.req.Namespace, s.group.Name, secondaryIntent()); err != nil {
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %s", s.target(), err.Error())
+	}
 	var primaries []string
 	for i := range targetRes {
-		res := &targetRes[i]
-		if res.Spec.Role == srv1alpha1.RolePrimary || res.Spec.Quorum != secondary {
-			if err := r.setRole(ctx, tgt, res, srv1alpha1.RoleSecondary, false, secondary); err != nil {
-				return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %s", s.target(), err.Error())
-			}
-		}
-		if res.Status.Role == string(srv1alpha1.RolePrimary) {
-			primaries = append(primaries, res.Name)
+		if targetRes[i].Status.Role == string(srv1alpha1.RolePrimary) {
+			primaries = append(primaries, targetRes[i].Name)
 		}
 	}
 	if len(primaries) > 0 {
 		sort.Strings(primaries)
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for %s to be Secondary again before restoring %s: %s", s.target(), s.source(), strings.Join(primaries, ", "))
 	}
+	if pg, _ := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name); !carries(pg, targetRes, secondaryIntent()) {
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for pg-controller on %s to ask every replica to be Secondary again before restoring %s", s.target(), s.source())
+	}
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
+	}
+	if err := setIntent(ctx, src, s.req.Namespace, s.group.Name, primaryIntent()); err != nil {
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
 	}
 	srcRes, err := drbdResources(ctx, src, s.group.Name)
 	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "%s", err.Error())
 	}
-	primary := srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
 	var waiting []string
 	for i := range srcRes {
-		res := &srcRes[i]
-		if res.Spec.Role != srv1alpha1.RolePrimary || res.Spec.Quorum != primary || res.Spec.ForcePromotion {
-			if err := r.setRole(ctx, src, res, srv1alpha1.RolePrimary, false, primary); err != nil {
-				return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
-			}
-		}
-		if res.Status.Role != string(srv1alpha1.RolePrimary) {
-			waiting = append(waiting, res.Name)
+		if srcRes[i].Status.Role != string(srv1alpha1.RolePrimary) {
+			waiting = append(waiting, srcRes[i].Name)
 		}
 	}
 	if len(waiting) > 0 {

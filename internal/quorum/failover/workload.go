@@ -2,13 +2,10 @@ package failover
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -16,13 +13,24 @@ import (
 )
 
 // FieldOwner is the field manager of the failover-controller: it owns
-// ProtectionGroup.spec.desiredState (server-side apply) and the role,
-// forcePromotion and quorum of DRBDResource.spec (merge patch) on the workload
-// clusters, and nothing else.
+// ProtectionGroup.spec.desiredState (server-side apply) and
+// DRBDResource.spec.fencedPeers (merge patch) on the workload clusters.
 const FieldOwner = "siterecovery-failover"
 
-// setDesiredState applies spec.desiredState of the group's copy on a cluster.
+// IntentFieldOwner is the field manager of ProtectionGroup.spec.drbd on the
+// workload clusters (server-side apply). It is not FieldOwner: an apply drops
+// the fields its manager applied before and leaves out, so desiredState and
+// the DRBD intent, applied apart, need a manager each.
+const IntentFieldOwner = "siterecovery-failover-drbd"
+
+// setDesiredState applies spec.desiredState of the group's copy on a cluster,
+// unless the copy, as cached, asks it already: a phase calls it on each of its
+// reconciles. A cache behind the server costs one apply that changes nothing,
+// or, the other way, a skip that the copy's next watch event repairs.
 func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
+	if pg, err := workloadGroup(ctx, rc, namespace, group); err == nil && pg.Spec.DesiredState == state {
+		return nil
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
 	u.SetNamespace(namespace)
@@ -60,46 +68,9 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// setRole sets, in one request, spec.role, spec.forcePromotion and spec.quorum
-// of a DRBDResource: one request per replica is what a failover of a large
-// group can afford at each step. It is a merge patch under FieldOwner, not a
-// server-side apply: the three values are set whatever they were, so an apply
-// would only add the API server's cost of merging field sets, paid 20 times at
-// each step of a 20-VM failover.
-//
-// The same values sent to the same replica less than askedFor ago are not sent
-// again (askedRoles).
-func (r *Reconciler) setRole(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResource, role srv1alpha1.DRBDRole, force bool, q srv1alpha1.QuorumSettings) error {
-	key := rc.Key.Cluster + "/" + res.Namespace + "/" + res.Name
-	want := askedRole{role: role, force: force, quorum: q, at: r.Clock.Now()}
-	if r.asked.recent(key, want, want.at) {
-		return nil
-	}
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{
-		"role": role, "forcePromotion": force,
-		"quorum": map[string]string{"policy": string(q.Policy), "onNoQuorum": string(q.OnNoQuorum)},
-	}})
-	if err != nil {
-		return err
-	}
-	obj := &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: res.Namespace, Name: res.Name}}
-	if err := rc.Direct.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("setting role %s (quorum %s) on DRBDResource %s/%s on %s: %w", role, q.Policy, res.Namespace, res.Name, rc.Key.Cluster, err)
-	}
-	r.asked.record(key, want)
-	return nil
-}
-
-// keptQuorum is the quorum a replica keeps while only its role changes: its
-// own, or that of a secondary if it has none yet.
-func keptQuorum(res *srv1alpha1.DRBDResource) srv1alpha1.QuorumSettings {
-	if res.Spec.Quorum.Policy == "" {
-		return srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary)
-	}
-	return res.Spec.Quorum
-}
-
 // untaint removes the lost-quorum taint from a node, leaving every other taint.
+// Only a request with force does, beside groups that depend on the taint: the
+// node agent owns the taint otherwise.
 func untaint(ctx context.Context, rc *remote.Remote, nodeName string) (bool, error) {
 	node := &corev1.Node{}
 	if err := rc.Direct.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
@@ -118,20 +89,6 @@ func untaint(ctx context.Context, rc *remote.Remote, nodeName string) (bool, err
 	node.Spec.Taints = kept
 	// The optimistic lock makes sure a taint added meanwhile is not dropped blindly.
 	return true, rc.Direct.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-}
-
-// tainted reports whether a node carries the lost-quorum taint.
-func tainted(ctx context.Context, rc *remote.Remote, nodeName string) (bool, error) {
-	node := &corev1.Node{}
-	if err := rc.Direct.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == srv1alpha1.LostQuorumTaintKey {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // otherRunningGroups lists the groups of the namespace, other than group, that

@@ -9,7 +9,12 @@ package failover
 // minted kubeconfigs fail with Forbidden otherwise.
 //
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
+// spec.desiredState and spec.drbd of the group's copy: the DRBD role goes
+// through the copy, and pg-controller sets it on the DRBDResources.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=patch,namespace=workload-dr-namespace
+// DRBDResources are read from the cache; patched only to set spec.fencedPeers
+// once an operator confirmed the source fenced.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=list;watch;patch,namespace=workload-cluster
-// Only to set and clear the drbd.linbit.com/lost-quorum taint.
+// Only to remove the drbd.linbit.com/lost-quorum taint for a request with
+// force beside another group; the node agents own the taint otherwise.
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch,namespace=workload-cluster

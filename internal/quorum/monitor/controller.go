@@ -69,9 +69,10 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 // SetupWithOptions registers the monitor and its remote watches; it must run
 // before rm connects any cluster. Wake-ups: the group's spec, the
 // ReplicationGroupStatus' spec (or its deletion), every DRBDResource change on
-// the workload clusters (by the protection-group label), cluster health changes,
-// and a requeue after pollingIntervalSeconds or when a lag will cross the
-// objective, whichever is first.
+// the workload clusters (by the protection-group label) and cluster health
+// changes, both coalesced per group (coalesce.go), and a requeue after
+// pollingIntervalSeconds or when a lag will cross the objective, whichever is
+// first.
 func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -87,10 +88,10 @@ func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The Offloaded and VolSync groups: their DRPC's sync time and protection.
 		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(groupOfDRPC)).
-		WatchesRawSource(rm.Source(ControllerName, remote.Events{
+		WatchesRawSource(coalesced{rm.Source(ControllerName, remote.Events{
 			Kinds:    []remote.Kind{{Object: &srv1alpha1.DRBDResource{}, Map: groupOfDRBDResource}},
 			Clusters: r.groupsOfZone,
-		})).
+		}), remoteEventDelay}).
 		Complete(r)
 }
 

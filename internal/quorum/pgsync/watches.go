@@ -39,12 +39,13 @@ func indexGroups(ctx context.Context, indexer client.FieldIndexer) error {
 }
 
 // remoteEvents is the source of the remote watches on workload groups and VMs,
-// and of reachability changes, which wake every group of the cluster's zone.
+// and of reachability changes, which wake every group of the cluster's zone;
+// all delayed so that a burst of them costs one pass (coalesce.go).
 func (r *Reconciler) remoteEvents() source.Source {
-	return r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+	return coalesced{r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
 		{Object: &srv1alpha1.ProtectionGroup{}, Map: r.groupOfCopy},
 		{Object: &kubevirtv1.VirtualMachine{}, Map: r.groupsOfVM},
-	}, Clusters: remote.ZoneMap(r.groupsOfZone)})
+	}, Clusters: remote.ZoneMap(r.groupsOfZone)}), remoteEventDelay}
 }
 
 // groupOfCopy maps a workload copy to its quorum group by its pg-sync labels.

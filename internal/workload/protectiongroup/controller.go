@@ -13,8 +13,10 @@ import (
 	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -31,6 +33,10 @@ const ControllerName = "protectiongroup"
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// It sets the role of the groups' DRBDResources from spec.drbd, and reports
+// their state and their nodes' lost-quorum taint (which only the agents write).
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list;watch
 
 // Reconciler runs or stops the VMs of local ProtectionGroups.
 type Reconciler struct {
@@ -49,17 +55,26 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexVMs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := indexReplicaNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// Every change, its own status writes included: a reconcile that decided
-		// on a stale cached copy runs again once the cache has caught up.
-		For(&srv1alpha1.ProtectionGroup{}).
+		// A spec change at once; every other change, its own status writes
+		// included, after replicaEventDelay: a reconcile that decided on a stale
+		// cached copy runs again once the cache has caught up, while a burst of
+		// status writes does not wake the group once per write.
+		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&srv1alpha1.ProtectionGroup{}, delayed(&handler.EnqueueRequestForObject{}, replicaEventDelay), builder.WithPredicates(sameGeneration)).
 		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
+		Watches(&srv1alpha1.DRBDResource{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay)).
+		Watches(&corev1.Node{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
 		Complete(r)
 }
 
-// Reconcile drives one group's VMs towards spec.desiredState and reports status.
+// Reconcile drives one group's VMs towards spec.desiredState and its DRBD
+// replicas towards spec.drbd, and reports status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	group := &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
@@ -69,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// Pre-stop and post-start hooks go here, around applyDesiredState, so that
 	// every failover path gets them without changes elsewhere.
-	res, err := flow.RunPhases(ctx, s, r.loadVMs, r.applyDesiredState)
+	res, err := flow.RunPhases(ctx, s, r.loadVMs, r.loadDRBD, r.applyDRBDIntent, r.applyDesiredState)
 	if s.loaded {
 		setStatus(s)
 		if perr := r.writeStatus(ctx, s); perr != nil {
@@ -153,7 +168,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 }
 
 // parallelPatches bounds the VM patches one reconcile has in flight.
-const parallelPatches = 8
+const parallelPatches = 10
 
 // writeStatus writes the status when it changed and records transitions as
 // events. flow.StatusWriter updates the whole status with the resourceVersion

@@ -2,9 +2,13 @@ package protectiongroup
 
 import (
 	"context"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -38,4 +42,70 @@ func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcil
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
 	}
 	return reqs
+}
+
+// replicaNodeIndex indexes DRBDResources by spec.nodeName, so that a taint
+// change of a node reaches the groups with a replica there.
+const replicaNodeIndex = "spec.nodeName"
+
+func indexReplicaNodes(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &srv1alpha1.DRBDResource{}, replicaNodeIndex, func(obj client.Object) []string {
+		return []string{obj.(*srv1alpha1.DRBDResource).Spec.NodeName}
+	})
+}
+
+// groupsOfReplica maps a DRBDResource to the groups its labels name: the one
+// of its DR namespace label, or else every group of that name.
+func (r *Reconciler) groupsOfReplica(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[srv1alpha1.ProtectionGroupLabel]
+	if name == "" {
+		return nil
+	}
+	if ns := obj.GetLabels()[srv1alpha1.DRNamespaceLabel]; ns != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+	}
+	groups := &srv1alpha1.ProtectionGroupList{}
+	if err := r.Client.List(ctx, groups); err != nil {
+		log.FromContext(ctx).Error(err, "listing ProtectionGroups of a DRBDResource", "drbdresource", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, g := range groups.Items {
+		if g.Name == name {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
+		}
+	}
+	return reqs
+}
+
+// groupsOnNode maps a Node to the groups with a replica on it.
+func (r *Reconciler) groupsOnNode(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &srv1alpha1.DRBDResourceList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{replicaNodeIndex: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing DRBDResources of a node", "node", obj.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		for _, req := range r.groupsOfReplica(ctx, &list.Items[i]) {
+			if !slices.Contains(reqs, req) {
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
+}
+
+// taintsChanged passes Node updates that change the lost-quorum taint only:
+// a node's status heartbeats would otherwise wake its groups for nothing.
+var taintsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		return !ok1 || !ok2 || hasLostQuorumTaint(o) != hasLostQuorumTaint(n)
+	},
+}
+
+func hasLostQuorumTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == srv1alpha1.LostQuorumTaintKey })
 }

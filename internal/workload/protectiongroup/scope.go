@@ -18,6 +18,15 @@ type scope struct {
 	vms []vmState
 	// loaded is true once vms reflects the cluster.
 	loaded bool
+
+	// replicas are the group's DRBDResources on the cluster, and taintedNodes
+	// those of their nodes with the lost-quorum taint; drbdLoaded is true once
+	// both reflect the cluster.
+	replicas     []srv1alpha1.DRBDResource
+	taintedNodes []string
+	drbdLoaded   bool
+	// applied is true once every replica carries spec.drbd.
+	applied bool
 }
 
 // vmState is one VM of the group as the cluster shows it.

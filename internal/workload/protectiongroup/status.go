@@ -22,6 +22,9 @@ func setStatus(s *scope) {
 	st.ObservedGeneration = s.group.Generation
 	st.VirtualMachines = vmStatuses(s)
 	st.CurrentState = currentState(s)
+	if s.drbdLoaded {
+		st.DRBD = DRBDStatus(s.group, s.replicas, s.taintedNodes, s.applied)
+	}
 	setReadyCondition(s)
 	setDegradedCondition(s)
 }
