@@ -88,10 +88,10 @@ func SetupWithOptions(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 		Owns(&srv1alpha1.ReplicationGroupStatus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The Offloaded and VolSync groups: their DRPC's sync time and protection.
 		Watches(&drv1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(groupOfDRPC)).
-		WatchesRawSource(coalesced{rm.Source(ControllerName, remote.Events{
+		WatchesRawSource(flow.DelayedSource(rm.Source(ControllerName, remote.Events{
 			Kinds:    []remote.Kind{{Object: &srv1alpha1.DRBDResource{}, Map: groupOfDRBDResource}},
 			Clusters: r.groupsOfZone,
-		}), remoteEventDelay}).
+		}), remoteEventDelay)).
 		Complete(r)
 }
 

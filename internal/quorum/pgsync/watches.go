@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -40,12 +41,12 @@ func indexGroups(ctx context.Context, indexer client.FieldIndexer) error {
 
 // remoteEvents is the source of the remote watches on workload groups and VMs,
 // and of reachability changes, which wake every group of the cluster's zone;
-// all delayed so that a burst of them costs one pass (coalesce.go).
+// all delayed so that a burst of them costs one pass.
 func (r *Reconciler) remoteEvents() source.Source {
-	return coalesced{r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
+	return flow.DelayedSource(r.Remote.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
 		{Object: &srv1alpha1.ProtectionGroup{}, Map: r.groupOfCopy},
 		{Object: &kubevirtv1.VirtualMachine{}, Map: r.groupsOfVM},
-	}, Clusters: remote.ZoneMap(r.groupsOfZone)}), remoteEventDelay}
+	}, Clusters: remote.ZoneMap(r.groupsOfZone)}), remoteEventDelay)
 }
 
 // groupOfCopy maps a workload copy to its quorum group by its pg-sync labels.

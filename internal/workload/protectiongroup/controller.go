@@ -65,11 +65,11 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		// cached copy runs again once the cache has caught up, while a burst of
 		// status writes does not wake the group once per write.
 		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&srv1alpha1.ProtectionGroup{}, delayed(&handler.EnqueueRequestForObject{}, replicaEventDelay), builder.WithPredicates(sameGeneration)).
+		Watches(&srv1alpha1.ProtectionGroup{}, flow.DelayedHandler(&handler.EnqueueRequestForObject{}, replicaEventDelay), builder.WithPredicates(sameGeneration)).
 		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
-		Watches(&srv1alpha1.DRBDResource{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay)).
-		Watches(&corev1.Node{}, delayed(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
+		Watches(&srv1alpha1.DRBDResource{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay)).
+		Watches(&corev1.Node{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
 		Complete(r)
 }
 

@@ -1,4 +1,4 @@
-package monitor
+package flow
 
 import (
 	"testing"
@@ -9,11 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// A burst of remote events for one group is one evaluation, after the delay.
+// A burst of events for one object is one reconcile, after the delay.
 func TestDelayQueueMergesABurst(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	d := delayQueue{q, 50 * time.Millisecond}
+	d := DelayQueue{q, 50 * time.Millisecond}
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "dr", Name: "pg"}}
 	for range 20 {
 		d.Add(req)
