@@ -438,3 +438,31 @@ func eventually(t testing.TB, what string, cond func() error) {
 	}
 	t.Fatalf("timed out waiting for %s: %v", what, last)
 }
+
+// rolledBack waits until the former secondary's VRG is primary and ready,
+// then requires each PVC to equal the last complete image (last, by PVC),
+// rolled back exactly once: in diff mode with only what differs, in
+// standard mode with the whole image.
+func (g *group) rolledBack(t *testing.T, ns string, last map[string]string, diff bool) {
+	t.Helper()
+	z := g.z
+	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		if v.Status.State != drv1alpha1.PrimaryState || !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) {
+			return fmt.Errorf("state %s, conditions %+v", v.Status.State, v.Status.Conditions)
+		}
+		return nil
+	})
+	for _, p := range g.pvcs {
+		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
+		tr := z.mover.Transfers(ns, "rb-"+p)
+		require.Len(t, tr, 1, "PVC %s rolled back once", p)
+		if diff {
+			require.False(t, tr[0].Full, "diff mode sends only what differs")
+			require.Positive(t, tr[0].Bytes)
+			require.Less(t, tr[0].Bytes, z.data.Size())
+		} else {
+			require.True(t, tr[0].Full, "standard mode copies the whole image")
+			require.Equal(t, z.data.Size(), tr[0].Bytes)
+		}
+	}
+}

@@ -154,23 +154,7 @@ func rollbackCrash(t *testing.T, z *zone, ns string, diff bool) {
 	z.startControllers(t, harness.DR)
 	z.startSims(t, harness.DR)
 
-	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
-		if v.Status.State != drv1alpha1.PrimaryState || !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) {
-			return fmt.Errorf("state %s, conditions %+v", v.Status.State, v.Status.Conditions)
-		}
-		return nil
-	})
-	for _, p := range g.pvcs {
-		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
-		tr := z.mover.Transfers(ns, "rb-"+p)
-		require.Len(t, tr, 1, "PVC %s rolled back once across the crashes", p)
-		if diff {
-			require.False(t, tr[0].Full, "diff mode sends only what differs")
-			require.Less(t, tr[0].Bytes, z.data.Size())
-		} else {
-			require.Equal(t, z.data.Size(), tr[0].Bytes, "standard mode copies the whole image")
-		}
-	}
+	g.rolledBack(t, ns, last, diff)
 	requireNoRollbackLeft(t, z.secondary, ns)
 
 	// The former secondary's images go with its destinations: the PVCs are

@@ -158,25 +158,7 @@ func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 		v.Spec.ReplicationState, v.Spec.Action, v.Spec.VolSync = drv1alpha1.Primary, drv1alpha1.ActionFailover, nil
 		return z.secondary.Patch(ctx, v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	})
-	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
-		if v.Status.State != drv1alpha1.PrimaryState || !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) {
-			return fmt.Errorf("state %s, conditions %+v", v.Status.State, v.Status.Conditions)
-		}
-		return nil
-	})
-	for _, p := range g.pvcs {
-		require.Equal(t, last[p], z.data.Checksum(g.received(p)), "PVC %s is back at the last complete image", p)
-		tr := z.mover.Transfers(ns, "rb-"+p)
-		require.Len(t, tr, 1, "PVC %s rolled back once", p)
-		if diff {
-			require.False(t, tr[0].Full, "diff mode sends only what differs")
-			require.Positive(t, tr[0].Bytes)
-			require.Less(t, tr[0].Bytes, z.data.Size())
-		} else {
-			require.True(t, tr[0].Full, "standard mode copies the whole image")
-			require.Equal(t, z.data.Size(), tr[0].Bytes)
-		}
-	}
+	g.rolledBack(t, ns, last, diff)
 	rollbackLeft := &corev1.PersistentVolumeClaimList{}
 	require.NoError(t, z.secondary.List(ctx, rollbackLeft, client.InNamespace(ns), client.MatchingLabels{vrg.RollbackLabel: "app"}))
 	require.Empty(t, rollbackLeft.Items, "the rollback cleans up")
