@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix soak bench-volsync clean
+.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
 
 all: build
 
