@@ -20,6 +20,13 @@ import (
 func TestAgentDownOnTargetIsNamed(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 1})
 	agent := z.workload[3] // the DR cluster's agent (newZone's order)
+	// The agent has reported its replica before it goes silent.
+	env.Eventually(t, timeout, "the DR replica reports Secondary", func() error {
+		if role := z.drbd(env.DR, z.vms[0]).Status.Role; role != "Secondary" {
+			return fmt.Errorf("role %q", role)
+		}
+		return nil
+	})
 	agent.Stop(t)
 
 	name := z.failover("agent-down", env.DR, srv1alpha1.FailoverPlanned)

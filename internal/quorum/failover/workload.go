@@ -24,11 +24,14 @@ const FieldOwner = "siterecovery-failover"
 const IntentFieldOwner = "siterecovery-failover-drbd"
 
 // setDesiredState applies spec.desiredState of the group's copy on a cluster,
-// unless the copy, as cached, asks it already: a phase calls it on each of its
-// reconciles. A cache behind the server costs one apply that changes nothing,
-// or, the other way, a skip that the copy's next watch event repairs.
+// unless the API server's copy asks it already: a phase calls it on each of
+// its reconciles, and a read costs the server less than an apply. The check
+// reads through the API server, never the cache: a cache still showing the
+// state of before would skip the write for good when the request ends in the
+// same reconcile (a failed failover's restart of its source).
 func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
-	if pg, err := workloadGroup(ctx, rc, namespace, group); err == nil && pg.Spec.DesiredState == state {
+	pg := &srv1alpha1.ProtectionGroup{}
+	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err == nil && pg.Spec.DesiredState == state {
 		return nil
 	}
 	u := &unstructured.Unstructured{}
