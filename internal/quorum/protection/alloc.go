@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -58,15 +59,15 @@ func (r *Reconciler) allocate(ctx context.Context, s *scope) error {
 // releaseClaims drops the request's claim from both clusters' DRBDAllocations,
 // once its DRBDResources are gone: freed earlier, the port could go to another
 // request while DRBD still listens on it.
-func (r *Reconciler) releaseClaims(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) releaseClaims(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c, err := r.claimer(ctx, s)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if err := c.release(ctx); err != nil {
-		return false, flow.Transient(ReasonRequestFailed, err)
+		return ctrl.Result{}, flow.Transient(ReasonRequestFailed, err)
 	}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // claimer is the request's claimer on its primary and target clusters, with

@@ -56,12 +56,6 @@ type Reconciler struct {
 	Options   Options
 }
 
-// step is one step of removing protection. It reports done when the step is
-// complete; a wait sets a condition through the scope's trail and returns
-// (false, nil). Errors are typed with internal/flow: Waiting retries after a
-// delay, anything else goes to controller-runtime's backoff.
-type step func(ctx context.Context, s *scope) (done bool, err error)
-
 // Reconcile runs the request's current phase and every following one that can
 // complete now, persisting the status at each phase boundary.
 func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Result, error) {

@@ -27,8 +27,7 @@ func (r *Reconciler) switchFrontend(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, err
 		}
 	}
-	done, err := r.switchVM(ctx, s)
-	if err != nil || !done {
+	if err := r.switchVM(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,

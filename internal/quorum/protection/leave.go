@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -18,17 +19,17 @@ import (
 // group stays, even empty), then waits until pg-sync removed it from the group's
 // copies on both clusters: until then their ProtectionGroup controllers would
 // still start and stop the VM with the group, against the moves that follow.
-func (r *Reconciler) leaveGroup(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) leaveGroup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !reached(s.req, srv1alpha1.ProtectionAddingToGroup) {
-		return true, nil
+		return ctrl.Result{}, nil
 	}
 	// Once the VM left the group, the decision locate took from it is only
 	// known from the status: write it first.
 	if err := r.persist(ctx, s); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if err := r.removeMember(ctx, s); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	group := s.req.Spec.ProtectionGroupRef.Name
 	for _, sd := range s.sides() {
@@ -37,14 +38,13 @@ func (r *Reconciler) leaveGroup(ctx context.Context, s *scope) (bool, error) {
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return false, remoteErr(sd.cluster, "reading the copy of ProtectionGroup "+group, err)
+			return ctrl.Result{}, remoteErr(sd.cluster, "reading the copy of ProtectionGroup "+group, err)
 		case slices.Contains(cp.Spec.VirtualMachines, s.req.Spec.VirtualMachine):
-			s.trail.Wait(ReasonWaitingForGroupSync, "waiting for pg-sync to remove VirtualMachine %s from the copy of group %s on %s",
+			return ctrl.Result{}, flow.Waiting(ReasonWaitingForGroupSync, 0, "waiting for pg-sync to remove VirtualMachine %s from the copy of group %s on %s",
 				s.vmKey(), group, sd.cluster)
-			return false, nil
 		}
 	}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // removeMember drops the VM from the quorum group. Like ensureMember it reads

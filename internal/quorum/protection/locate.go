@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -24,24 +25,24 @@ import (
 // on one cluster never changes its mind. Either way a VM that runs on the DR
 // cluster makes it the DR cluster. No removal runs while a failover of the group
 // is in progress.
-func (r *Reconciler) locate(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) locate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !reached(s.req, srv1alpha1.ProtectionAddingToGroup) {
 		// Never in a group, so never failed over: the VM is on the primary.
 		s.decide(s.primaryCluster)
-		return true, nil
+		return ctrl.Result{}, nil
 	}
 	group, err := r.quorumGroup(ctx, s)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	stay := s.decided()
 	if group != nil {
 		if name, err := r.failoverInProgress(ctx, s, group.Name); err != nil || name != "" {
 			if err == nil {
-				s.trail.Wait(ReasonFailoverInProgress, "FailoverRequest %s of group %s is in progress; removing protection of VirtualMachine %s resumes once it ended",
+				err = flow.Waiting(ReasonFailoverInProgress, 0, "FailoverRequest %s of group %s is in progress; removing protection of VirtualMachine %s resumes once it ended",
 					name, group.Name, s.vmKey())
 			}
-			return false, err
+			return ctrl.Result{}, err
 		}
 		if slices.Contains(group.Spec.VirtualMachines, s.req.Spec.VirtualMachine) {
 			stay = cmp.Or(group.Spec.ActiveCluster, s.primaryCluster)
@@ -51,7 +52,7 @@ func (r *Reconciler) locate(ctx context.Context, s *scope) (bool, error) {
 		stay = s.primaryCluster
 		runs, err := r.runsOn(ctx, s, s.sides()[1])
 		if err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		if runs {
 			stay = s.target
@@ -60,16 +61,14 @@ func (r *Reconciler) locate(ctx context.Context, s *scope) (bool, error) {
 	switch {
 	case stay == s.primaryCluster:
 	case stay != s.target:
-		s.trail.Wait(ReasonFailedOver, "group %s is active on %s, which holds no replica of VirtualMachine %s (replicated between %s and %s); fail the group over to %s first",
+		return ctrl.Result{}, flow.Waiting(ReasonFailedOver, 0, "group %s is active on %s, which holds no replica of VirtualMachine %s (replicated between %s and %s); fail the group over to %s first",
 			s.req.Spec.ProtectionGroupRef.Name, stay, s.vmKey(), s.primaryCluster, s.target, s.primaryCluster)
-		return false, nil
 	case !forced(s.req):
-		s.trail.Wait(ReasonFailedOver, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or annotate this ProtectionRequest with %s=true to remove replication and keep the VM running on %s",
+		return ctrl.Result{}, flow.Waiting(ReasonFailedOver, 0, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or annotate this ProtectionRequest with %s=true to remove replication and keep the VM running on %s",
 			s.vmKey(), s.target, s.req.Spec.ProtectionGroupRef.Name, s.primaryCluster, srv1alpha1.ForceUnprotectAnnotation, s.target)
-		return false, nil
 	}
 	s.decide(stay)
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // decide records which cluster the VM stays on.

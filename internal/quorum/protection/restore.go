@@ -6,6 +6,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -23,9 +24,9 @@ import (
 //
 // The VMs that stay lose the group label first; the DR standby of a VM that
 // goes back to the primary keeps it, so that pg-sync deletes it.
-func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !reached(s.req, srv1alpha1.ProtectionSwitchingFrontend) {
-		return true, nil // the VM was never switched
+		return ctrl.Result{}, nil // the VM was never switched
 	}
 	vols := s.req.Status.Volumes
 	prim, dr := s.sides()[0], s.sides()[1]
@@ -44,14 +45,14 @@ func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (bool, error) {
 	moves[len(moves)-1].beforeSwap = r.removeReplication
 	for _, m := range moves {
 		if err := r.dropGroupLabel(ctx, s, m.sd); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
-		if done, err := r.moveVM(ctx, s, m); err != nil || !done {
-			return false, err
+		if err := r.moveVM(ctx, s, m); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionFalse, ReasonUnprotecting, "VM %s is off its DRBD frontend PVCs", s.vmKey())
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // dropGroupLabel removes the group label the protect flow (or pg-sync) put on

@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // teardownPoll is how often removal looks again at kinds the controller does
@@ -49,40 +51,41 @@ var (
 // removeReplication deletes everything between the VM and its backing PVCs on
 // both clusters: frontend PVCs and PVs, the DRBDResources (each drbd-node-agent
 // runs `drbdadm down` before it lets its DRBDResource go) and the holder pods.
-func (r *Reconciler) removeReplication(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) removeReplication(ctx context.Context, s *scope) error {
 	return r.removeTiers(ctx, s, frontendClaims, frontendVolumes, drbdResources, holderPods)
 }
 
 // removeStack removes what is left once the VM is on plain PVCs. The DR backing
 // PVCs are deleted, unless the VM stays on the DR cluster: then they are its
 // disks and only lose the request's labels.
-func (r *Reconciler) removeStack(ctx context.Context, s *scope) (bool, error) {
-	if done, err := r.removeReplication(ctx, s); err != nil || !done {
-		return false, err
+func (r *Reconciler) removeStack(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.removeReplication(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonUnprotecting, "DRBD resources removed from %s and %s", s.primaryCluster, s.target)
 	if s.stayOn == s.target {
-		return true, r.releaseBacking(ctx, s)
+		return ctrl.Result{}, r.releaseBacking(ctx, s)
 	}
-	return r.removeTiers(ctx, s, backingClaims)
+	return ctrl.Result{}, r.removeTiers(ctx, s, backingClaims)
 }
 
-// removeTiers removes the tiers in order; done once all are gone.
-func (r *Reconciler) removeTiers(ctx context.Context, s *scope, tiers ...tier) (bool, error) {
+// removeTiers removes the tiers in order, and waits while any of their objects
+// is left: a watched kind wakes the request when it goes, the others are polled.
+func (r *Reconciler) removeTiers(ctx context.Context, s *scope, tiers ...tier) error {
 	for _, t := range tiers {
 		left, err := r.removeTier(ctx, s, t)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if len(left) > 0 {
-			s.trail.Wait(ReasonRemovingReplication, "removing %s", strings.Join(left, ", "))
+			poll := time.Duration(0)
 			if !t.watched {
-				s.requeue(teardownPoll)
+				poll = teardownPoll
 			}
-			return false, nil
+			return flow.Waiting(ReasonRemovingReplication, poll, "removing %s", strings.Join(left, ", "))
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // removeTier deletes a tier's objects of this request on both clusters and

@@ -17,9 +17,10 @@ import (
 
 // unprotectSteps remove protection in order; each is idempotent and reads the
 // world (and ConditionUnprotecting) to know what is left, so a removal that
-// stopped anywhere resumes.
-func (r *Reconciler) unprotectSteps() []step {
-	return []step{r.loadForDelete, r.locate, r.leaveGroup, r.restoreVMs, r.removeStack, r.releaseClaims}
+// stopped anywhere resumes. A step that cannot finish now returns a Waiting
+// error that says what it waits for; it stops the steps after it.
+func (r *Reconciler) unprotectSteps() []flow.Phase[*scope] {
+	return []flow.Phase[*scope]{r.loadForDelete, r.locate, r.leaveGroup, r.restoreVMs, r.removeStack, r.releaseClaims}
 }
 
 // reconcileDelete removes protection from a deleted request and then lets it go.
@@ -57,48 +58,25 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 	return flow.Result(ctrl.Result{RequeueAfter: s.requeueAfter}, err)
 }
 
-// unprotect runs the steps in order (flow.RunPhases) until one is not done.
+// unprotect runs the steps in order until one has to wait.
 func (r *Reconciler) unprotect(ctx context.Context, s *scope) error {
-	steps := r.unprotectSteps()
-	phases := make([]flow.Phase[*scope], 0, len(steps))
-	for _, st := range steps {
-		phases = append(phases, held(st))
-	}
-	_, err := flow.RunPhases(ctx, s, phases...)
+	_, err := flow.RunPhases(ctx, s, r.unprotectSteps()...)
 	return err
-}
-
-// held is the phase of a step of removing protection: a step that is not done
-// has shown its wait on the trail, and the phase returns that wait as a
-// Waiting error, which stops the steps after it and is retried when a watch
-// wakes the request (or after the requeue the step asked for).
-func held(st step) flow.Phase[*scope] {
-	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
-		done, err := st(ctx, s)
-		if err != nil || done {
-			return ctrl.Result{}, err
-		}
-		reason, msg := ReasonUnprotecting, "removing protection of VirtualMachine "+s.vmKey().String()
-		if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionReady); c != nil {
-			reason, msg = c.Reason, c.Message
-		}
-		return ctrl.Result{}, flow.Waiting(reason, 0, "%s", msg)
-	}
 }
 
 // loadForDelete connects both clusters and checks that they answer: removing
 // protection writes to both, and a cluster that does not answer holds it.
-func (r *Reconciler) loadForDelete(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) loadForDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.load(ctx, s); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	for _, sd := range s.sides() {
 		if r.Remote.Health(sd.rc.Key).Unreachable() {
-			return false, flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
+			return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
 				"cluster %s is unreachable; removing protection resumes when it answers again", sd.cluster)
 		}
 	}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // noteHold records an event when the deletion's Ready reason changed: holds are

@@ -16,7 +16,7 @@ import (
 // place the protect flow writes a VM, before it is protected. The VM carries no
 // group label (validation refused such VMs), so no ProtectionGroup controller
 // acts on it.
-func (r *Reconciler) switchVM(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) switchVM(ctx context.Context, s *scope) error {
 	vols := s.req.Status.Volumes
 	return r.moveVM(ctx, s, vmMove{
 		sd: s.sides()[0], onto: "its DRBD frontend PVCs", start: true,
@@ -37,8 +37,8 @@ type vmMove struct {
 	// swap points the disks at the destination.
 	swap func(*kubevirtv1.VirtualMachine) error
 	// beforeSwap runs once the VM is stopped and before the swap; the swap waits
-	// until it is done.
-	beforeSwap step
+	// until it returns nil (a Waiting error holds it).
+	beforeSwap func(ctx context.Context, s *scope) error
 	// start stops the VM for the move and restores its run strategy after it.
 	// Without it the VM is never stopped nor started here: the move waits until
 	// it is stopped and leaves it Halted.
@@ -59,46 +59,44 @@ type vmMove struct {
 //   - moved, the strategy runs the VM: wait for Running and ready.
 //
 // Every write uses optimistic locking against KubeVirt's.
-func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, error) {
+func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) error {
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := m.sd.rc.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return m.missing == nil, m.missing
+			return m.missing
 		}
-		return false, remoteErr(m.sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
+		return remoteErr(m.sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
 	}
 	if vm.Spec.Template == nil {
-		return false, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s lost its template", s.vmKey(), m.sd.cluster)
+		return flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s lost its template", s.vmKey(), m.sd.cluster)
 	}
 	patched := vm.DeepCopy()
 	moved := m.moved(vm)
 	switch {
 	case !moved && m.start && halt(patched):
 		if err := r.patchVM(ctx, s, m.sd, vm, patched, "stopping"); err != nil {
-			return false, err
+			return err
 		}
-		s.trail.Wait(ReasonWaitingForVM, "stopping VirtualMachine %s on %s to move it onto %s", s.vmKey(), m.sd.cluster, m.onto)
-		return false, nil
+		return flow.Waiting(ReasonWaitingForVM, 0, "stopping VirtualMachine %s on %s to move it onto %s", s.vmKey(), m.sd.cluster, m.onto)
 	case !moved:
 		stopped, err := r.vmStopped(ctx, s, m.sd, vm)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if !stopped {
 			hint := ""
 			if !m.start {
 				hint = "; it is neither stopped nor started here: stop it to go on"
 			}
-			s.trail.Wait(ReasonWaitingForVM, "waiting for VirtualMachine %s on %s to stop before moving it onto %s (now %s)%s", s.vmKey(), m.sd.cluster, m.onto, printable(vm), hint)
-			return false, nil
+			return flow.Waiting(ReasonWaitingForVM, 0, "waiting for VirtualMachine %s on %s to stop before moving it onto %s (now %s)%s", s.vmKey(), m.sd.cluster, m.onto, printable(vm), hint)
 		}
 		if m.beforeSwap != nil {
-			if done, err := m.beforeSwap(ctx, s); err != nil || !done {
-				return false, err
+			if err := m.beforeSwap(ctx, s); err != nil {
+				return err
 			}
 		}
 		if err := m.swap(patched); err != nil {
-			return false, flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s: %v", s.vmKey(), m.sd.cluster, err)
+			return flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s: %v", s.vmKey(), m.sd.cluster, err)
 		}
 		if m.start {
 			restore(patched) // one patch: swap and start
@@ -106,25 +104,22 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) (bool, erro
 			delete(patched.Annotations, srv1alpha1.PreviousRunStrategyAnnotation) // stays Halted
 		}
 		if err := r.patchVM(ctx, s, m.sd, vm, patched, "switching disks of"); err != nil {
-			return false, err
+			return err
 		}
 		if !m.start {
-			return true, nil
+			return nil
 		}
-		s.trail.Wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
-		return false, nil
+		return flow.Waiting(ReasonWaitingForVM, 0, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 	case m.start && restore(patched):
 		if err := r.patchVM(ctx, s, m.sd, vm, patched, "starting"); err != nil {
-			return false, err
+			return err
 		}
-		s.trail.Wait(ReasonWaitingForVM, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
-		return false, nil
+		return flow.Waiting(ReasonWaitingForVM, 0, "starting VirtualMachine %s on %s on %s", s.vmKey(), m.sd.cluster, m.onto)
 	}
 	if m.start && wantsRunning(vm) && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
-		s.trail.Wait(ReasonWaitingForVM, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
-		return false, nil
+		return flow.Waiting(ReasonWaitingForVM, 0, "waiting for VirtualMachine %s to run on %s on %s (now %s)", s.vmKey(), m.sd.cluster, m.onto, printable(vm))
 	}
-	return true, nil
+	return nil
 }
 
 func (r *Reconciler) patchVM(ctx context.Context, s *scope, sd side, before, after *kubevirtv1.VirtualMachine, what string) error {
