@@ -19,6 +19,10 @@ func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, me
 }
 
 // setPhase moves the DRPC to a phase and records the transition as an event.
+// The request kinds keep their audit trail with flow.Trail; a DRPC has none to
+// keep: its status is Ramen's (a phase and a progression, no phase history), so
+// only the event of the transition is recorded, written by flow.WriteStatus
+// once the status showing it is.
 func (s *scope) setPhase(p drv1alpha1.DRState, format string, args ...any) {
 	if s.drpc.Status.Phase == p {
 		return

@@ -148,8 +148,10 @@ func TestDrainTimeoutFailsSafely(t *testing.T) {
 	z.assertLockReleased()
 }
 
-func TestInvalidRequestsSayWhatToFix(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 1})
+// invalidRequestsSayWhatToFix: a request for a cluster, group or namespace that
+// does not fit fails with a reason and a message that names what to fix, and
+// one for the cluster the group runs on completes with nothing moved.
+func invalidRequestsSayWhatToFix(t *testing.T, z *zone) {
 	for _, tc := range []struct {
 		name, target, group, namespace string
 		phase                          srv1alpha1.FailoverPhase
@@ -161,6 +163,7 @@ func TestInvalidRequestsSayWhatToFix(t *testing.T) {
 		{"already-there", env.Primary, group, "", srv1alpha1.FailoverCompleted, srv1alpha1.ReasonAlreadyOnTarget, "already runs on primary-cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			z := z.in(t)
 			name := z.failover(tc.name, tc.target, srv1alpha1.FailoverPlanned, func(fr *srv1alpha1.FailoverRequest) {
 				fr.Spec.ProtectionGroupRef = srv1alpha1.ProtectionGroupReference{Name: tc.group, Namespace: tc.namespace}
 			})

@@ -72,12 +72,19 @@ func (z *zone) assertLockReleased() {
 	})
 }
 
-// TestQuorumFollowsRole: after a failover the new primary runs without DRBD
+// TestOneVMZone runs, on one zone of one VM, the flows that need no zone of
+// their own: the refused requests first, as they leave the group where it is.
+func TestOneVMZone(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 1})
+	t.Run("InvalidRequestsSayWhatToFix", func(t *testing.T) { invalidRequestsSayWhatToFix(t, z.in(t)) })
+	t.Run("QuorumFollowsRole", func(t *testing.T) { quorumFollowsRole(t, z.in(t)) })
+}
+
+// quorumFollowsRole: after a failover the new primary runs without DRBD
 // quorum and the new secondary with majority, so a replication-link outage
 // fences the secondary's node (lost-quorum taint) while the primary's VMs keep
 // writing; the taint goes when the link returns.
-func TestQuorumFollowsRole(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 1})
+func quorumFollowsRole(t *testing.T, z *zone) {
 	z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
 	vm := z.vms[0]
 	require.Equal(t, srv1alpha1.QuorumOff, z.drbd(env.DR, vm).Spec.Quorum.Policy, "the new primary must not lose I/O with the link")

@@ -96,6 +96,14 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 	return z
 }
 
+// in is z as seen by subtest t, so that its helpers fail t, not the test that
+// started the zone.
+func (z *zone) in(t *testing.T) *zone {
+	c := *z
+	c.t = t
+	return &c
+}
+
 func vm(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
 	return &kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: name},
