@@ -202,7 +202,14 @@ func TestVolSyncFlows(t *testing.T) {
 				}
 			}
 			if len(vs.Items)+len(vgs.Items) > 0 {
-				return fmt.Errorf("on %s: %d VolumeSnapshots, %d VolumeGroupSnapshots left", c, len(vs.Items), len(vgs.Items))
+				var left []string
+				for _, o := range vs.Items {
+					left = append(left, fmt.Sprintf("VolumeSnapshot %s (labels %v, owners %v)", o.Name, o.Labels, o.OwnerReferences))
+				}
+				for _, o := range vgs.Items {
+					left = append(left, fmt.Sprintf("VolumeGroupSnapshot %s (labels %v)", o.Name, o.Labels))
+				}
+				return fmt.Errorf("on %s, left: %s", c, strings.Join(left, "; "))
 			}
 		}
 		return nil

@@ -18,6 +18,7 @@ type destinations struct {
 	cluster string
 	client  client.Client
 	reader  client.Reader
+	images  *imageCollector
 }
 
 // Reconcile publishes one destination's address and creates its PVC.
@@ -27,7 +28,7 @@ func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err := r.reader.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.mover.unregister(address, r.cluster)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.images.collectOwnedBy(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
 	}

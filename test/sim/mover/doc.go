@@ -16,7 +16,10 @@
 //
 // into the destination's PVC (destinationPVC, or volsync-<rd>-dst which it
 // creates). With copyMethod Snapshot the destination then snapshots its PVC
-// and that snapshot becomes latestImage (the previous one is deleted); with
+// and that snapshot becomes latestImage (the previous one is deleted, unless
+// it is marked volsync.backube/do-not-delete). The destination owns its images,
+// and the mover plays the garbage collector for them: an unmarked image goes
+// with its destination, also one a racing sync made after the deletion; with
 // Direct latestImage is the PVC. The source then reports lastManualSync, the
 // bytes moved (status.external["bytesTransferred"] and the mover log), and the
 // mover records a Transfer. A Fault makes a source fail, or stall after writing

@@ -183,7 +183,8 @@ func (r *sources) image(ctx context.Context, rd *volsyncv1alpha1.ReplicationDest
 	sum := sha256.Sum256([]byte(r.cluster + "/" + string(rd.UID) + "/" + j.manual))
 	vs := &snapshotv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "volsync-" + rd.Name + "-" + hex.EncodeToString(sum[:])[:10], Namespace: rd.Namespace,
-			Labels: map[string]string{"volsync.backube/created-by": rd.Name}},
+			Labels:          map[string]string{CreatedByLabel: rd.Name},
+			OwnerReferences: []metav1.OwnerReference{imageOwner(rd)}},
 		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(destinationPVC(rd))},
 			VolumeSnapshotClassName: volumeOptions(rd).VolumeSnapshotClassName},
 	}

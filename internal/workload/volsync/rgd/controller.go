@@ -51,12 +51,16 @@ const recheck = 10 * time.Second
 // Reconciler reconciles the ReplicationGroupDestinations of one workload cluster.
 type Reconciler struct {
 	Client client.Client
-	Clock  clock.PassiveClock
+	// APIReader reads past the cache where a stale read would leak an image:
+	// the finalizer's list of destinations and of the images kept. Nil reads
+	// through Client.
+	APIReader client.Reader
+	Clock     clock.PassiveClock
 }
 
 // SetupWithManager registers the controller.
 func SetupWithManager(mgr ctrl.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), Clock: clock.RealClock{}}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&drv1alpha1.ReplicationGroupDestination{}).
@@ -270,8 +274,10 @@ func (r *Reconciler) finalize(ctx context.Context, rgd *drv1alpha1.ReplicationGr
 	if !controllerutil.ContainsFinalizer(rgd, Finalizer) {
 		return nil
 	}
+	// The cache may not show a destination's newest image yet, nor the mark
+	// of an image kept a moment ago; either would be left behind for good.
 	list := &volsyncv1alpha1.ReplicationDestinationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
+	if err := r.uncached().List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
 		return err
 	}
 	if err := r.deleteImages(ctx, rgd, list.Items); err != nil {
@@ -285,4 +291,12 @@ func (r *Reconciler) finalize(ctx context.Context, rgd *drv1alpha1.ReplicationGr
 	before := rgd.DeepCopy()
 	controllerutil.RemoveFinalizer(rgd, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, rgd, client.MergeFrom(before)))
+}
+
+// uncached is the reader that bypasses the cache, Client when there is none.
+func (r *Reconciler) uncached() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }

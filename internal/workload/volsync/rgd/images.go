@@ -72,7 +72,7 @@ func (r *Reconciler) retainImages(ctx context.Context, rgd *drv1alpha1.Replicati
 // snapshots are read first: once the destinations are gone nothing names them.
 func (r *Reconciler) deleteImages(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination, rds []volsyncv1alpha1.ReplicationDestination) error {
 	kept := &snapshotv1.VolumeSnapshotList{}
-	if err := r.Client.List(ctx, kept, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name, DoNotDeleteLabel: "true"}); err != nil {
+	if err := r.uncached().List(ctx, kept, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name, DoNotDeleteLabel: "true"}); err != nil {
 		return flow.Transient("ReadFailed", err)
 	}
 	names := map[string]bool{}
