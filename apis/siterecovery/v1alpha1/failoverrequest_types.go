@@ -90,6 +90,9 @@ const (
 	// earlier unplanned failover fenced off and that has not rejoined since
 	// (FencedOffAnnotation on the group).
 	ReasonTargetFencedOff = "TargetFencedOff"
+	// ReasonStoodDown (an event on the group): a fenced-off cluster that
+	// answered again while the group runs elsewhere was stopped and demoted.
+	ReasonStoodDown = "StoodDown"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.

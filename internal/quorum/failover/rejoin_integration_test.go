@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,7 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 	}
 	z.unplannedBackHolds("back-unplanned")
 	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.waitStoodDown()
 
 	z.failover("back", env.Primary, srv1alpha1.FailoverPlanned)
 	var held *metav1.Condition
@@ -142,4 +144,32 @@ func (z *zone) groupAnnotation(key string) string {
 	pg := &srv1alpha1.ProtectionGroup{}
 	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
 	return pg.Annotations[key]
+}
+
+// waitStoodDown: once the fenced-off primary answers again, with no request,
+// the group is stopped there and its replicas demoted, while the DR replicas
+// keep it fenced off, and an event on the group says so.
+func (z *zone) waitStoodDown() {
+	t := z.t
+	t.Helper()
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	for _, vm := range z.vms {
+		z.waitDRBD(env.Primary, vm, "Secondary", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == string(srv1alpha1.RoleSecondary)
+		})
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers, "the DR replica keeps the primary fenced off")
+	}
+	env.Eventually(t, timeout, "a StoodDown event on the group", func() error {
+		list := &corev1.EventList{}
+		if err := z.Client(env.Quorum).List(z.ctx, list, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == group && e.Reason == srv1alpha1.ReasonStoodDown && e.Type == corev1.EventTypeNormal {
+				return nil
+			}
+		}
+		return errPending
+	})
+	z.assertActive(env.DR)
 }
