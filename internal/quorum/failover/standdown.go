@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -42,6 +43,8 @@ const standDownRecheck = 30 * time.Second
 // is held, the request owns the group, and the group is read through the API
 // server, so a failback that has just rejoined and cleared the record is never
 // demoted after it.
+
+// StandDown stands a group's returned fenced-off cluster down.
 type StandDown struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -116,7 +119,9 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	rc, err := r.Remote.Get(remote.Key{Namespace: g.Namespace, Zone: g.Spec.ZoneRef.Name, Cluster: fenced})
 	if err != nil {
-		return ctrl.Result{RequeueAfter: standDownRecheck}, nil // still cut off; its return wakes the group
+		// Still cut off: its return wakes the group.
+		log.FromContext(ctx).V(1).Info("fenced-off cluster not reached", "cluster", fenced, "reason", err.Error())
+		return ctrl.Result{RequeueAfter: standDownRecheck}, nil
 	}
 	done, what, err := r.standDownCluster(ctx, rc, g)
 	if err != nil {
