@@ -58,6 +58,16 @@ const (
 	// Without it such a request holds with TargetRejoined=False.
 	DiscardDivergedAnnotation = "siterecovery.trilio.io/discard-diverged"
 
+	// FencedOffAnnotation, on the quorum copy of a ProtectionGroup, names the
+	// cluster that an unplanned failover fenced off (SourceFencedAnnotation)
+	// and that has not rejoined since: its replicas stayed Primary with data
+	// that diverged. quorum-manager sets it before it fences the cluster off and
+	// removes it once a planned failback has resynced that cluster. While it is
+	// set, an unplanned FailoverRequest to that cluster holds: it would run the
+	// group on the data the cluster had when it was fenced off. Removing it by
+	// hand accepts that loss.
+	FencedOffAnnotation = "siterecovery.trilio.io/fenced-off"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 

@@ -47,6 +47,8 @@ const (
 	// request stops the group there, waits for DiscardDivergedAnnotation, and
 	// resyncs the cluster's replicas from the source; True once they are
 	// connected and in sync, after which the failback proceeds as planned.
+	// An unplanned request to such a cluster holds with it False
+	// (ReasonTargetFencedOff) and changes nothing.
 	ConditionTargetRejoined = "TargetRejoined"
 )
 
@@ -84,6 +86,13 @@ const (
 	// ReasonRejoining: the fenced cluster is being stopped, discarded and
 	// resynced before the failback.
 	ReasonRejoining = "Rejoining"
+	// ReasonTargetFencedOff holds an unplanned request to a cluster that an
+	// earlier unplanned failover fenced off and that has not rejoined since
+	// (FencedOffAnnotation on the group).
+	ReasonTargetFencedOff = "TargetFencedOff"
+	// ReasonStoodDown (an event on the group): a fenced-off cluster that
+	// answered again while the group runs elsewhere was stopped and demoted.
+	ReasonStoodDown = "StoodDown"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.

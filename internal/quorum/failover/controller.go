@@ -75,6 +75,10 @@ const progressInterval = time.Second
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
 		Clock: clock.RealClock{}, Metrics: defaultMetrics, APIReader: mgr.GetAPIReader()}
+	// A returned fenced-off cluster is stood down without a request (standdown.go).
+	if err := setupStandDown(mgr, rm); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{RateLimiter: retryLimiter()}).

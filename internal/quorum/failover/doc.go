@@ -9,4 +9,8 @@
 // them, a wait or a failure is a typed flow error, and the request's flow.Trail
 // shows it as every request kind does (Ready=False with a reason and the
 // message, which status.message repeats).
+//
+// A second controller of the package, failover-standdown (standdown.go),
+// acts without a request: it stops and demotes a group's copy on a cluster
+// that an unplanned failover fenced off, once that cluster answers again.
 package failover

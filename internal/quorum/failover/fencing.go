@@ -137,6 +137,9 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 		s.trail.Condition(srv1alpha1.ConditionFencingRequired, metav1.ConditionFalse, srv1alpha1.ReasonSourceFenced, msg)
 		s.trail.Events = append(s.trail.Events, flow.Event{Type: "Warning", Reason: srv1alpha1.ReasonSourceFenced, Message: msg})
 	}
+	if err := r.markFencedOff(ctx, s); err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+	}
 	var names []string
 	if err := flow.ForEach(parallelWrites, len(blocked), func(i int) error {
 		return setFencedPeers(ctx, tgt, blocked[i].res, blocked[i].peers)

@@ -74,6 +74,9 @@ func TestFencingRequiredWhileSourcePrimaryAndConnected(t *testing.T) {
 		require.Equal(t, srv1alpha1.ReasonSourceFenced, cond.Reason)
 		d := f.drbd(t, drCluster)
 		require.Equal(t, []string{"node-a"}, d.Spec.FencedPeers)
+		pg := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: testGroup}, pg))
+		require.Equal(t, primary, pg.Annotations[srv1alpha1.FencedOffAnnotation], "the group records the source as fenced off")
 		require.Equal(t, sec, d.Spec.Role, "promoted only once DRBD reports the peer gone")
 		require.True(t, strings.Contains(fr.Status.Message, "waiting for DRBD on dr to disconnect"), fr.Status.Message)
 	})

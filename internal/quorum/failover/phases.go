@@ -57,7 +57,11 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	s.req.Status.SourceCluster = s.group.Spec.ActiveCluster
 	// A failback to a cluster fenced off in an unplanned failover resyncs it
 	// first, while the group still runs on the source (rejoin.go).
+	// An unplanned request to a cluster still fenced off holds (fencedoff.go).
 	if !viaDRPC(s.zone) {
+		if err := holdFencedOffTarget(s); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.rejoinFencedTarget(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -29,8 +29,9 @@ import (
 //  3. the target's replicas are demoted and discard their data (spec.discardData);
 //  4. the source's replicas drop the target from spec.fencedPeers and
 //     reconnect, and DRBD resyncs the target from the source;
-//  5. once every replica is connected and in sync, TargetRejoined turns True
-//     and the failback runs as any planned one.
+//  5. once every replica is connected and in sync, the group's
+//     FencedOffAnnotation is dropped, TargetRejoined turns True and the
+//     failback runs as any planned one.
 //
 // TargetRejoined=False marks the rejoin under way, so that it is finished
 // even after step 4 has removed the fencing it started from.
@@ -112,10 +113,16 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonTargetDiverged, msg)
 		return flow.Waiting(srv1alpha1.ReasonTargetDiverged, rejoinRecheck, "%s", msg)
 	}
-	// 3. Demote and discard the target's replicas.
+	// 3. Demote and discard the target's replicas, once: a replica that
+	// reports this request's discard is not asked again, so that a retry
+	// after the ask was cleared (a status write that conflicted) neither
+	// discards a resynced replica a second time nor leaves the ask set.
 	token := string(s.req.UID)
 	var discarding []string
 	if err := flow.ForEach(parallelWrites, len(tgtRes), func(i int) error {
+		if tgtRes[i].Status.DataDiscarded == token {
+			return nil
+		}
 		return standDown(ctx, tgt, &tgtRes[i], token)
 	}); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
@@ -155,6 +162,9 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		return clearDiscard(ctx, tgt, &tgtRes[i])
 	}); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+	}
+	if err := r.clearFencedOff(ctx, s); err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionTrue, "Resynced",
 		fmt.Sprintf("%s's diverged data was discarded and resynced from %s; failing back", s.target(), s.source()))

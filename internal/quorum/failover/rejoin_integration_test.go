@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,11 +44,15 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 	fr := z.waitPhase("fence-primary", srv1alpha1.FailoverCompleted)
 	require.Contains(t, fr.Status.Message, srv1alpha1.DiscardDivergedAnnotation+"="+group, "the fenced failover says how to fail back")
 
+	require.Equal(t, env.Primary, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the group records the primary as fenced off")
+
 	// The DR cluster writes while cut off: the two sides' data diverged.
 	for _, vm := range z.vms {
 		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
 	}
+	z.unplannedBackHolds("back-unplanned")
 	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.waitStoodDown()
 
 	z.failover("back", env.Primary, srv1alpha1.FailoverPlanned)
 	var held *metav1.Condition
@@ -91,6 +96,80 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 		})
 		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
 	}
+	require.Empty(t, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the rejoined primary is no longer recorded as fenced off")
 	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
 	z.assertLockReleased()
+}
+
+// unplannedBackHolds: an unplanned request back to the fenced-off primary
+// would run the group on the data the primary had when it was cut off. It
+// holds, changes nothing, says why and the ways on, and goes when deleted.
+func (z *zone) unplannedBackHolds(name string) {
+	t := z.t
+	t.Helper()
+	z.failover(name, env.Primary, srv1alpha1.FailoverUnplanned)
+	var fr *srv1alpha1.FailoverRequest
+	var held *metav1.Condition
+	env.Eventually(t, timeout, name+" held: its target is fenced off", func() error {
+		fr = z.request(name)
+		held = meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
+		if held == nil || held.Reason != srv1alpha1.ReasonTargetFencedOff {
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	require.Equal(t, srv1alpha1.FailoverPending, fr.Status.Phase, "nothing moved")
+	require.Equal(t, srv1alpha1.ReasonTargetFencedOff, readyReason(fr), "the wait names what it waits for")
+	for _, want := range []string{
+		"fenced off", "lose them", // why
+		srv1alpha1.DiscardDivergedAnnotation + "=" + group, "delete this request", // way one
+		srv1alpha1.FencedOffAnnotation + "-", // way two
+	} {
+		require.Contains(t, held.Message, want)
+	}
+	z.assertActive(env.DR)
+	for _, vm := range z.vms {
+		d := z.drbd(env.DR, vm)
+		require.Equal(t, srv1alpha1.RolePrimary, d.Spec.Role, "the DR replica stays Primary")
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, d.Spec.FencedPeers, "and keeps the primary fenced off")
+	}
+	require.NoError(t, z.Client(env.Quorum).Delete(z.ctx, fr))
+	z.waitGone(name)
+	z.assertLockReleased()
+}
+
+// groupAnnotation reads an annotation of the quorum copy of the group.
+func (z *zone) groupAnnotation(key string) string {
+	z.t.Helper()
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
+	return pg.Annotations[key]
+}
+
+// waitStoodDown: once the fenced-off primary answers again, with no request,
+// the group is stopped there and its replicas demoted, while the DR replicas
+// keep it fenced off, and an event on the group says so.
+func (z *zone) waitStoodDown() {
+	t := z.t
+	t.Helper()
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	for _, vm := range z.vms {
+		z.waitDRBD(env.Primary, vm, "Secondary", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == string(srv1alpha1.RoleSecondary)
+		})
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers, "the DR replica keeps the primary fenced off")
+	}
+	env.Eventually(t, timeout, "a StoodDown event on the group", func() error {
+		list := &corev1.EventList{}
+		if err := z.Client(env.Quorum).List(z.ctx, list, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == group && e.Reason == srv1alpha1.ReasonStoodDown && e.Type == corev1.EventTypeNormal {
+				return nil
+			}
+		}
+		return errPending
+	})
+	z.assertActive(env.DR)
 }
