@@ -4,19 +4,19 @@ package oidc
 type Reason string
 
 const (
-	// ReasonState: the callback's state is not the one this browser started.
+	// ReasonState means the callback's state is not the one this browser started.
 	ReasonState Reason = "state"
-	// ReasonNonce: the ID token was not minted for this sign-in.
+	// ReasonNonce means the ID token was not minted for this sign-in.
 	ReasonNonce Reason = "nonce"
-	// ReasonAudience: the ID token is for another client.
+	// ReasonAudience means the ID token is for another client.
 	ReasonAudience Reason = "audience"
-	// ReasonExpired: the ID token has expired and cannot be refreshed.
+	// ReasonExpired means the ID token has expired and cannot be refreshed.
 	ReasonExpired Reason = "expired"
-	// ReasonInvalid: the ID token does not verify otherwise.
+	// ReasonInvalid means the ID token does not verify otherwise.
 	ReasonInvalid Reason = "invalid"
-	// ReasonDenied: the issuer refused (the user, or the code exchange).
+	// ReasonDenied means the issuer refused (the user, or the code exchange).
 	ReasonDenied Reason = "denied"
-	// ReasonUnavailable: the issuer could not be reached.
+	// ReasonUnavailable means the issuer could not be reached.
 	ReasonUnavailable Reason = "unavailable"
 )
 

@@ -206,15 +206,15 @@ func (b *browser) oidcLogin(is *oidcissuer.Issuer, u oidcissuer.User, tamper fun
 	assert.Equal(t, "S256", q.Get("code_challenge_method"))
 	assert.NotEmpty(t, q.Get("nonce"))
 
-	page := b.fetch(authURL.String(), nil)
-	require.Equal(t, http.StatusOK, page.StatusCode)
+	code, _ := b.fetch(authURL.String(), nil)
+	require.Equal(t, http.StatusOK, code)
 	form := url.Values{"username": {u.Name}, "password": {u.Password}}
 	for k, v := range q {
 		form[k] = v
 	}
-	back := b.fetch(is.URL+"/authorize", form)
-	require.Equal(t, http.StatusFound, back.StatusCode)
-	callback, err := url.Parse(back.Header.Get("Location"))
+	code, header := b.fetch(is.URL+"/authorize", form)
+	require.Equal(t, http.StatusFound, code)
+	callback, err := url.Parse(header.Get("Location"))
 	require.NoError(t, err)
 	if tamper != nil {
 		tamper(callback)
@@ -233,7 +233,7 @@ func (b *browser) oidcLogin(is *oidcissuer.Issuer, u oidcissuer.User, tamper fun
 }
 
 // fetch is a request to the issuer (not the console): a POST of form, or a GET.
-func (b *browser) fetch(u string, form url.Values) *http.Response {
+func (b *browser) fetch(u string, form url.Values) (int, http.Header) {
 	b.t.Helper()
 	var resp *http.Response
 	var err error
@@ -244,5 +244,5 @@ func (b *browser) fetch(u string, form url.Values) *http.Response {
 	}
 	require.NoError(b.t, err)
 	require.NoError(b.t, resp.Body.Close())
-	return resp
+	return resp.StatusCode, resp.Header
 }
