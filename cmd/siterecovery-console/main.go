@@ -1,12 +1,14 @@
 // Command siterecovery-console serves the web console on the quorum cluster.
 // It holds no privileged identity: users sign in with a bearer token the
-// quorum API server accepts, and every action is made with that token.
+// quorum API server accepts, or through the cluster's OIDC issuer, whose ID
+// token the API server accepts, and every action is made with that token.
 package main
 
 import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/siterecovery/siterecovery/internal/console/oidc"
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/console/ui"
 	"github.com/siterecovery/siterecovery/internal/scheme"
@@ -39,6 +42,13 @@ func run() int {
 	promURL := flag.String("prometheus-url", "", "Prometheus HTTP API root for each group's lag history; empty shows the samples the console took")
 	promToken := flag.String("prometheus-token-file", "", "file holding the bearer token sent to -prometheus-url")
 	promCA := flag.String("prometheus-ca-file", "", "CA bundle of -prometheus-url")
+	oidcIssuer := flag.String("oidc-issuer-url", "", "OIDC issuer to offer sign-in with (the one the API server trusts); empty offers token sign-in only")
+	oidcClient := flag.String("oidc-client-id", "", "the console's client id at -oidc-issuer-url (the API server's --oidc-client-id or an audience it accepts)")
+	oidcSecret := flag.String("oidc-client-secret-file", "", "file holding the client secret; empty for a public client")
+	oidcCA := flag.String("oidc-ca-file", "", "CA bundle of -oidc-issuer-url; empty trusts the system roots")
+	oidcScopes := flag.String("oidc-scopes", "email,groups,offline_access", "comma-separated scopes asked for besides openid")
+	oidcUser := flag.String("oidc-username-claim", "email", "claim the API server takes the user name from (its --oidc-username-claim)")
+	oidcRedirect := flag.String("oidc-redirect-url", "", "callback URL registered at the issuer (https://console.example/api/oidc/callback); empty derives it from the request")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -56,6 +66,14 @@ func run() int {
 	}
 	if *promURL != "" {
 		opts.Prometheus = &server.PrometheusOptions{URL: *promURL, BearerTokenFile: *promToken, CAFile: *promCA}
+	}
+	if *oidcIssuer != "" {
+		p, err := oidcProvider(*oidcIssuer, *oidcClient, *oidcSecret, *oidcCA, *oidcScopes, *oidcUser)
+		if err != nil {
+			logger.Error("OIDC", "error", err)
+			return 1
+		}
+		opts.OIDC, opts.OIDCRedirectURL = p, *oidcRedirect
 	}
 	srv := server.New(opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,6 +111,21 @@ func apiConfig(host, caFile string) (*rest.Config, error) {
 		return &rest.Config{Host: in.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: in.CAFile, CAData: in.CAData}}, nil
 	}
 	return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}, nil
+}
+
+// oidcProvider configures sign-in with the issuer; the secret is read from a
+// file so that it never appears in the process's arguments.
+func oidcProvider(issuer, clientID, secretFile, caFile, scopes, usernameClaim string) (*oidc.Provider, error) {
+	var secret string
+	if secretFile != "" {
+		b, err := os.ReadFile(secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("client secret: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	return oidc.New(oidc.Config{IssuerURL: issuer, ClientID: clientID, ClientSecret: secret, CAFile: caFile,
+		Scopes: split(scopes), UsernameClaim: usernameClaim})
 }
 
 func split(s string) []string {

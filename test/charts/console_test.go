@@ -56,3 +56,38 @@ func TestConsolePrometheusIsOptional(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"api-ca": true, "prometheus-token": true, "prometheus-ca": true}, names)
 }
+
+// TestConsoleOIDCIsOptional checks that the console offers OIDC sign-in only
+// when the chart names an issuer, with the client secret and the issuer's CA
+// mounted from the named Secret and ConfigMap (the secret never in an arg).
+func TestConsoleOIDCIsOptional(t *testing.T) {
+	args, _ := consolePod(t, nil)
+	for _, a := range args {
+		require.NotContains(t, a, "--oidc", "no OIDC flag without console.oidc.issuerURL")
+	}
+
+	args, volumes := consolePod(t, map[string]any{"console": map[string]any{"oidc": map[string]any{
+		"issuerURL":          "https://issuer.example",
+		"clientID":           "siterecovery-console",
+		"clientSecretSecret": map[string]any{"name": "console-oidc", "key": "secret"},
+		"caConfigMap":        map[string]any{"name": "issuer-ca", "key": "ca.crt"},
+		"usernameClaim":      "preferred_username",
+	}}})
+	require.Subset(t, args, []string{
+		"--oidc-issuer-url=https://issuer.example",
+		"--oidc-client-id=siterecovery-console",
+		"--oidc-scopes=email,groups,offline_access",
+		"--oidc-username-claim=preferred_username",
+		"--oidc-client-secret-file=/etc/siterecovery-console/oidc-secret/secret",
+		"--oidc-ca-file=/etc/siterecovery-console/oidc-ca/ca.crt",
+	})
+	names := map[string]bool{}
+	for _, v := range volumes {
+		names[v.(map[string]any)["name"].(string)] = true
+	}
+	require.Equal(t, map[string]bool{"api-ca": true, "oidc-secret": true, "oidc-ca": true}, names)
+
+	_, err := chartrender.RenderValues("quorum-control-plane", "dr-production", map[string]any{"console": map[string]any{
+		"oidc": map[string]any{"issuerURL": "https://issuer.example"}}})
+	require.ErrorContains(t, err, "console.oidc.clientID is required")
+}

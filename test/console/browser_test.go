@@ -59,7 +59,10 @@ func chromium(t *testing.T) string {
 	return path
 }
 
-func newBrowser(t *testing.T, url string) *browser {
+func newBrowser(t *testing.T, url string) *browser { return newBrowserWith(t, url) }
+
+// newBrowserWith starts chromium with further options.
+func newBrowserWith(t *testing.T, url string, extra ...chromedp.ExecAllocatorOption) *browser {
 	exe := chromium(t)
 	dir := os.Getenv(ScreenshotsEnv)
 	if dir == "" {
@@ -74,6 +77,7 @@ func newBrowser(t *testing.T, url string) *browser {
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 1600))
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })

@@ -66,7 +66,7 @@ func (c *Cluster) EtcdLog() string { return filepath.Join(c.Dir, "etcd.log") }
 
 // startCluster starts etcd and kube-apiserver for one cluster under dir, installs crds
 // (which it takes ownership of) and waits until /readyz answers.
-func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme) (*Cluster, error) {
+func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, flags map[string]string) (*Cluster, error) {
 	c := &Cluster{Name: name, Dir: dir}
 	certPath, dataPath := filepath.Join(dir, certDir), filepath.Join(dir, etcdDataDir)
 	for _, d := range []string{certPath, dataPath} {
@@ -94,6 +94,9 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		Err:     apiLog,
 	}
 	configureAPIServer(api.Configure())
+	for k, v := range flags {
+		api.Configure().Set(k, v)
+	}
 	c.serveDebugSocket(api.Configure())
 	etcd := &envtest.Etcd{
 		Path:    filepath.Join(binDir, "etcd"),

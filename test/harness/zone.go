@@ -33,6 +33,9 @@ type Options struct {
 	// Scheme is used by every Cluster.Client. nil means a scheme with the client-go
 	// built-in types and apiextensions/v1.
 	Scheme *runtime.Scheme
+	// APIServerFlags are extra kube-apiserver flags (name without dashes to
+	// value) for every cluster, e.g. an OIDC issuer to trust.
+	APIServerFlags map[string]string
 }
 
 // Zone is a set of named clusters started together.
@@ -137,7 +140,7 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crds), scheme)
+			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crds), scheme, opts.APIServerFlags)
 		})
 	}
 	wg.Wait()

@@ -76,7 +76,14 @@ func (s *syncBuffer) String() string {
 // clusters (none for tests of the console alone).
 func startQuorum(t *testing.T, o server.Options, sites ...string) *quorum {
 	t.Helper()
-	z := harness.Start(t, harness.Options{Scheme: scheme.New()}, append([]string{"quorum"}, sites...)...)
+	return startQuorumWith(t, harness.Options{}, o, sites...)
+}
+
+// startQuorumWith is startQuorum with harness options (extra API server flags).
+func startQuorumWith(t *testing.T, ho harness.Options, o server.Options, sites ...string) *quorum {
+	t.Helper()
+	ho.Scheme = scheme.New()
+	z := harness.Start(t, ho, append([]string{"quorum"}, sites...)...)
 	c := z.Clusters["quorum"]
 	q := &quorum{t: t, cluster: c, admin: c.Client, tokens: map[string]string{}, log: &syncBuffer{}, clock: &clock{},
 		sites: map[string]*harness.Cluster{}}

@@ -72,11 +72,18 @@ type clients struct {
 	mapper meta.RESTMapper
 
 	mu    sync.Mutex
-	bySID map[string]client.WithWatch
+	bySID map[string]sessionClient
+}
+
+// sessionClient is a session's client and the token it was built with: a
+// refreshed token gets a new client.
+type sessionClient struct {
+	token  string
+	client client.WithWatch
 }
 
 func newClients(base *rest.Config, s *runtime.Scheme) *clients {
-	return &clients{base: anonymous(base), scheme: s, mapper: restMapper(), bySID: map[string]client.WithWatch{}}
+	return &clients{base: anonymous(base), scheme: s, mapper: restMapper(), bySID: map[string]sessionClient{}}
 }
 
 // forToken returns a client that acts with token.
@@ -94,14 +101,14 @@ func (c *clients) forToken(token string) (client.WithWatch, error) {
 func (c *clients) forSession(sid, token string) (client.WithWatch, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.bySID[sid]; ok {
-		return cl, nil
+	if sc, ok := c.bySID[sid]; ok && sc.token == token {
+		return sc.client, nil
 	}
 	cl, err := c.forToken(token)
 	if err != nil {
 		return nil, err
 	}
-	c.bySID[sid] = cl
+	c.bySID[sid] = sessionClient{token: token, client: cl}
 	return cl, nil
 }
 

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"net/http"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+
+	"github.com/siterecovery/siterecovery/internal/console/session"
 )
 
 type loginBody struct {
@@ -66,11 +70,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apiError{Code: http.StatusInternalServerError, Message: "internal error"})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: s.cookieName(), Value: sess.ID, Path: "/",
-		HttpOnly: true, Secure: s.opts.TLS, SameSite: http.SameSiteStrictMode,
-		MaxAge: int(s.opts.AbsoluteTimeout.Seconds()),
-	})
+	s.setSessionCookie(w, sess)
 	s.audit.record(r, sess.User, "login", "", "", http.StatusOK, "signed in")
 	writeJSON(w, http.StatusOK, sessionInfo{User: sess.User, Groups: sess.Groups, CSRF: sess.CSRF})
 }
@@ -98,4 +98,22 @@ func (s *Server) cookieName() string {
 func (s *Server) clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.opts.TLS, SameSite: http.SameSiteStrictMode})
+}
+
+// setSessionCookie gives the browser the session's opaque id, and nothing else.
+func (s *Server) setSessionCookie(w http.ResponseWriter, sess *session.Session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: s.cookieName(), Value: sess.ID, Path: "/",
+		HttpOnly: true, Secure: s.opts.TLS, SameSite: http.SameSiteStrictMode,
+		MaxAge: int(s.opts.AbsoluteTimeout.Seconds()),
+	})
+}
+
+// randomID is an unguessable identifier for a cookie.
+func randomID() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/siterecovery/siterecovery/internal/console/oidc"
 	"github.com/siterecovery/siterecovery/internal/console/session"
 )
 
@@ -44,6 +45,12 @@ type Options struct {
 	// Prometheus, when set, serves each group's lag history; without it the
 	// console shows the samples it took itself.
 	Prometheus *PrometheusOptions
+	// OIDC, when set, offers sign-in with the cluster's OIDC issuer; the ID
+	// token it yields is the bearer token sent to the API server.
+	OIDC *oidc.Provider
+	// OIDCRedirectURL is the callback URL registered at the issuer; empty
+	// derives it from the address the browser used.
+	OIDCRedirectURL string
 }
 
 // Server is the console backend.
@@ -56,6 +63,7 @@ type Server struct {
 	handler  http.Handler
 	// lagSamples is the lag history the console has seen.
 	lagSamples *lagSamples
+	pending    *pendingLogins
 }
 
 // New builds a server.
@@ -84,6 +92,7 @@ func New(o Options) *Server {
 		clients:  newClients(o.API, o.Scheme),
 		limiter:  newLoginLimiter(o.LoginAttempts, o.LoginWindow, o.Now),
 		audit:    audit{log: o.Log},
+		pending:  &pendingLogins{m: map[string]oidc.Pending{}},
 	}
 	s.lagSamples = newLagSamples(o.Now())
 	s.sessions.Now = o.Now
@@ -91,6 +100,11 @@ func New(o Options) *Server {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/login", s.login)
+	mux.HandleFunc("GET /api/login/options", s.loginOptions)
+	if o.OIDC != nil {
+		mux.HandleFunc("GET /api/oidc/login", s.oidcLogin)
+		mux.HandleFunc("GET /api/oidc/callback", s.oidcCallback)
+	}
 	mux.HandleFunc("POST /api/logout", s.authed(s.logout))
 	mux.HandleFunc("GET /api/session", s.authed(s.whoami))
 	mux.HandleFunc("GET /api/overview", s.authed(s.overview))
@@ -166,7 +180,15 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		}
-		cl, err := s.clients.forSession(sess.ID, sess.Token())
+		creds, err := s.fresh(r, sess)
+		if err != nil {
+			s.sessions.Delete(sess.ID)
+			s.clearCookie(w)
+			s.audit.record(r, sess.User, "refresh oidc", "", "", http.StatusUnauthorized, "session ended: "+err.Error())
+			writeJSON(w, http.StatusUnauthorized, apiError{Code: http.StatusUnauthorized, Message: "your sign-in has expired; sign in again"})
+			return
+		}
+		cl, err := s.clients.forSession(sess.ID, creds.Token)
 		if err != nil {
 			s.opts.Log.Error("building the user API client", "error", err)
 			writeJSON(w, http.StatusInternalServerError, apiError{Code: http.StatusInternalServerError, Message: "internal error"})

@@ -25,12 +25,48 @@ type Session struct {
 	// Created and LastSeen drive the absolute and idle expiry.
 	Created, LastSeen time.Time
 
-	token string
+	renewMu sync.Mutex // serialises Renew
+	credMu  sync.Mutex // guards creds
+	creds   Credentials
+}
+
+// Credentials are what a session acts with. They never leave the process.
+type Credentials struct {
+	// Token is the bearer token sent to the API server.
+	Token string
+	// RefreshToken, with an OIDC sign-in, obtains a new ID token before
+	// Expiry; empty for a pasted token.
+	RefreshToken string
+	// Expiry is when Token stops being accepted; zero when unknown.
+	Expiry time.Time
 }
 
 // Token is the bearer token the session acts with. Only the code that builds
 // the user's API client calls it.
-func (s *Session) Token() string { return s.token }
+func (s *Session) Token() string { return s.Credentials().Token }
+
+// Credentials returns the session's current credentials.
+func (s *Session) Credentials() Credentials {
+	s.credMu.Lock()
+	defer s.credMu.Unlock()
+	return s.creds
+}
+
+// Renew replaces the session's credentials with what renew returns, one call
+// at a time per session: renew sees the credentials a concurrent Renew may
+// just have replaced, so it decides itself whether anything is still due.
+func (s *Session) Renew(renew func(Credentials) (Credentials, error)) (Credentials, error) {
+	s.renewMu.Lock()
+	defer s.renewMu.Unlock()
+	c, err := renew(s.Credentials())
+	if err != nil {
+		return Credentials{}, err
+	}
+	s.credMu.Lock()
+	s.creds = c
+	s.credMu.Unlock()
+	return c, nil
+}
 
 // CSRFMatches reports, in constant time, whether v is the session's CSRF token.
 func (s *Session) CSRFMatches(v string) bool {
@@ -70,8 +106,13 @@ func (st *Store) OnEnd(f func(id string)) {
 	st.onEnd = append(st.onEnd, f)
 }
 
-// Create starts a session for an authenticated user.
+// Create starts a session for a user authenticated by a bearer token.
 func (st *Store) Create(user string, groups []string, token string) (*Session, error) {
+	return st.CreateWith(user, groups, Credentials{Token: token})
+}
+
+// CreateWith starts a session for an authenticated user with its credentials.
+func (st *Store) CreateWith(user string, groups []string, creds Credentials) (*Session, error) {
 	id, err := random()
 	if err != nil {
 		return nil, err
@@ -81,7 +122,7 @@ func (st *Store) Create(user string, groups []string, token string) (*Session, e
 		return nil, err
 	}
 	now := st.now()
-	s := &Session{ID: id, User: user, Groups: groups, CSRF: csrf, Created: now, LastSeen: now, token: token}
+	s := &Session{ID: id, User: user, Groups: groups, CSRF: csrf, Created: now, LastSeen: now, creds: creds}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sessions[id] = s

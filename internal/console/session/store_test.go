@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -52,5 +54,36 @@ func TestCSRFMatches(t *testing.T) {
 	b, _ := st.Create("b", nil, "y")
 	if !a.CSRFMatches(a.CSRF) || a.CSRFMatches(b.CSRF) || a.CSRFMatches("") {
 		t.Fatal("CSRF must match only the session's own token")
+	}
+}
+
+// TestRenewIsSerialised checks that concurrent renewals of one session run
+// one at a time and each sees what the previous one stored, so that a
+// rotated refresh token is used once.
+func TestRenewIsSerialised(t *testing.T) {
+	st := NewStore(time.Minute, time.Hour)
+	s, _ := st.CreateWith("a", nil, Credentials{Token: "t0", RefreshToken: "r0"})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	refreshed := 0
+	for range 8 {
+		wg.Go(func() {
+			_, _ = s.Renew(func(c Credentials) (Credentials, error) {
+				if c.RefreshToken != "r0" {
+					return c, nil // already renewed
+				}
+				mu.Lock()
+				refreshed++
+				mu.Unlock()
+				return Credentials{Token: "t1", RefreshToken: "r1"}, nil
+			})
+		})
+	}
+	wg.Wait()
+	if refreshed != 1 || s.Token() != "t1" {
+		t.Fatalf("refreshed %d times, token %q", refreshed, s.Token())
+	}
+	if _, err := s.Renew(func(c Credentials) (Credentials, error) { return c, errors.New("refused") }); err == nil || s.Token() != "t1" {
+		t.Fatal("a failed renewal must keep the credentials and report the error")
 	}
 }

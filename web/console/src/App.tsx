@@ -21,7 +21,7 @@ import {
   ToolbarGroup,
   ToolbarItem,
 } from '@patternfly/react-core';
-import { dropPrefetched, get, post, SessionInfo, setCsrf } from './api';
+import { dropPrefetched, get, post, SessionInfo, setCsrf, takePrefetched } from './api';
 import { Group } from './pages/Group';
 import { Login } from './pages/Login';
 import { Operations } from './pages/Operations';
@@ -48,7 +48,7 @@ export function App() {
   }, [theme]);
 
   useEffect(() => {
-    get<SessionInfo>('/api/session')
+    (takePrefetched<SessionInfo>('/api/session') ?? get<SessionInfo>('/api/session'))
       .then((s) => {
         setCsrf(s.csrfToken);
         setSession(s);

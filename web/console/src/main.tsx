@@ -5,7 +5,9 @@ import './app.css';
 import { App } from './App';
 import { prefetch } from './api';
 
-// The overview's data is read while the session is checked, not after.
+// The session is checked, and the overview's data read, as soon as the
+// script runs: not after the first render, which waits for the styles.
+prefetch('/api/session');
 if (window.location.pathname === '/') prefetch('/api/overview');
 
 createRoot(document.getElementById('root')!).render(

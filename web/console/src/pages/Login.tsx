@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import {
   ActionGroup,
   Alert,
@@ -8,6 +8,7 @@ import {
   CardBody,
   CardTitle,
   Content,
+  Divider,
   Form,
   FormGroup,
   FormHelperText,
@@ -15,15 +16,40 @@ import {
   HelperTextItem,
   TextArea,
 } from '@patternfly/react-core';
-import { HttpError, post, SessionInfo } from '../api';
+import { get, HttpError, post, SessionInfo } from '../api';
+
+interface LoginOptions {
+  oidc: boolean;
+}
+
+// takeLoginError returns the reason a redirected sign-in failed, once: the
+// address loses it, so a reload does not show it again.
+function takeLoginError(): string | undefined {
+  const q = new URLSearchParams(window.location.search);
+  const e = q.get('login_error');
+  if (e === null) return undefined;
+  q.delete('login_error');
+  const rest = q.toString();
+  window.history.replaceState({}, '', window.location.pathname + (rest ? '?' + rest : ''));
+  return e;
+}
 
 // Login takes a bearer token the quorum API server accepts: a ServiceAccount
 // token, a user's token, or an OIDC ID token. The server keeps it; the page
-// forgets it as soon as it is sent.
+// forgets it as soon as it is sent. When the console is configured with the
+// cluster's OIDC issuer, it also offers to sign in there: the browser goes to
+// the issuer and comes back signed in, never seeing a token.
 export function Login({ onSignedIn }: { onSignedIn: (s: SessionInfo) => void }) {
   const [token, setToken] = useState('');
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<string | undefined>(takeLoginError);
   const [busy, setBusy] = useState(false);
+  const [oidc, setOidc] = useState(false);
+
+  useEffect(() => {
+    get<LoginOptions>('/api/login/options')
+      .then((o) => setOidc(o.oidc))
+      .catch(() => setOidc(false));
+  }, []);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -34,7 +60,7 @@ export function Login({ onSignedIn }: { onSignedIn: (s: SessionInfo) => void }) 
       setToken('');
       onSignedIn(s);
     } catch (err) {
-      setError((err as HttpError).body?.message ?? 'Sign-in failed');
+      setError((err as HttpError).body?.message ?? 'The console could not be reached');
     } finally {
       setBusy(false);
     }
@@ -46,11 +72,31 @@ export function Login({ onSignedIn }: { onSignedIn: (s: SessionInfo) => void }) 
         <CardTitle component="h1">Site Recovery console</CardTitle>
         <CardBody>
           <Content component="p">
-            Sign in with a Kubernetes bearer token of the quorum cluster. Every action you take is made with it, so
-            your RBAC role decides what you can see and do.
+            {oidc
+              ? "Sign in with the cluster's identity provider, or with a Kubernetes bearer token of the quorum cluster."
+              : 'Sign in with a Kubernetes bearer token of the quorum cluster.'}{' '}
+            Every action you take is made with that identity, so your RBAC role decides what you can see and do.
           </Content>
+          {error && (
+            <Alert variant="danger" isInline title="Sign-in failed" className="sr-login-error">
+              {error}
+            </Alert>
+          )}
+          {oidc && (
+            <>
+              <Button
+                variant="primary"
+                isBlock
+                className="sr-login-oidc"
+                onClick={() => window.location.assign('/api/oidc/login')}
+              >
+                Log in with OIDC
+              </Button>
+              <Divider className="sr-login-divider" />
+              <Content component="p">Or paste a token:</Content>
+            </>
+          )}
           <Form onSubmit={submit}>
-            {error && <Alert variant="danger" isInline title={error} />}
             <FormGroup label="Bearer token" isRequired fieldId="token">
               <TextArea
                 id="token"
@@ -71,7 +117,7 @@ export function Login({ onSignedIn }: { onSignedIn: (s: SessionInfo) => void }) 
               </FormHelperText>
             </FormGroup>
             <ActionGroup>
-              <Button type="submit" variant="primary" isLoading={busy} isDisabled={busy || !token.trim()}>
+              <Button type="submit" variant={oidc ? 'secondary' : 'primary'} isLoading={busy} isDisabled={busy || !token.trim()}>
                 Sign in
               </Button>
             </ActionGroup>

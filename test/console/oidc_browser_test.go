@@ -1,0 +1,106 @@
+package console_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/console/oidc"
+	"github.com/siterecovery/siterecovery/internal/console/server"
+	"github.com/siterecovery/siterecovery/internal/console/ui"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/oidcissuer"
+)
+
+// TestOIDCInBrowser clicks "Log in with OIDC", signs in on the test issuer's
+// page and lands on the overview as that user, whom RBAC lets read the
+// group; an ID token for another client is refused on the sign-in page with
+// the reason. The quorum API server trusts the issuer; no controller runs.
+func TestOIDCInBrowser(t *testing.T) {
+	chromium(t)
+	const clientID, ns, groupName = "siterecovery-console", "dr-production", "oidc-pg"
+	alice := oidcissuer.User{Name: "alice", Password: "alice-password", Email: "alice@example.com"}
+	is := oidcissuer.Start(t, oidcissuer.Options{ClientID: clientID, ClientSecret: "console-secret", Users: []oidcissuer.User{alice}})
+	s := scheme.New()
+	z := harness.Start(t, harness.Options{Scheme: s, APIServerFlags: is.APIServerFlags(clientID)}, "quorum")
+	c := z.Clusters["quorum"]
+	ctx := context.Background()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "production"},
+			Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
+				{Name: "primary-cluster", Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "primary-kubeconfig"}},
+				{Name: "dr-cluster", Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "dr-kubeconfig"}},
+			}}},
+		&srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName},
+			Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: "primary-cluster", ZoneRef: &srv1alpha1.LocalObjectReference{Name: "production"},
+				VirtualMachines: []srv1alpha1.VirtualMachineReference{{Name: "vm-00", Namespace: "apps"}},
+				Replication:     srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: 60}}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "oidc:" + alice.Email}}},
+	} {
+		require.NoError(t, c.Client.Create(ctx, o))
+	}
+	// The API server loads the issuer's keys in the background.
+	cfg := rest.AnonymousClientConfig(c.Config)
+	cfg.BearerToken = is.IDToken(t, alice)
+	asAlice, err := client.New(cfg, client.Options{Scheme: s})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return asAlice.Create(ctx, &authenticationv1.SelfSubjectReview{}) == nil },
+		2*time.Minute, 250*time.Millisecond, "the API server never accepted the issuer's ID token")
+
+	provider, err := oidc.New(oidc.Config{IssuerURL: is.URL, ClientID: clientID, ClientSecret: "console-secret",
+		CAFile: is.CAFile, Scopes: []string{"email", "offline_access"}, UsernameClaim: "email"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(),
+		Namespaces: []string{ns}, LoginAttempts: 1000, OIDC: provider}))
+	t.Cleanup(srv.Close)
+
+	// The issuer's certificate is its own; the console's is not involved.
+	b := newBrowserWith(t, srv.URL, chromedp.Flag("ignore-certificate-errors", true))
+	defer func() { t.Logf("screenshots:\n  %s", strings.Join(b.seen, "\n  ")) }()
+	signIn := func() {
+		b.run("open the console", chromedp.Navigate(srv.URL+"/"),
+			chromedp.WaitVisible(chromedp.Search(`//button[normalize-space(.)='Log in with OIDC']`)))
+		b.click("Log in with OIDC")
+		b.run("the issuer's login page", chromedp.WaitVisible(chromedp.ID("username")))
+		b.run("sign in at the issuer", chromedp.SendKeys(chromedp.ID("username"), alice.Name),
+			chromedp.SendKeys(chromedp.ID("password"), alice.Password),
+			chromedp.Click(chromedp.Search(`//button[normalize-space(.)='Sign in']`)))
+	}
+
+	b.run("open the console", chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space(.)='Log in with OIDC']`)))
+	b.shot("oidc-login")
+	b.accessible("login with OIDC")
+	signIn()
+	b.run("the overview", chromedp.WaitVisible(chromedp.Search(`//h1[normalize-space(.)='Overview']`)))
+	b.waitText(groupName)
+	b.waitText("oidc:alice@example.com")
+	b.shot("oidc-overview")
+	b.accessible("overview after OIDC sign-in")
+
+	// An ID token minted for another client is refused, with the reason.
+	is.SetAudience("another-client")
+	b.click("Sign out")
+	signIn()
+	b.waitText("the ID token is for another client")
+	b.shot("oidc-refused")
+	b.accessible("refused OIDC sign-in")
+}
