@@ -231,13 +231,6 @@ func TestCLI(t *testing.T) {
 		r = z.cli(ctx, "status", "web")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, vm)
-		// The support bundle holds the claim of the VM's port and minors on both clusters.
-		r = z.cli(ctx, "gather", "--dir", t.TempDir(), "--since", "1h")
-		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		files := readBundle(t, strings.TrimSpace(r.stdout))
-		for _, c := range []string{env.Primary, env.DR} {
-			assert.Contains(t, files["clusters/"+env.ZoneName+"/"+c+"/drbdallocation.yaml"], "request: protect-apps-"+protectVM, c)
-		}
 
 		r = z.cli(ctx, "unprotect", vm)
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
