@@ -78,6 +78,7 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/kubectl && $(GO) mod tidy -diff
 	cd tools/images && $(GO) mod tidy -diff
+	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/promql && $(GO) mod tidy -diff
 
 kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).

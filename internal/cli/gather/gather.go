@@ -139,6 +139,9 @@ func (g *gatherer) workload(ctx context.Context, cl *clusters.Cluster, dir strin
 	if err := g.dump(ctx, cl.Name, c, dir+"/nodes.yaml", &corev1.NodeList{}); err != nil {
 		return err
 	}
+	if err := g.allocation(ctx, cl, dir+"/drbdallocation.yaml"); err != nil {
+		return err
+	}
 	nss := []string{g.in.Namespace}
 	for _, ns := range sortedKeys(vmNamespaces) {
 		nss = append(nss, ns)

@@ -1,0 +1,94 @@
+package installdoc
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
+
+	"github.com/siterecovery/siterecovery/test/harness"
+)
+
+// versionProxy fronts a harness API server for the commands of the page.
+// The harness builds kube-apiserver from the module proxy without the
+// release's version stamp, so its /version reads v0.0.0-master, which the
+// charts' kubeVersion (>=1.30) refuses, as helm checks it on install. The
+// proxy answers /version with the release the binary was built from and
+// passes everything else through: a request with its own Authorization (the
+// minted tokens) as it is, and one with the proxy's own admin token (the
+// admin kubeconfig's client certificate cannot pass a proxy) with the admin
+// certificate. It returns an admin kubeconfig of the proxy: its CA and that
+// token.
+func versionProxy(t *testing.T, name string, admin *rest.Config) []byte {
+	t.Helper()
+	target, err := url.Parse(admin.Host)
+	require.NoError(t, err)
+	asAdmin, err := rest.TransportFor(admin)
+	require.NoError(t, err)
+	anon := rest.AnonymousClientConfig(admin)
+	asCaller, err := rest.TransportFor(anon)
+	require.NoError(t, err)
+	adminToken := rand.Text()
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
+		FlushInterval: -1, // watches stream
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			t.Logf("proxy of %s: %s %s: %v", name, r.Method, r.URL, err)
+			w.WriteHeader(http.StatusBadGateway)
+		},
+		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("Authorization") == "Bearer "+adminToken {
+				r.Header.Del("Authorization")
+				return asAdmin.RoundTrip(r)
+			}
+			return asCaller.RoundTrip(r)
+		}),
+	}
+	v := strings.TrimPrefix(harness.KubeVersion, "v")
+	parts := strings.SplitN(v, ".", 3)
+	info, err := json.Marshal(version.Info{Major: parts[0], Minor: parts[1], GitVersion: harness.KubeVersion, Platform: "linux/amd64"})
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(info)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: %[2]s
+    certificate-authority-data: %[3]s
+users:
+- name: admin
+  user:
+    token: %[4]s
+contexts:
+- name: %[1]s
+  context: {cluster: %[1]s, user: admin}
+current-context: %[1]s
+`, name, srv.URL, encodeBase64(ca), adminToken)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
