@@ -20,7 +20,9 @@ const conflictRetry = 200 * time.Millisecond
 // writeStatus writes the computed status through the agent's flow.StatusWriter,
 // paced by the Coalescer: at most one write per resource per interval, none when
 // nothing changed, and a trailing write (requeue) for a change that came too
-// soon. Events are recorded for condition transitions.
+// soon. Events are recorded for condition transitions; a role change is not
+// one (status.role says it, and pg-controller records one event per group
+// once its replicas share the new role, instead of one per VM).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	key := s.key.String()
 	prev := s.before
@@ -40,9 +42,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	if !out.Wrote {
 		return ctrl.Result{RequeueAfter: out.Hold}, nil
-	}
-	if prev.Role != "" && prev.Role != s.obj.Status.Role {
-		r.event(s.obj, "Normal", "RoleChanged", "DRBD role is %s (was %s)", s.obj.Status.Role, prev.Role)
 	}
 	r.recordTransitions(s.obj, prev.Conditions)
 	return ctrl.Result{}, nil

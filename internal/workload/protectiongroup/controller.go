@@ -188,6 +188,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) recordTransitions(s *scope) {
+	r.recordRoleTransition(s)
 	from, to := s.before.Status.CurrentState, s.group.Status.CurrentState
 	if from == to {
 		return
