@@ -53,7 +53,7 @@ func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string)
 	return []string{
 		fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-management=self",
 		"--webhook-cert-secret=" + w.CertSecret, "--webhook-dns-name=localhost",
-		"--webhook-cert-dir=" + filepath.Join(sb.o.workDir, chart+"-webhook-certs"),
+		"--webhook-cert-dir=" + filepath.Join(sb.o.workDir, chart+"-"+namespace+"-webhook-certs"),
 		"--webhook-configurations=" + strings.Join(names, ","),
 	}, nil
 }
