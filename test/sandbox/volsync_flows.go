@@ -18,7 +18,7 @@ import (
 
 // vsCycles is how many scheduled diff cycles the demo shows after the first,
 // full, one; each waits for the 1m schedule.
-const vsCycles = 2
+const vsCycles = 1
 
 // demoVolSync runs, for the VolSync group: scheduled cycles after writes of
 // 1 % of the disk (diff syncs), a relocate to the DR cluster with its final
@@ -70,11 +70,7 @@ func (sb *sandbox) demoVolSync(ctx context.Context) error {
 		return err
 	}
 	say("%s: no data lost: %s holds exactly what %s held", vsGroup, dr, primary)
-	d, err := sb.vsDRPC(ctx)
-	if err != nil {
-		return err
-	}
-	if err := sb.vsWaitProtected(ctx, dr, d.Status.LastGroupSyncTime); err != nil {
+	if err := sb.vsWaitProtected(ctx, dr, nil); err != nil {
 		return err
 	}
 
@@ -96,7 +92,13 @@ func (sb *sandbox) demoVolSync(ctx context.Context) error {
 	}
 	n = sb.vs.data.Change(vol, 0.05, 30)
 	say("%s: %d blocks written on %s after the last complete sync; they will be lost", vsGroup, n, dr)
-	fr, err := sb.vsFailover(ctx, "vs-disaster-to-primary", primary)
+	// The link comes back once the target is primary: its own syncs (one
+	// mover for both clusters, so one fault) must run for it to be ready,
+	// and the old primary can no longer send it the lost writes.
+	fr, err := sb.vsFailover(ctx, "vs-disaster-to-primary", primary, func() {
+		sb.vs.mover.SetFault(vsAppNS, vsPVCName(), nil)
+		say("%s: %s is primary; replication link restored", vsGroup, primary)
+	})
 	if err != nil {
 		return err
 	}
@@ -115,8 +117,7 @@ func (sb *sandbox) demoVolSync(ctx context.Context) error {
 		return fmt.Errorf("%s holds %s, not the last complete image %s", primary, got, lastImage)
 	}
 	say("%s: %s holds the last complete image (checksum %s); the later writes are absent", vsGroup, primary, short(lastImage))
-	sb.vs.mover.SetFault(vsAppNS, vsPVCName(), nil)
-	say("%s: link restored; the first sync from %s is a full one", vsGroup, primary)
+	say("%s: the first sync from %s is a full one", vsGroup, primary)
 	before := len(sb.vs.mover.Transfers(vsAppNS, vsPVCName()))
 	if err := poll(ctx, 3*time.Minute, func() (bool, error) {
 		return len(sb.vs.mover.Transfers(vsAppNS, vsPVCName())) > before, nil
@@ -300,6 +301,7 @@ func (sb *sandbox) vsRecordProgressions(ctx context.Context) (seen func() []drv1
 	ch := make(chan []drv1alpha1.ProgressionStatus, 1)
 	ch <- nil
 	go func() {
+		finalSynced := false
 		for {
 			if d, err := sb.vsDRPC(ctx); err == nil {
 				s := <-ch
@@ -307,6 +309,14 @@ func (sb *sandbox) vsRecordProgressions(ctx context.Context) (seen func() []drv1
 					s = append(s, p)
 				}
 				ch <- s
+			}
+			// The old primary's VRG says when its final sync completed.
+			v := &drv1alpha1.VolumeReplicationGroup{}
+			if err := sb.zone.Clusters[primary].Client.Get(ctx, client.ObjectKey{Namespace: vsAppNS, Name: vsGroup}, v); err == nil && !finalSynced {
+				if c := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionFinalSynced); c != nil && c.Status == metav1.ConditionTrue {
+					finalSynced = true
+					say("%s: VRG on %s %s: %s", vsGroup, primary, c.Type, c.Message)
+				}
 			}
 			select {
 			case <-done:
@@ -326,7 +336,8 @@ func (sb *sandbox) vsRecordProgressions(ctx context.Context) (seen func() []drv1
 
 // vsFailover runs one unplanned FailoverRequest of the VolSync group,
 // confirmed with the group's name, and prints its timeline.
-func (sb *sandbox) vsFailover(ctx context.Context, name, target string) (*srv1alpha1.FailoverRequest, error) {
+// promoted runs once the VRG on target reports Primary.
+func (sb *sandbox) vsFailover(ctx context.Context, name, target string, promoted func()) (*srv1alpha1.FailoverRequest, error) {
 	q := sb.zone.Clusters["quorum"].Client
 	fr := &srv1alpha1.FailoverRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: vsNamespace, Name: name,
@@ -342,6 +353,14 @@ func (sb *sandbox) vsFailover(ctx context.Context, name, target string) (*srv1al
 	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		if err := q.Get(ctx, client.ObjectKeyFromObject(fr), fr); err != nil {
 			return false, err
+		}
+		if promoted != nil {
+			v := &drv1alpha1.VolumeReplicationGroup{}
+			err := sb.zone.Clusters[target].Client.Get(ctx, client.ObjectKey{Namespace: vsAppNS, Name: vsGroup}, v)
+			if err == nil && v.Status.State == drv1alpha1.PrimaryState {
+				promoted()
+				promoted = nil
+			}
 		}
 		return fr.Status.CompletionTime != nil, nil
 	}); err != nil {
