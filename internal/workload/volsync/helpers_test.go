@@ -44,7 +44,7 @@ const (
 	groupClass   = "cephfs-vgsc"
 	blockSize    = 4096
 	blocks       = 1000
-	wait         = 60 * time.Second
+	wait         = 3 * time.Minute
 	groupLabel   = "app.example.com/cg"
 )
 
