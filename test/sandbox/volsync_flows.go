@@ -92,16 +92,19 @@ func (sb *sandbox) demoVolSync(ctx context.Context) error {
 	}
 	n = sb.vs.data.Change(vol, 0.05, 30)
 	say("%s: %d blocks written on %s after the last complete sync; they will be lost", vsGroup, n, dr)
-	// The link comes back once the target is primary: its own syncs (one
-	// mover for both clusters, so one fault) must run for it to be ready,
-	// and the old primary can no longer send it the lost writes.
-	fr, err := sb.vsFailover(ctx, "vs-disaster-to-primary", primary, func() {
-		sb.vs.mover.SetFault(vsAppNS, vsPVCName(), nil)
-		say("%s: %s is primary; replication link restored", vsGroup, primary)
-	})
+	// The failover completes with the link still down: the new primary's
+	// PVCs are ready, only its protection fails.
+	fr, err := sb.vsFailover(ctx, "vs-disaster-to-primary", primary)
 	if err != nil {
 		return err
 	}
+	if err := sb.vsWaitSyncFailing(ctx, primary); err != nil {
+		return err
+	}
+	// No sync of the disk completes while the link is down.
+	before := len(sb.vs.mover.Transfers(vsAppNS, vsPVCName()))
+	sb.vs.mover.SetFault(vsAppNS, vsPVCName(), nil)
+	say("%s: replication link restored; the mover retries", vsGroup)
 	if c := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk); c != nil {
 		say("%s: data-loss window (%s, %s): %s", vsGroup, c.Type, c.Reason, c.Message)
 	} else {
@@ -117,13 +120,15 @@ func (sb *sandbox) demoVolSync(ctx context.Context) error {
 		return fmt.Errorf("%s holds %s, not the last complete image %s", primary, got, lastImage)
 	}
 	say("%s: %s holds the last complete image (checksum %s); the later writes are absent", vsGroup, primary, short(lastImage))
-	say("%s: the first sync from %s is a full one", vsGroup, primary)
-	before := len(sb.vs.mover.Transfers(vsAppNS, vsPVCName()))
 	if err := poll(ctx, 3*time.Minute, func() (bool, error) {
 		return len(sb.vs.mover.Transfers(vsAppNS, vsPVCName())) > before, nil
 	}); err != nil {
 		return fmt.Errorf("waiting for the first sync after the failover: %w", err)
 	}
+	if first := sb.vs.mover.Transfers(vsAppNS, vsPVCName())[before]; first.Cluster != primary || !first.Full {
+		return fmt.Errorf("the first sync after the failover: %+v, want a full sync from %s", first, primary)
+	}
+	say("%s: the first sync from %s was a full one", vsGroup, primary)
 	say("VolSync demo complete")
 	return nil
 }
@@ -294,6 +299,30 @@ func (sb *sandbox) vsWaitNoCycle(ctx context.Context, cluster string) error {
 	})
 }
 
+// vsWaitSyncFailing waits until the VRG on cluster, primary with its PVCs
+// ready, reports in DataProtected that its syncs fail, and prints why.
+func (sb *sandbox) vsWaitSyncFailing(ctx context.Context, cluster string) error {
+	var why string
+	err := poll(ctx, 3*time.Minute, func() (bool, error) {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := sb.zone.Clusters[cluster].Client.Get(ctx, client.ObjectKey{Namespace: vsAppNS, Name: vsGroup}, v); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		ready := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataReady)
+		protected := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataProtected)
+		why = fmt.Sprintf("DataReady %+v, DataProtected %+v", ready, protected)
+		if ready == nil || ready.Status != metav1.ConditionTrue || protected == nil || protected.Reason != drv1alpha1.ReasonError {
+			return false, nil
+		}
+		say("%s: VRG on %s is primary and DataReady, DataProtected=False: %s", vsGroup, cluster, protected.Message)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: the failing sync on %s (%s): %w", vsGroup, cluster, why, err)
+	}
+	return nil
+}
+
 // vsRecordProgressions polls the DRPC's progression until stopped and
 // returns what it saw so far.
 func (sb *sandbox) vsRecordProgressions(ctx context.Context) (seen func() []drv1alpha1.ProgressionStatus, stop func()) {
@@ -336,8 +365,7 @@ func (sb *sandbox) vsRecordProgressions(ctx context.Context) (seen func() []drv1
 
 // vsFailover runs one unplanned FailoverRequest of the VolSync group,
 // confirmed with the group's name, and prints its timeline.
-// promoted runs once the VRG on target reports Primary.
-func (sb *sandbox) vsFailover(ctx context.Context, name, target string, promoted func()) (*srv1alpha1.FailoverRequest, error) {
+func (sb *sandbox) vsFailover(ctx context.Context, name, target string) (*srv1alpha1.FailoverRequest, error) {
 	q := sb.zone.Clusters["quorum"].Client
 	fr := &srv1alpha1.FailoverRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: vsNamespace, Name: name,
@@ -353,14 +381,6 @@ func (sb *sandbox) vsFailover(ctx context.Context, name, target string, promoted
 	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		if err := q.Get(ctx, client.ObjectKeyFromObject(fr), fr); err != nil {
 			return false, err
-		}
-		if promoted != nil {
-			v := &drv1alpha1.VolumeReplicationGroup{}
-			err := sb.zone.Clusters[target].Client.Get(ctx, client.ObjectKey{Namespace: vsAppNS, Name: vsGroup}, v)
-			if err == nil && v.Status.State == drv1alpha1.PrimaryState {
-				promoted()
-				promoted = nil
-			}
 		}
 		return fr.Status.CompletionTime != nil, nil
 	}); err != nil {
