@@ -4,6 +4,7 @@ import (
 	"context"
 
 	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,13 +28,13 @@ func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err := r.reader.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.mover.unregister(address, r.cluster)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, collectImages(ctx, r.client, r.reader, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
 	if rd.DeletionTimestamp != nil {
 		r.mover.unregister(address, r.cluster)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, collectImages(ctx, r.client, r.reader, req.Namespace, req.Name)
 	}
 	if err := r.ensurePVC(ctx, rd); err != nil {
 		return ctrl.Result{}, err
@@ -47,6 +48,26 @@ func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	rd.Status.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{Address: ptr.To(address), KeySecret: keySecret(rd)}
 	return ctrl.Result{}, client.IgnoreNotFound(r.client.Status().Update(ctx, rd))
+}
+
+// collectImages deletes the snapshots a deleted destination took that nobody
+// kept (do-not-delete): VolSync owns them through an owner reference, which
+// the garbage collector follows, and test API servers run no garbage
+// collector. Read past the cache, so that an image taken a moment before is
+// found too.
+func collectImages(ctx context.Context, c client.Client, reader client.Reader, namespace, rd string) error {
+	list := &snapshotv1.VolumeSnapshotList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{createdByLabel: rd}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if vs := &list.Items[i]; vs.Labels[DoNotDeleteLabel] != "true" {
+			if err := c.Delete(ctx, vs); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ensurePVC creates volsync-<rd>-dst when the destination names no PVC.

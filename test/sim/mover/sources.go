@@ -28,6 +28,9 @@ const ConditionSynchronizing = "Synchronizing"
 // image replaces it.
 const DoNotDeleteLabel = "volsync.backube/do-not-delete"
 
+// createdByLabel names the destination that took a snapshot.
+const createdByLabel = "volsync.backube/created-by"
+
 type sources struct {
 	mover   *Mover
 	cluster string
@@ -186,7 +189,7 @@ func (r *sources) image(ctx context.Context, rd *volsyncv1alpha1.ReplicationDest
 	sum := sha256.Sum256([]byte(r.cluster + "/" + string(rd.UID) + "/" + j.manual))
 	vs := &snapshotv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "volsync-" + rd.Name + "-" + hex.EncodeToString(sum[:])[:10], Namespace: rd.Namespace,
-			Labels: map[string]string{"volsync.backube/created-by": rd.Name}},
+			Labels: map[string]string{createdByLabel: rd.Name}},
 		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(destinationPVC(rd))},
 			VolumeSnapshotClassName: volumeOptions(rd).VolumeSnapshotClassName},
 	}
@@ -197,6 +200,15 @@ func (r *sources) image(ctx context.Context, rd *volsyncv1alpha1.ReplicationDest
 		if err := dst.client.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
 			return nil, err
 		}
+	}
+	// The destination may have gone while the image was taken; its garbage
+	// (collectImages) may have been collected already.
+	now := &volsyncv1alpha1.ReplicationDestination{}
+	if err := dst.reader.Get(ctx, client.ObjectKeyFromObject(rd), now); err != nil || now.UID != rd.UID || now.DeletionTimestamp != nil {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, client.IgnoreNotFound(dst.client.Delete(ctx, vs))
 	}
 	if vs.Status == nil || !ptr.Deref(vs.Status.ReadyToUse, false) {
 		return nil, nil
