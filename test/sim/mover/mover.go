@@ -129,9 +129,14 @@ func (m *Mover) Transfers(namespace, name string) []Transfer {
 	return append([]Transfer(nil), m.transfers[types.NamespacedName{Namespace: namespace, Name: name}]...)
 }
 
+// record adds a completed sync once: a retried write of the same trigger's
+// completion is the same sync.
 func (m *Mover) record(key types.NamespacedName, t Transfer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if all := m.transfers[key]; len(all) > 0 && all[len(all)-1].Cluster == t.Cluster && all[len(all)-1].Manual == t.Manual {
+		return
+	}
 	m.transfers[key] = append(m.transfers[key], t)
 }
 

@@ -262,11 +262,13 @@ func (r *sources) finishSource(ctx context.Context, rs *volsyncv1alpha1.Replicat
 	rs.Status.External = map[string]string{"bytesTransferred": strconv.FormatInt(j.bytes, 10)}
 	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionFalse,
 		Reason: "WaitingForManual", Message: "Synchronization complete, waiting for a manual trigger"})
+	// Recorded first: a mover stopped during the write (a test's crash) may
+	// have written it, and then never syncs this trigger again.
+	key := client.ObjectKeyFromObject(rs)
+	r.mover.record(key, Transfer{Cluster: r.cluster, Manual: manual, Full: j.full, Bytes: j.bytes})
 	if err := r.client.Status().Update(ctx, rs); err != nil {
 		return err
 	}
-	key := client.ObjectKeyFromObject(rs)
-	r.mover.record(key, Transfer{Cluster: r.cluster, Manual: manual, Full: j.full, Bytes: j.bytes})
 	r.mover.setJob(r.jobKey(key), nil)
 	r.mover.succeeded(r.jobKey(key))
 	return nil
