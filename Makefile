@@ -48,11 +48,14 @@ sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for 
 	ln -sf drbdsim $(BIN)/sim/drbdadm
 	ln -sf drbdsim $(BIN)/sim/drbdsetup
 
-sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN)
+# VOLSYNC=1 adds a VolSync zone (DR namespace dr-volsync, one group in diff mode).
+SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync)
+
+sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
 
 demo: build sim-binaries kube-binaries ## Protect, fail over, fail back, and fail over with the primary down.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo $(SANDBOX_FLAGS)
 
 generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into the charts.
 	$(CONTROLLER_GEN) object paths=./apis/...

@@ -162,6 +162,12 @@ spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: un
 YAML
 Logs of every process: %[7]s/logs
 `, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir)
+	if sb.vs != nil {
+		fmt.Fprintf(&b, `The VolSync zone (DR namespace %[1]s):
+  kubectl -n %[1]s get drpc,drpolicies,protectiongroups,failoverrequests
+  kubectl --kubeconfig %[2]s -n %[3]s get replicationgroupsources,volumegroupsnapshots,replicationsources
+`, vsNamespace, sb.kubeconfig(primary), vsAppNS)
+	}
 	fmt.Print(b.String())
 }
 

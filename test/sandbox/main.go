@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&o.workDir, "dir", ".sandbox", "folder for kubeconfigs, logs and simulated node state (recreated)")
 	flag.BoolVar(&o.demo, "demo", false, "run protect, planned failover, failback and unplanned failover, then exit")
 	flag.IntVar(&o.vms, "vms", 3, "number of demo VMs")
+	flag.BoolVar(&o.volsync, "volsync", false, "also run a VolSync zone in a second DR namespace (dr-volsync) with one group in diff mode; with -demo, its cycles, relocate and unplanned failover run first")
 	flag.StringVar(&o.consoleAddr, "console", "127.0.0.1:9443", "address of the web console; empty runs none")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
@@ -45,7 +46,7 @@ func main() {
 type options struct {
 	binDir, workDir string
 	consoleAddr     string
-	demo            bool
+	demo, volsync   bool
 	vms             int
 }
 
@@ -79,6 +80,11 @@ func run(ctx context.Context, o options) error {
 	if err := sb.protectAll(ctx); err != nil {
 		return err
 	}
+	if o.volsync {
+		if err := sb.protectVolSync(ctx); err != nil {
+			return err
+		}
+	}
 	sb.printHelp()
 	if o.consoleAddr != "" {
 		token, err := sb.startConsole(ctx)
@@ -88,6 +94,11 @@ func run(ctx context.Context, o options) error {
 		sb.printConsole(token)
 	}
 	if o.demo {
+		if o.volsync {
+			if err := sb.demoVolSync(ctx); err != nil {
+				return err
+			}
+		}
 		return sb.demo(ctx)
 	}
 	say("running; press Ctrl-C to stop everything")

@@ -47,6 +47,7 @@ type sandbox struct {
 	cancel context.CancelFunc
 	fabric *drbdsim.Fabric
 	state  string
+	vs     *volsyncSims // nil without -volsync
 }
 
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
@@ -72,6 +73,16 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.seed(ctx); err != nil {
 		return sb, err
 	}
+	var vsWebhookArgs []string
+	if o.volsync {
+		sb.vs = newVolsyncSims()
+		if err := sb.seedVolSync(ctx); err != nil {
+			return sb, err
+		}
+		if vsWebhookArgs, err = sb.installWebhooks(ctx, "quorum-control-plane", vsNamespace); err != nil {
+			return sb, fmt.Errorf("registering the admission webhooks of %s: %w", vsNamespace, err)
+		}
+	}
 	simCtx, cancel := context.WithCancel(context.Background())
 	sb.cancel = cancel
 	if err := sb.startSimulators(simCtx); err != nil {
@@ -88,7 +99,7 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.installConfirmationPolicy(ctx); err != nil {
 		return sb, fmt.Errorf("creating the confirmation policy: %w", err)
 	}
-	if err := sb.startProcesses(webhookArgs, zoneWebhookArgs); err != nil {
+	if err := sb.startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs); err != nil {
 		return sb, err
 	}
 	err = sb.waitWebhooks(ctx)
@@ -119,8 +130,15 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: time.Second, StopDelay: time.Second, NodeName: n.name}); err != nil {
 			return err
 		}
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}}); err != nil {
+		// With VolSync, the snapshot simulator restores claims from
+		// snapshots, copying their blocks before they bind.
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}, SkipRestores: sb.vs != nil}); err != nil {
 			return err
+		}
+		if sb.vs != nil {
+			if err := sb.setupVolSyncSims(mgr, cluster); err != nil {
+				return err
+			}
 		}
 		go func() { _ = mgr.Start(ctx) }()
 	}
@@ -128,7 +146,7 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 }
 
 // startProcesses runs the product's binaries against the three clusters.
-func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs []string) error {
+func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []string) error {
 	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
 	sb.procs = append(sb.procs,
@@ -136,6 +154,9 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs []string) error {
 			args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)},
 		&process{name: "zone-webhook", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
 			args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
+	if sb.vs != nil {
+		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, common))
+	}
 	for _, cluster := range []string{primary, dr} {
 		n := nodes[cluster]
 		sb.procs = append(sb.procs,

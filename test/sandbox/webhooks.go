@@ -53,7 +53,7 @@ func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string)
 	return []string{
 		fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-management=self",
 		"--webhook-cert-secret=" + w.CertSecret, "--webhook-dns-name=localhost",
-		"--webhook-cert-dir=" + filepath.Join(sb.o.workDir, chart+"-webhook-certs"),
+		"--webhook-cert-dir=" + filepath.Join(sb.o.workDir, chart+"-"+namespace+"-webhook-certs"),
 		"--webhook-configurations=" + strings.Join(names, ","),
 	}, nil
 }
@@ -86,7 +86,13 @@ func (sb *sandbox) waitWebhooks(ctx context.Context) error {
 			TargetCluster: dr, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 60},
 	}
 	zone := chartrender.ZoneWebhookProbe(drNamespace)
-	for _, obj := range []client.Object{probe, zone} {
+	probes := []client.Object{probe, zone}
+	if sb.vs != nil {
+		vs := probe.DeepCopy()
+		vs.Namespace = vsNamespace
+		probes = append(probes, vs)
+	}
+	for _, obj := range probes {
 		err := poll(ctx, time.Minute, func() (bool, error) {
 			err := q.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
 			if err == nil {

@@ -146,6 +146,21 @@ func TestVolSyncFlows(t *testing.T) {
 	require.False(t, rb[0].Full, "diff mode compares the PVC with the image")
 	require.Zero(t, rb[0].Bytes, "no sync was interrupted: nothing differs, nothing moves")
 	z.waitEvent(string(drv1alpha1.DRStateFailedOver), "restored from the last complete sync at")
+	// With the link still down the new primary's cycles fail: its PVCs stay
+	// ready, and DataProtected names the failure (the failover above did not
+	// wait for a cycle that cannot reach the lost site).
+	env.Eventually(t, timeout, "the new primary reports the failing sync", func() error {
+		v := z.vrgOn(D)
+		ready := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataReady)
+		protected := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataProtected)
+		if ready == nil || ready.Status != metav1.ConditionTrue || protected == nil || protected.Status != metav1.ConditionFalse ||
+			!strings.Contains(protected.Message, "link down") {
+			return fmt.Errorf("DataReady %+v, DataProtected %+v", ready, protected)
+		}
+		return nil
+	})
+	z.waitPhase(drv1alpha1.DRStateFailedOver, D)
+	// Once the link is back, the mover's retry makes the next cycle succeed.
 	z.f.Mover.SetFault(env.AppNS, pvc, nil)
 
 	// The old primary turns secondary and the first sync from the new

@@ -44,7 +44,7 @@ const (
 	groupClass   = "cephfs-vgsc"
 	blockSize    = 4096
 	blocks       = 1000
-	wait         = 60 * time.Second
+	wait         = 3 * time.Minute
 	groupLabel   = "app.example.com/cg"
 )
 
@@ -465,4 +465,15 @@ func (g *group) rolledBack(t *testing.T, ns string, last map[string]string, diff
 			require.Equal(t, z.data.Size(), tr[0].Bytes)
 		}
 	}
+	// The old primary has no destination, as after a disaster: the new
+	// primary's cycles cannot connect. Its PVCs stay ready; DataProtected
+	// names the failure.
+	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		protected := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataProtected)
+		if !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) || protected == nil ||
+			protected.Status != metav1.ConditionFalse || !strings.Contains(protected.Message, "cannot connect to") {
+			return fmt.Errorf("conditions %+v", v.Status.Conditions)
+		}
+		return nil
+	})
 }

@@ -105,19 +105,23 @@ func volSyncConditions(s *scope) (ready, protected metav1.Condition) {
 		set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, "the VolSync consistency groups are not set up yet")
 		return ready, protected
 	}
-	syncs := groupSyncs(s)
-	for _, g := range syncs {
-		if g.problem != "" {
-			set(metav1.ConditionFalse, drv1alpha1.ReasonError, fmt.Sprintf("%s: %s", g.name, g.problem))
-			return ready, protected
-		}
-	}
 	readyReason := drv1alpha1.ReasonReady
 	if !s.primary() {
 		readyReason = drv1alpha1.ReasonReplicated
 	}
 	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, readyReason, drv1alpha1.MessagePVCReady
 	protected.Status, protected.Reason, protected.Message = metav1.ConditionTrue, drv1alpha1.ReasonDataProtected, drv1alpha1.MessagePVCDataProtected
+	// A failing cycle leaves the primary's PVCs usable: it is a replication
+	// problem, so only DataProtected says so. Were DataReady to drop, an
+	// unplanned failover with the link down would wait forever for the new
+	// primary, whose first cycle cannot reach the lost site.
+	syncs := groupSyncs(s)
+	for _, g := range syncs {
+		if g.problem != "" {
+			protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, drv1alpha1.ReasonError, fmt.Sprintf("%s: %s", g.name, g.problem)
+			return ready, protected
+		}
+	}
 	for _, g := range syncs {
 		if g.lastSync == nil {
 			protected.Status, protected.Reason, protected.Message = metav1.ConditionFalse, drv1alpha1.ReasonProgressing,

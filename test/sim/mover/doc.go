@@ -24,4 +24,11 @@
 // bytes moved (status.external["bytesTransferred"] and the mover log), and the
 // mover records a Transfer. A Fault makes a source fail, or stall after writing
 // half of its blocks, until it is cleared.
+//
+// Failures are reported as VolSync reports them: a failed mover (a Fault, no
+// destination at the address, a failed handshake) sets latestMoverStatus
+// Failed with its log while Synchronizing stays True (SyncInProgress), and
+// the mover runs again after a backoff that doubles up to two seconds; only
+// the controller's own errors (the source's key Secret missing) set
+// Synchronizing's reason Error.
 package mover

@@ -50,6 +50,9 @@ type Mover struct {
 	faults    map[types.NamespacedName]Fault
 	transfers map[types.NamespacedName][]Transfer
 	jobs      map[string]*job
+	// failures counts the failed attempts of a source's sync since its last
+	// success, for the backoff of its retries.
+	failures map[string]int
 }
 
 // endpoint is a destination an address resolves to.
@@ -75,7 +78,29 @@ type job struct {
 // New returns a mover that moves the blocks of data.
 func New(data *blockstore.Store) *Mover {
 	return &Mover{data: data, endpoints: map[string]endpoint{}, faults: map[types.NamespacedName]Fault{},
-		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}}
+		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}, failures: map[string]int{}}
+}
+
+// maxBackoff caps the wait before a failed mover runs again, so that a test
+// sees it recover soon after its fault clears.
+const maxBackoff = 2 * time.Second
+
+// backoff counts a failed attempt of the source key and returns the wait
+// before the next one: Poll, doubling with each failure up to maxBackoff.
+func (m *Mover) backoff(key string) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.failures[key]
+	m.failures[key] = n + 1
+	d := Poll << min(n, 5)
+	return min(d, maxBackoff)
+}
+
+// succeeded forgets the failures of the source key once its sync succeeded.
+func (m *Mover) succeeded(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.failures, key)
 }
 
 // SetFault sets (or with nil clears) the fault of a ReplicationSource.
@@ -104,9 +129,14 @@ func (m *Mover) Transfers(namespace, name string) []Transfer {
 	return append([]Transfer(nil), m.transfers[types.NamespacedName{Namespace: namespace, Name: name}]...)
 }
 
+// record adds a completed sync once: a retried write of the same trigger's
+// completion is the same sync.
 func (m *Mover) record(key types.NamespacedName, t Transfer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if all := m.transfers[key]; len(all) > 0 && all[len(all)-1].Cluster == t.Cluster && all[len(all)-1].Manual == t.Manual {
+		return
+	}
 	m.transfers[key] = append(m.transfers[key], t)
 }
 

@@ -53,11 +53,11 @@ func (r *sources) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 	if f, ok := r.mover.fault(req.NamespacedName); ok && f.Fail != "" {
-		return ctrl.Result{RequeueAfter: Poll}, r.setFailed(ctx, rs, "mover failed: "+f.Fail)
+		return r.moverFailed(ctx, rs, f.Fail)
 	}
 	dst, ok := r.mover.resolve(address(rs))
 	if !ok {
-		return ctrl.Result{RequeueAfter: Poll}, r.setFailed(ctx, rs, fmt.Sprintf("cannot connect to %s", address(rs)))
+		return r.moverFailed(ctx, rs, fmt.Sprintf("cannot connect to %s", address(rs)))
 	}
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	if err := dst.client.Get(ctx, dst.key, rd); err != nil {
@@ -66,11 +66,14 @@ func (r *sources) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if rd.Spec.Paused {
 		return ctrl.Result{RequeueAfter: Poll}, nil
 	}
-	if msg, err := r.handshake(ctx, rs, rd, dst); err != nil || msg != "" {
-		if err != nil {
+	if ctrlErr, moverErr, err := r.handshake(ctx, rs, rd, dst); err != nil || ctrlErr != "" || moverErr != "" {
+		switch {
+		case err != nil:
 			return ctrl.Result{}, err
+		case ctrlErr != "":
+			return ctrl.Result{RequeueAfter: Poll}, r.setError(ctx, rs, ctrlErr)
 		}
-		return ctrl.Result{RequeueAfter: Poll}, r.setFailed(ctx, rs, msg)
+		return r.moverFailed(ctx, rs, moverErr)
 	}
 	j, err := r.start(ctx, rs, rd, dst, manual)
 	if err != nil || j == nil {
@@ -248,31 +251,56 @@ func (r *sources) finishSource(ctx context.Context, rs *volsyncv1alpha1.Replicat
 	rs.Status.External = map[string]string{"bytesTransferred": strconv.FormatInt(j.bytes, 10)}
 	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionFalse,
 		Reason: "WaitingForManual", Message: "Synchronization complete, waiting for a manual trigger"})
+	// Recorded first: a mover stopped during the write (a test's crash) may
+	// have written it, and then never syncs this trigger again.
+	key := client.ObjectKeyFromObject(rs)
+	r.mover.record(key, Transfer{Cluster: r.cluster, Manual: manual, Full: j.full, Bytes: j.bytes})
 	if err := r.client.Status().Update(ctx, rs); err != nil {
 		return err
 	}
-	key := client.ObjectKeyFromObject(rs)
-	r.mover.record(key, Transfer{Cluster: r.cluster, Manual: manual, Full: j.full, Bytes: j.bytes})
 	r.mover.setJob(r.jobKey(key), nil)
+	r.mover.succeeded(r.jobKey(key))
 	return nil
 }
 
-// setFailed reports a failed attempt; the mover retries.
-func (r *sources) setFailed(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, msg string) error {
+// moverFailed reports a failed mover as VolSync does: the latest mover status
+// is Failed with the mover's log, the sync stays in progress, and the mover
+// runs again, after a backoff that grows with each failure (VolSync reruns a
+// failed mover Job and recreates it once its backoff limit is reached).
+func (r *sources) moverFailed(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, msg string) (ctrl.Result, error) {
+	retry := r.mover.backoff(r.jobKey(client.ObjectKeyFromObject(rs)))
 	if rs.Status == nil {
 		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
 	}
-	if c := meta.FindStatusCondition(rs.Status.Conditions, ConditionSynchronizing); c != nil && c.Reason == "Error" && c.Message == msg {
-		return nil
+	if m := rs.Status.LatestMoverStatus; m != nil && m.Result == volsyncv1alpha1.MoverResultFailed && m.Logs == msg &&
+		meta.IsStatusConditionTrue(rs.Status.Conditions, ConditionSynchronizing) {
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	rs.Status.LatestMoverStatus = &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed, Logs: msg}
-	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionFalse, Reason: "Error", Message: msg})
+	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionTrue,
+		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Synchronization in-progress"})
+	return ctrl.Result{RequeueAfter: retry}, client.IgnoreNotFound(r.client.Status().Update(ctx, rs))
+}
+
+// setError reports an error of VolSync's controller itself, before any mover
+// runs: the Synchronizing condition's reason Error.
+func (r *sources) setError(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, msg string) error {
+	if rs.Status == nil {
+		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
+	}
+	if c := meta.FindStatusCondition(rs.Status.Conditions, ConditionSynchronizing); c != nil && c.Reason == volsyncv1alpha1.SynchronizingReasonError && c.Message == msg {
+		return nil
+	}
+	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: ConditionSynchronizing, Status: metav1.ConditionFalse,
+		Reason: volsyncv1alpha1.SynchronizingReasonError, Message: msg})
 	return client.IgnoreNotFound(r.client.Status().Update(ctx, rs))
 }
 
 // handshake plays the TLS handshake of the two movers: both must read the same
-// pre-shared key; it returns why they cannot connect, empty when they can.
-func (r *sources) handshake(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, rd *volsyncv1alpha1.ReplicationDestination, dst endpoint) (string, error) {
+// pre-shared key. It returns why they cannot connect: ctrlErr when the
+// source's controller cannot read its key (no mover starts), moverErr when
+// the handshake fails; both empty when they connect.
+func (r *sources) handshake(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, rd *volsyncv1alpha1.ReplicationDestination, dst endpoint) (ctrlErr, moverErr string, err error) {
 	read := func(c client.Reader, namespace, name string) ([]byte, error) {
 		s := &corev1.Secret{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
@@ -282,22 +310,22 @@ func (r *sources) handshake(ctx context.Context, rs *volsyncv1alpha1.Replication
 	}
 	srcKey, err := read(r.reader, rs.Namespace, sourceKeySecret(rs))
 	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("key Secret %s not found", sourceKeySecret(rs)), nil
+		return fmt.Sprintf("key Secret %s not found", sourceKeySecret(rs)), "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	dstKey, err := read(dst.reader, rd.Namespace, destinationKeySecret(rd))
 	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("TLS handshake with %s failed: the destination has no key Secret %s", address(rs), destinationKeySecret(rd)), nil
+		return "", fmt.Sprintf("TLS handshake with %s failed: the destination has no key Secret %s", address(rs), destinationKeySecret(rd)), nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if len(srcKey) == 0 || !bytes.Equal(srcKey, dstKey) {
-		return fmt.Sprintf("TLS handshake with %s failed: the pre-shared keys differ", address(rs)), nil
+		return "", fmt.Sprintf("TLS handshake with %s failed: the pre-shared keys differ", address(rs)), nil
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // sourceKeySecret is the Secret a source reads its pre-shared key from.

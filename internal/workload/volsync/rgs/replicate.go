@@ -17,10 +17,6 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
 
-// conditionSynchronizing is VolSync's condition on a ReplicationSource; reason
-// Error says the last attempt failed.
-const conditionSynchronizing = "Synchronizing"
-
 // replicate points one ReplicationSource per PVC at the PVC's restored copy and
 // triggers it with the cycle's name, then waits until every one reports it.
 func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -38,9 +34,8 @@ func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, erro
 		switch st := rs.Status; {
 		case st != nil && st.LastManualSync == s.cycle():
 			s.synced++
-		case st != nil && failed(st):
-			c := meta.FindStatusCondition(st.Conditions, conditionSynchronizing)
-			failing = append(failing, fmt.Sprintf("PVC %s: %s", pvc, flow.Truncate(c.Message, 200)))
+		case st != nil && failure(st) != "":
+			failing = append(failing, fmt.Sprintf("PVC %s: %s", pvc, flow.Truncate(failure(st), 200)))
 		default:
 			pending = append(pending, pvc)
 		}
@@ -55,9 +50,26 @@ func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
-func failed(st *volsyncv1alpha1.ReplicationSourceStatus) bool {
-	c := meta.FindStatusCondition(st.Conditions, conditionSynchronizing)
-	return c != nil && c.Reason == "Error"
+// failure says why a ReplicationSource's sync does not complete, empty while
+// nothing failed. VolSync reports its own errors (a Secret it cannot read) as
+// the Synchronizing condition's reason Error, and a failed mover (it cannot
+// connect, the handshake fails) as the latest mover status with its log,
+// while it runs the mover again: the sync stays in progress.
+func failure(st *volsyncv1alpha1.ReplicationSourceStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, volsyncv1alpha1.ConditionSynchronizing); c != nil && c.Reason == volsyncv1alpha1.SynchronizingReasonError {
+		return c.Message
+	}
+	if m := st.LatestMoverStatus; m != nil && m.Result == volsyncv1alpha1.MoverResultFailed {
+		return "the mover failed: " + lastLine(m.Logs)
+	}
+	return ""
+}
+
+// lastLine is the last non-empty line of a mover's log, where it says why it
+// stopped.
+func lastLine(logs string) string {
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // ensureSource creates or updates the ReplicationSource of one PVC for this
