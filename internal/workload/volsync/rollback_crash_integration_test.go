@@ -155,7 +155,7 @@ func rollbackCrash(t *testing.T, z *zone, ns string, diff bool) {
 	z.startSims(t, harness.DR)
 
 	g.rolledBack(t, ns, last, diff)
-	requireNoRollbackLeft(t, z.secondary, ns)
+	waitNoRollbackLeft(t, z.secondary, ns)
 
 	// The former secondary's images go with its destinations: the PVCs are
 	// the application's now, and each image would hold a copy of one.
@@ -189,20 +189,29 @@ func (g *group) imageNames() []string {
 	return out
 }
 
-// requireNoRollbackLeft checks that no object of the VRG's rollback remains.
-func requireNoRollbackLeft(t *testing.T, c client.Client, ns string) {
+// waitNoRollbackLeft waits until no object of the VRG's rollback remains: the
+// rollback deletes them as its last step, and a deleted PVC or snapshot may
+// take a moment to go.
+func waitNoRollbackLeft(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	mine := client.MatchingLabels{vrg.RollbackLabel: "app"}
-	lists := map[string]client.ObjectList{
-		"PVCs":                    &corev1.PersistentVolumeClaimList{},
-		"VolumeSnapshots":         &snapshotv1.VolumeSnapshotList{},
-		"ReplicationSources":      &volsyncv1alpha1.ReplicationSourceList{},
-		"ReplicationDestinations": &volsyncv1alpha1.ReplicationDestinationList{},
-	}
-	for kind, list := range lists {
-		require.NoError(t, c.List(context.Background(), list, client.InNamespace(ns), mine))
-		require.Zero(t, meta.LenList(list), "rollback %s left behind", kind)
-	}
+	eventually(t, "no object of the rollback left", func() error {
+		lists := map[string]client.ObjectList{
+			"PVCs":                    &corev1.PersistentVolumeClaimList{},
+			"VolumeSnapshots":         &snapshotv1.VolumeSnapshotList{},
+			"ReplicationSources":      &volsyncv1alpha1.ReplicationSourceList{},
+			"ReplicationDestinations": &volsyncv1alpha1.ReplicationDestinationList{},
+		}
+		for kind, list := range lists {
+			if err := c.List(context.Background(), list, client.InNamespace(ns), mine); err != nil {
+				return err
+			}
+			if n := meta.LenList(list); n > 0 {
+				return fmt.Errorf("%d rollback %s left", n, kind)
+			}
+		}
+		return nil
+	})
 }
 
 // vrgPair is a group protected by a primary VRG with two PVCs and a secondary
