@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Button, Label, PageSection, Spinner, Title } from '@patternfly/react-core';
-import { ExpandableRowContent, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import { ExpandableRowContent, InnerScrollContainer, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { OperationView } from '../api';
 import { PhaseLabel } from '../components/Badges';
 import { Problem } from '../components/Problem';
@@ -23,87 +23,91 @@ export function Operations() {
       </PageSection>
       <PageSection>
         <Problem error={error} title="Could not read the operations" />
-        <Table aria-label="Operations" variant="compact">
-          <Thead>
-            <Tr>
-              <Th screenReaderText="Details" />
-              <Th>Request</Th>
-              <Th>Kind</Th>
-              <Th>Group</Th>
-              <Th>Target</Th>
-              <Th>Phase</Th>
-              <Th>Safety checks</Th>
-              <Th>Created</Th>
-              <Th>By</Th>
-              <Th>Duration</Th>
-            </Tr>
-          </Thead>
-          {ops.map((o, i) => {
-            const key = `${o.kind}/${o.namespace}/${o.name}`;
-            const expanded = !!open[key];
-            return (
-              <Tbody key={key} isExpanded={expanded}>
+        {/* Ten columns do not fit a narrow window: the table scrolls sideways
+            rather than cutting off its last columns. */}
+        <InnerScrollContainer>
+          <Table aria-label="Operations" variant="compact">
+            <Thead>
+              <Tr>
+                <Th screenReaderText="Details" />
+                <Th>Request</Th>
+                <Th>Kind</Th>
+                <Th>Group</Th>
+                <Th>Target</Th>
+                <Th>Phase</Th>
+                <Th modifier="wrap">Safety checks</Th>
+                <Th>Created</Th>
+                <Th>By</Th>
+                <Th>Duration</Th>
+              </Tr>
+            </Thead>
+            {ops.map((o, i) => {
+              const key = `${o.kind}/${o.namespace}/${o.name}`;
+              const expanded = !!open[key];
+              return (
+                <Tbody key={key} isExpanded={expanded}>
+                  <Tr>
+                    <Td
+                      expand={{ rowIndex: i, isExpanded: expanded, onToggle: () => setOpen({ ...open, [key]: !expanded }) }}
+                    />
+                    <Td dataLabel="Request">{o.name}</Td>
+                    <Td dataLabel="Kind">
+                      {o.kind} {o.type && <Label isCompact>{o.type}</Label>}
+                    </Td>
+                    <Td dataLabel="Group">
+                      <Button variant="link" isInline onClick={() => navigate(groupPath(o.namespace, o.group))}>
+                        {o.namespace}/{o.group}
+                      </Button>
+                    </Td>
+                    <Td dataLabel="Target">{o.target || '—'}</Td>
+                    <Td dataLabel="Phase">
+                      <PhaseLabel phase={o.phase} finished={o.finished} succeeded={o.succeeded} />
+                    </Td>
+                    <Td dataLabel="Safety checks">
+                      {o.kind === 'FailoverRequest' ? `lock: ${o.lock ?? 'not yet'}; taints: ${o.taints ?? 'not yet'}` : '—'}
+                    </Td>
+                    <Td dataLabel="Created">{when(o.created)}</Td>
+                    <Td dataLabel="By">{o.createdBy || 'unknown'}</Td>
+                    <Td dataLabel="Duration">{seconds(o.durationSeconds)}</Td>
+                  </Tr>
+                  <Tr isExpanded={expanded}>
+                    <Td colSpan={10}>
+                      <ExpandableRowContent>
+                        <Timeline op={o} />
+                        {o.message && <p>{o.message}</p>}
+                        {o.checks && o.checks.length > 0 && (
+                          <ul aria-label="Check results">
+                            {o.checks.map((c) => (
+                              <li key={c.vm + c.check}>
+                                {c.passed ? '✔' : '✘'} {c.vm}: {c.check} {c.message}
+                              </li>
+                            ))}
+                          </ul>
+                        )}
+                        {o.conditions && o.conditions.length > 0 && (
+                          <ul aria-label="Conditions">
+                            {o.conditions.map((c) => (
+                              <li key={c.type}>
+                                {c.type}={c.status} {c.reason} {c.message}
+                              </li>
+                            ))}
+                          </ul>
+                        )}
+                      </ExpandableRowContent>
+                    </Td>
+                  </Tr>
+                </Tbody>
+              );
+            })}
+            {ops.length === 0 && (
+              <Tbody>
                 <Tr>
-                  <Td
-                    expand={{ rowIndex: i, isExpanded: expanded, onToggle: () => setOpen({ ...open, [key]: !expanded }) }}
-                  />
-                  <Td dataLabel="Request">{o.name}</Td>
-                  <Td dataLabel="Kind">
-                    {o.kind} {o.type && <Label isCompact>{o.type}</Label>}
-                  </Td>
-                  <Td dataLabel="Group">
-                    <Button variant="link" isInline onClick={() => navigate(groupPath(o.namespace, o.group))}>
-                      {o.namespace}/{o.group}
-                    </Button>
-                  </Td>
-                  <Td dataLabel="Target">{o.target || '—'}</Td>
-                  <Td dataLabel="Phase">
-                    <PhaseLabel phase={o.phase} finished={o.finished} succeeded={o.succeeded} />
-                  </Td>
-                  <Td dataLabel="Safety checks">
-                    {o.kind === 'FailoverRequest' ? `lock: ${o.lock ?? 'not yet'}; taints: ${o.taints ?? 'not yet'}` : '—'}
-                  </Td>
-                  <Td dataLabel="Created">{when(o.created)}</Td>
-                  <Td dataLabel="By">{o.createdBy || 'unknown'}</Td>
-                  <Td dataLabel="Duration">{seconds(o.durationSeconds)}</Td>
-                </Tr>
-                <Tr isExpanded={expanded}>
-                  <Td colSpan={10}>
-                    <ExpandableRowContent>
-                      <Timeline op={o} />
-                      {o.message && <p>{o.message}</p>}
-                      {o.checks && o.checks.length > 0 && (
-                        <ul aria-label="Check results">
-                          {o.checks.map((c) => (
-                            <li key={c.vm + c.check}>
-                              {c.passed ? '✔' : '✘'} {c.vm}: {c.check} {c.message}
-                            </li>
-                          ))}
-                        </ul>
-                      )}
-                      {o.conditions && o.conditions.length > 0 && (
-                        <ul aria-label="Conditions">
-                          {o.conditions.map((c) => (
-                            <li key={c.type}>
-                              {c.type}={c.status} {c.reason} {c.message}
-                            </li>
-                          ))}
-                        </ul>
-                      )}
-                    </ExpandableRowContent>
-                  </Td>
+                  <Td colSpan={10}>No operations yet.</Td>
                 </Tr>
               </Tbody>
-            );
-          })}
-          {ops.length === 0 && (
-            <Tbody>
-              <Tr>
-                <Td colSpan={10}>No operations yet.</Td>
-              </Tr>
-            </Tbody>
-          )}
-        </Table>
+            )}
+          </Table>
+        </InnerScrollContainer>
       </PageSection>
     </>
   );
