@@ -2,7 +2,6 @@ package failover
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -173,15 +172,9 @@ func (r *StandDown) standDownCluster(ctx context.Context, rc *remote.Remote, g *
 	if err != nil {
 		return false, strings.Join(asked, " and "), err
 	}
-	var primaries []string
+	secondary := carries(pg, res, want)
 	for i := range res {
-		if res[i].Status.Role != string(srv1alpha1.RoleSecondary) {
-			primaries = append(primaries, res[i].Name)
-		}
+		secondary = secondary && res[i].Status.Role == string(srv1alpha1.RoleSecondary)
 	}
-	sort.Strings(primaries)
-	if len(primaries) > 0 || !carries(pg, res, want) {
-		return false, strings.Join(asked, " and "), nil
-	}
-	return true, strings.Join(asked, " and "), nil
+	return secondary, strings.Join(asked, " and "), nil
 }
