@@ -87,16 +87,23 @@ const (
 // A benchmark calls it before a measured window. It gives up after limit and
 // reports whether the processes became quiet.
 func WaitQuiet(ctx context.Context, limit time.Duration) bool {
+	return waitQuiet(ctx, limit, SampleCPU)
+}
+
+// waitQuiet is WaitQuiet with the CPU sampler as a parameter, so that its
+// decision can be tested on known figures: on a machine that other processes
+// load, goroutines that spin get less CPU than the budget and look idle.
+func waitQuiet(ctx context.Context, limit time.Duration, sample func() CPUSample) bool {
 	budget := time.Duration(float64(quietInterval) * quietShare * float64(runtime.NumCPU()))
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		before := SampleCPU()
+		before := sample()
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(quietInterval):
 		}
-		if SampleCPU().Used(before) < budget {
+		if sample().Used(before) < budget {
 			return true
 		}
 	}
