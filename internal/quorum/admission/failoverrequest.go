@@ -15,7 +15,14 @@ import (
 // The confirmation and the disaster-operator right of an unplanned or forced
 // request are checked by the API server itself, with the protectionzone
 // chart's ValidatingAdmissionPolicy, so that they hold where no webhook runs.
-type failoverRequests struct{ client client.Reader }
+//
+// The group and zone come from the cache; the unfinished requests it warns of
+// are listed uncached, because a request created a moment before is exactly
+// the one a user must hear of, and creates are rare.
+type failoverRequests struct {
+	client   client.Reader
+	requests client.Reader
+}
 
 var _ admission.Validator[*srv1alpha1.FailoverRequest] = &failoverRequests{}
 
@@ -41,7 +48,7 @@ func (v *failoverRequests) ValidateCreate(ctx context.Context, fr *srv1alpha1.Fa
 // queued warns of the unfinished requests of the same group.
 func (v *failoverRequests) queued(ctx context.Context, fr *srv1alpha1.FailoverRequest, group string) (admission.Warnings, error) {
 	list := &srv1alpha1.FailoverRequestList{}
-	if err := v.client.List(ctx, list, client.InNamespace(fr.Namespace)); err != nil {
+	if err := v.requests.List(ctx, list, client.InNamespace(fr.Namespace)); err != nil {
 		return nil, err
 	}
 	var warnings admission.Warnings

@@ -18,7 +18,7 @@ import (
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	c := mgr.GetClient()
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.FailoverRequest{}).
-		WithValidator(&failoverRequests{client: c}).Complete(); err != nil {
+		WithValidator(&failoverRequests{client: c, requests: mgr.GetAPIReader()}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.TestFailover{}).
