@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -38,7 +39,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controllerOptions()).
 		For(&srv1alpha1.ProtectionRequest{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&srv1alpha1.ProtectionZone{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfZone),
@@ -53,6 +54,13 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.byGroupCopy},
 		}, Clusters: remote.ZoneMap(r.requestsOfZone)})).
 		Complete(r)
+}
+
+// controllerOptions runs one reconcile at a time and retries a failed one with
+// flow's capped backoff: a request whose status writes failed all through a
+// quorum API server outage would otherwise sleep for minutes after it.
+func controllerOptions() controller.Options {
+	return controller.Options{MaxConcurrentReconciles: 1, RateLimiter: flow.RetryLimiter()}
 }
 
 // byLabel maps an object this controller created back to its request, when the
