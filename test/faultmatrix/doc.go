@@ -1,0 +1,9 @@
+// Package faultmatrix is what every fault matrix of the integration tests
+// shares: the seeded rotation that picks the cells a run covers (the
+// -fault-matrix.* flags and the seed variable), and the safety recorder that
+// watches both workload clusters for a VM running on two of them at once,
+// through API server outages.
+//
+// A matrix is flow × fault × the step the fault lands in; the cells, how a
+// fault is injected and what a flow must end in stay with the flow's tests.
+package faultmatrix
