@@ -122,7 +122,8 @@ func (r *Reconciler) runner() flow.Runner[*scope, srv1alpha1.ProtectionPhase] {
 				if err := r.load(ctx, s); err != nil {
 					return ctrl.Result{}, err
 				}
-				return st(ctx, s)
+				res, err := st(ctx, s)
+				return res, r.unreachable(s, err, "protection")
 			}
 		},
 		Report: r.handleError,

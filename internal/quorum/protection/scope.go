@@ -117,10 +117,4 @@ func (r *Reconciler) load(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// remoteErr wraps an error of a workload API call as a transient error naming
-// the cluster and what was attempted.
-func remoteErr(cluster, what string, err error) error {
-	return flow.Transient(ReasonRequestFailed, fmt.Errorf("%s on cluster %s: %w", what, cluster, err))
-}
-
 func asReconcileError(err error, target **flow.Error) bool { return errors.As(err, target) }

@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 // unprotect runs the steps in order until one has to wait.
 func (r *Reconciler) unprotect(ctx context.Context, s *scope) error {
 	_, err := flow.RunPhases(ctx, s, r.unprotectSteps()...)
-	return err
+	return r.unreachable(s, err, "removing protection")
 }
 
 // loadForDelete connects both clusters and checks that they answer: removing
