@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// SeedEnv, when set and no -fault-matrix.seed is given, fixes the rotation
-// instead of the day number: CI pins a slice whose cells have all been seen to
+// SeedEnv names the variable that, when set and no -fault-matrix.seed is
+// given, fixes the rotation instead of the day number: CI pins a slice whose cells have all been seen to
 // pass, so a cell not yet validated turns no landing red.
 const SeedEnv = "SITERECOVERY_FAULT_MATRIX_SEED"
 

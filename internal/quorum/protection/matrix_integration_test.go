@@ -218,7 +218,7 @@ func (m *matrix) holdWatching(t *testing.T, c cell, name string) string {
 			return held + " → Protected while the fault lasted"
 		}
 		held = ready.Reason
-		if len(ready.Message) > 0 {
+		if ready.Message != "" {
 			held += ": " + ready.Message
 		}
 	}

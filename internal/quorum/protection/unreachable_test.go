@@ -41,12 +41,12 @@ func TestUnreachableNamesTheClusterNotTheURL(t *testing.T) {
 	// An API server that answered with an error is not unreachable.
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "siterecovery.trilio.io", Resource: "drbdresources"}, "", errors.New("no right"))
 	answered := remoteErr("dr-cluster", "listing DRBDResources", forbidden)
-	if got := r.unreachable(&scope{}, answered, "protection"); got != answered {
+	if got := r.unreachable(&scope{}, answered, "protection"); !errors.Is(got, answered) {
 		t.Fatalf("an answered call became %v", got)
 	}
 	// So is an error that is not a call to a workload cluster.
 	other := flow.Transient(ReasonRequestFailed, errors.New("listing ProtectionRequests: conflict"))
-	if got := r.unreachable(&scope{}, other, "protection"); got != other {
+	if got := r.unreachable(&scope{}, other, "protection"); !errors.Is(got, other) {
 		t.Fatalf("a quorum call became %v", got)
 	}
 }
