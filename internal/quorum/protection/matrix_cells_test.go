@@ -63,13 +63,17 @@ func allCells() []cell {
 // ciCells is how many cells make test runs.
 const ciCells = 3
 
-// validatedFaults are the faults whose cells have all been seen to pass; the
-// rotation of make test draws only from them.
+// validatedFaults are the faults whose cells have all been seen to pass (all
+// 56 cells, in two runs of every fault with different seeds); the rotation of
+// make test draws only from them. A new fault joins once its cells have.
 var validatedFaults = []string{
 	"quorum-manager killed",
+	"pg-controller killed on source",
+	"pg-controller killed on target",
 	"agent killed on source",
 	"agent killed on target",
-	"pg-controller killed on source",
+	"source API server stopped",
+	"target API server stopped",
 	"quorum API server stopped",
 }
 
