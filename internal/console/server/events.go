@@ -24,9 +24,14 @@ type change struct {
 	Type      string `json:"type"`
 }
 
-// heartbeat keeps proxies from closing an idle stream and lets the server
-// notice a session that ended.
-const heartbeat = 20 * time.Second
+const (
+	// heartbeat keeps proxies from closing an idle stream.
+	heartbeat = 20 * time.Second
+	// sessionCheck is how often a stream looks at its session: it ends the
+	// stream soon after the session ends, and asks the browser for a new
+	// stream when the session's token was replaced or is about to expire.
+	sessionCheck = 2 * time.Second
+)
 
 // events streams changes to the kinds the console shows, from watches made
 // with the user's credentials: a user sees changes only to what RBAC lets
@@ -44,9 +49,14 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
 	out := make(chan change, 64)
 	var wg sync.WaitGroup
+	// The watches are stopped before they are waited for: waiting first kept
+	// a stream the server ended open until the browser left.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	for _, opts := range sc.listOptions() {
 		for _, l := range []client.ObjectList{
 			&srv1alpha1.ProtectionZoneList{}, &srv1alpha1.ProtectionGroupList{}, &srv1alpha1.ReplicationGroupStatusList{},
@@ -60,7 +70,6 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 			}()
 		}
 	}
-	defer wg.Wait()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -71,16 +80,19 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 	fl.Flush()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	check := time.NewTicker(sessionCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-			if _, ok := s.sessions.Get(r.session.ID); !ok {
-				_, _ = fmt.Fprint(w, "event: ended\ndata: {}\n\n")
+		case <-check.C:
+			if ev := s.streamEnds(r); ev != "" {
+				_, _ = fmt.Fprintf(w, "event: %s\ndata: {}\n\n", ev)
 				fl.Flush()
 				return
 			}
+		case <-tick.C:
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
 			fl.Flush()
 		case c := <-out:
@@ -91,6 +103,22 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 			fl.Flush()
 		}
 	}
+}
+
+// streamEnds says why a stream must end, as the event the browser gets:
+// "ended" when its session is gone, "renew" when the watches' token was
+// replaced or is due for a refresh. On "renew" the browser opens a new
+// stream at once; its request refreshes the token, and its watches run
+// with the new one. Empty when the stream goes on.
+func (s *Server) streamEnds(r request) string {
+	if !s.sessions.Alive(r.session.ID) {
+		return "ended"
+	}
+	c := r.session.Credentials()
+	if c.Token != r.creds.Token || s.refreshDue(c) {
+		return "renew"
+	}
+	return ""
 }
 
 // follow watches one kind until ctx ends, re-opening the watch when the API

@@ -200,18 +200,21 @@ func safeCause(err error) string {
 	return err.Error()
 }
 
+// refreshDue is true when c expires within refreshMargin. A pasted token
+// has no known expiry and is never due.
+func (s *Server) refreshDue(c session.Credentials) bool {
+	return !c.Expiry.IsZero() && !s.opts.Now().Add(refreshMargin).Before(c.Expiry)
+}
+
 // fresh refreshes the session's ID token when it is about to expire. It
 // fails when the token expires and cannot be refreshed: the session is then
 // over.
 func (s *Server) fresh(r *http.Request, sess *session.Session) (session.Credentials, error) {
-	due := func(c session.Credentials) bool {
-		return !c.Expiry.IsZero() && !s.opts.Now().Add(refreshMargin).Before(c.Expiry)
-	}
-	if c := sess.Credentials(); !due(c) {
+	if c := sess.Credentials(); !s.refreshDue(c) {
 		return c, nil
 	}
 	return sess.Renew(func(c session.Credentials) (session.Credentials, error) {
-		if !due(c) {
+		if !s.refreshDue(c) {
 			return c, nil // a concurrent request refreshed it
 		}
 		if s.opts.OIDC == nil {

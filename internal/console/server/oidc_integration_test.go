@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/console/oidc"
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -119,6 +121,46 @@ func TestOIDCLogin(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, b.get("/api/session").code)
 		})
 	}
+
+	t.Run("an open event stream is renewed when its token is due, and the next stream refreshes it", func(t *testing.T) {
+		is.SetLifetime(2 * time.Minute)
+		b := oidcBrowser(t, q, is)
+		browsers = append(browsers, b)
+		require.Equal(t, "/", b.oidcLogin(is, alice, nil))
+		before := is.Refreshes()
+		old := b.stream(t)
+		t.Cleanup(func() { q.clock.advance(-90 * time.Second) })
+
+		// Past the refresh point the stream asks for a new one and ends:
+		// its watches run with a token about to expire.
+		q.clock.advance(90 * time.Second)
+		require.Equal(t, "renew", old.next(t, 10*time.Second))
+		old.ended(t, 10*time.Second)
+		require.Equal(t, before, is.Refreshes(), "a stream does not refresh by itself")
+
+		// The browser opens the next stream at once: its request refreshes
+		// the token, once, and changes arrive on it.
+		is.SetLifetime(time.Hour)
+		next := b.stream(t)
+		require.Equal(t, before+1, is.Refreshes())
+		n := 0
+		next.change(t, `"name":"`+groupName+`"`, func() {
+			n++
+			g := &srv1alpha1.ProtectionGroup{}
+			require.NoError(t, q.admin.Get(context.Background(), client.ObjectKey{Namespace: drNamespace, Name: groupName}, g))
+			if g.Annotations == nil {
+				g.Annotations = map[string]string{}
+			}
+			g.Annotations["test.siterecovery.trilio.io/poke"] = strconv.Itoa(n)
+			require.NoError(t, q.admin.Update(context.Background(), g))
+		}, 30*time.Second)
+		require.Equal(t, before+1, is.Refreshes(), "the new stream runs with the refreshed token")
+
+		// Signing out ends the stream with "ended".
+		require.Equal(t, http.StatusOK, b.post("/api/logout", nil).code)
+		require.Equal(t, "ended", next.next(t, 10*time.Second))
+		next.ended(t, 10*time.Second)
+	})
 
 	t.Run("the ID token is refreshed before it expires, and the session ends when it cannot be", func(t *testing.T) {
 		is.SetLifetime(2 * time.Minute)

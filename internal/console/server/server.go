@@ -151,6 +151,9 @@ type request struct {
 	*http.Request
 	session *session.Session
 	client  client.WithWatch
+	// creds are what client acts with: an event stream compares them with
+	// the session's to notice a refresh.
+	creds session.Credentials
 }
 
 func (r request) user() string { return r.session.User }
@@ -194,7 +197,7 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 			writeJSON(w, http.StatusInternalServerError, apiError{Code: http.StatusInternalServerError, Message: "internal error"})
 			return
 		}
-		h(w, request{Request: r, session: sess, client: cl})
+		h(w, request{Request: r, session: sess, client: cl, creds: creds})
 	}
 }
 

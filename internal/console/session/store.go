@@ -149,6 +149,21 @@ func (st *Store) Get(id string) (*Session, bool) {
 	return s, true
 }
 
+// Alive reports whether the session of id is live, without marking it used:
+// an open event stream checks its session this way, so that a tab left
+// open still reaches the idle expiry. An expired session is ended.
+func (st *Store) Alive(id string) bool {
+	now := st.now()
+	st.mu.Lock()
+	s, ok := st.sessions[id]
+	expired := ok && st.expired(s, now)
+	st.mu.Unlock()
+	if expired {
+		st.Delete(id)
+	}
+	return ok && !expired
+}
+
 func (st *Store) expired(s *Session, now time.Time) bool {
 	return now.Sub(s.LastSeen) > st.Idle || now.Sub(s.Created) > st.Absolute
 }

@@ -87,3 +87,28 @@ func TestRenewIsSerialised(t *testing.T) {
 		t.Fatal("a failed renewal must keep the credentials and report the error")
 	}
 }
+
+// TestAliveDoesNotMarkUsed checks that looking at a session, as an open
+// event stream does every few seconds, does not keep it from its idle expiry.
+func TestAliveDoesNotMarkUsed(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := NewStore(10*time.Minute, time.Hour)
+	st.Now = func() time.Time { return now }
+	s, _ := st.Create("alice", nil, "secret")
+	for range 5 {
+		now = now.Add(2 * time.Minute)
+		if !st.Alive(s.ID) {
+			t.Fatalf("session reported gone at %s", now)
+		}
+	}
+	now = now.Add(time.Minute) // 11 minutes without use
+	if st.Alive(s.ID) {
+		t.Fatal("a session looked at but not used outlived its idle expiry")
+	}
+	if st.Len() != 0 {
+		t.Fatal("the expired session was kept")
+	}
+	if st.Alive("unknown") {
+		t.Fatal("an unknown id is alive")
+	}
+}

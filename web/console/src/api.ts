@@ -246,17 +246,31 @@ export interface ZoneVMs {
 
 // subscribe calls onChange (debounced) whenever the server reports a change
 // to something the user may watch. It returns the unsubscribe function.
+//
+// The server ends a stream with "ended" when the session is over, and with
+// "renew" when the token its watches run with was replaced or is about to
+// expire: a new stream is opened at once (its request refreshes the token)
+// and the page re-reads, since a change may have come between the two.
 export function subscribe(onChange: () => void): () => void {
-  const es = new EventSource('/api/events');
   let timer: number | undefined;
-  es.addEventListener('change', () => {
-    window.clearTimeout(timer);
-    timer = window.setTimeout(onChange, 150);
-  });
-  es.addEventListener('ended', () => {
-    es.close();
-    window.dispatchEvent(new Event('console:signed-out'));
-  });
+  let es: EventSource;
+  const open = () => {
+    es = new EventSource('/api/events');
+    es.addEventListener('change', () => {
+      window.clearTimeout(timer);
+      timer = window.setTimeout(onChange, 150);
+    });
+    es.addEventListener('renew', () => {
+      es.close();
+      open();
+      onChange();
+    });
+    es.addEventListener('ended', () => {
+      es.close();
+      window.dispatchEvent(new Event('console:signed-out'));
+    });
+  };
+  open();
   return () => {
     window.clearTimeout(timer);
     es.close();
