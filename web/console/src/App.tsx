@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import {
   Button,
   Masthead,
@@ -22,11 +22,8 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { dropPrefetched, get, post, SessionInfo, setCsrf, takePrefetched } from './api';
-import { Group } from './pages/Group';
 import { Login } from './pages/Login';
-import { Operations } from './pages/Operations';
 import { Overview } from './pages/Overview';
-import { Protect } from './pages/Protect';
 import { navigate, usePath } from './router';
 
 type Theme = 'light' | 'dark';
@@ -163,7 +160,21 @@ export function App() {
   );
 }
 
+// The screens other than the overview load when first opened: the first
+// page a user sees then parses less script.
+const Group = lazy(() => import('./pages/Group').then((m) => ({ default: m.Group })));
+const Operations = lazy(() => import('./pages/Operations').then((m) => ({ default: m.Operations })));
+const Protect = lazy(() => import('./pages/Protect').then((m) => ({ default: m.Protect })));
+
 function Screen({ path }: { path: string }) {
+  return (
+    <Suspense fallback={<Spinner aria-label="Loading the page" />}>
+      <ScreenOf path={path} />
+    </Suspense>
+  );
+}
+
+function ScreenOf({ path }: { path: string }) {
   const m = path.match(/^\/groups\/([^/]+)\/([^/]+)$/);
   if (m) return <Group key={path} ns={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} />;
   if (path.startsWith('/operations')) return <Operations />;

@@ -1,26 +1,26 @@
-import { Label } from '@patternfly/react-core';
+import { Tag } from './Tag';
 
 export function HealthLabel({ health }: { health: string }) {
   switch (health) {
     case 'Healthy':
-      return <Label status="success">Healthy</Label>;
+      return <Tag status="success">Healthy</Tag>;
     case 'Syncing':
-      return <Label status="info">Syncing</Label>;
+      return <Tag status="info">Syncing</Tag>;
     case 'Degraded':
-      return <Label status="warning">Degraded</Label>;
+      return <Tag status="warning">Degraded</Tag>;
     case 'Disconnected':
-      return <Label status="danger">Disconnected</Label>;
+      return <Tag status="danger">Disconnected</Tag>;
   }
-  return <Label color="grey">{health || 'Unknown'}</Label>;
+  return <Tag color="grey">{health || 'Unknown'}</Tag>;
 }
 
 export function PhaseLabel({ phase, finished, succeeded }: { phase: string; finished: boolean; succeeded: boolean }) {
-  if (finished && succeeded) return <Label status="success">{phase}</Label>;
-  if (finished) return <Label status="danger">{phase}</Label>;
-  return <Label status="info">{phase}</Label>;
+  if (finished && succeeded) return <Tag status="success">{phase}</Tag>;
+  if (finished) return <Tag status="danger">{phase}</Tag>;
+  return <Tag status="info">{phase}</Tag>;
 }
 
 export function Reachable({ reachable }: { reachable?: boolean }) {
-  if (reachable === undefined) return <Label color="grey">not probed</Label>;
-  return reachable ? <Label status="success">reachable</Label> : <Label status="danger">unreachable</Label>;
+  if (reachable === undefined) return <Tag color="grey">not probed</Tag>;
+  return reachable ? <Tag status="success">reachable</Tag> : <Tag status="danger">unreachable</Tag>;
 }

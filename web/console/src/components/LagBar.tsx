@@ -1,3 +1,5 @@
+import { memo } from 'react';
+import '@patternfly/react-styles/css/components/Progress/progress.css';
 import type { GroupView } from '../api';
 import { seconds } from '../format';
 
@@ -5,7 +7,9 @@ import { seconds } from '../format';
 // quarters of the objective, red beyond it. It is PatternFly's progress markup
 // without the Progress component: the overview draws one per group, and the
 // component's id generation and tooltip state cost more than the bar itself.
-export function LagBar({ group }: { group: GroupView }) {
+// Without the component its styles are not bundled either, so they are
+// imported here: before they were, the bar was never drawn.
+export const LagBar = memo(function LagBar({ group }: { group: GroupView }) {
   const { lagSeconds, objectiveSeconds, lagLevel } = group;
   if (lagSeconds === undefined || !objectiveSeconds) {
     return <span>{lagSeconds === undefined ? 'no lag reported' : `${seconds(lagSeconds)} (no objective)`}</span>;
@@ -31,4 +35,4 @@ export function LagBar({ group }: { group: GroupView }) {
       </div>
     </div>
   );
-}
+});

@@ -13,7 +13,6 @@ import {
   DescriptionListTerm,
   Flex,
   FlexItem,
-  Label,
   PageSection,
   Spinner,
   Title,
@@ -21,6 +20,7 @@ import {
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { GroupDetail, VMState } from '../api';
 import { HealthLabel, PhaseLabel, Reachable } from '../components/Badges';
+import { Tag } from '../components/Tag';
 import { LagBar } from '../components/LagBar';
 import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
@@ -67,8 +67,8 @@ export function Group({ ns, name }: { ns: string; name: string }) {
         <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
           <FlexItem>
             <Title headingLevel="h1">
-              Group {g.name} {g.testActive && <Label color="purple">test active</Label>}{' '}
-              {g.atRisk && <Label status="danger">at risk</Label>}
+              Group {g.name} {g.testActive && <Tag color="purple">test active</Tag>}{' '}
+              {g.atRisk && <Tag status="danger">at risk</Tag>}
             </Title>
           </FlexItem>
           <FlexItem>
@@ -130,12 +130,12 @@ export function Group({ ns, name }: { ns: string; name: string }) {
         <Table aria-label="Sites" variant="compact">
           <Thead>
             <Tr>
-              <Th>Cluster</Th>
-              <Th>Role</Th>
-              <Th>Reachability</Th>
-              <Th>Group state</Th>
-              <Th>In sync</Th>
-              <Th>Last sync</Th>
+              <Th modifier="wrap">Cluster</Th>
+              <Th modifier="wrap">Role</Th>
+              <Th modifier="wrap">Reachability</Th>
+              <Th modifier="wrap">Group state</Th>
+              <Th modifier="wrap">In sync</Th>
+              <Th modifier="wrap">Last sync</Th>
             </Tr>
           </Thead>
           <Tbody>
@@ -144,7 +144,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
               return (
                 <Tr key={c.name}>
                   <Td dataLabel="Cluster">
-                    {c.name} {c.name === g.activeCluster && <Label color="blue">active</Label>}
+                    {c.name} {c.name === g.activeCluster && <Tag color="blue">active</Tag>}
                   </Td>
                   <Td dataLabel="Role">{c.role}</Td>
                   <Td dataLabel="Reachability">
@@ -164,17 +164,17 @@ export function Group({ ns, name }: { ns: string; name: string }) {
         <Table aria-label="Virtual machines" variant="compact">
           <Thead>
             <Tr>
-              <Th>VM</Th>
-              <Th>Runs on</Th>
+              <Th modifier="wrap">VM</Th>
+              <Th modifier="wrap">Runs on</Th>
               {clusters.map((c) => (
-                <Th key={c}>On {c}</Th>
+                <Th key={c} modifier="wrap">On {c}</Th>
               ))}
-              <Th>Volume</Th>
-              <Th>Connection</Th>
-              <Th>Disk / peer disk</Th>
-              <Th>In sync</Th>
-              <Th>Out of sync</Th>
-              <Th>Lag</Th>
+              <Th modifier="wrap">Volume</Th>
+              <Th modifier="wrap">Connection</Th>
+              <Th modifier="wrap">Disk / peer disk</Th>
+              <Th modifier="wrap">In sync</Th>
+              <Th modifier="wrap">Out of sync</Th>
+              <Th modifier="wrap">Lag</Th>
             </Tr>
           </Thead>
           <Tbody>
@@ -210,11 +210,11 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           <Table aria-label="RPO events" variant="compact">
             <Thead>
               <Tr>
-                <Th>Event</Th>
-                <Th>State</Th>
-                <Th>Start</Th>
-                <Th>End</Th>
-                <Th>Peak lag</Th>
+                <Th modifier="wrap">Event</Th>
+                <Th modifier="wrap">State</Th>
+                <Th modifier="wrap">Start</Th>
+                <Th modifier="wrap">End</Th>
+                <Th modifier="wrap">Peak lag</Th>
               </Tr>
             </Thead>
             <Tbody>

@@ -1,8 +1,9 @@
 import { useState } from 'react';
-import { Button, Label, PageSection, Spinner, Title } from '@patternfly/react-core';
+import { Button, PageSection, Spinner, Title } from '@patternfly/react-core';
 import { ExpandableRowContent, InnerScrollContainer, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { OperationView } from '../api';
 import { PhaseLabel } from '../components/Badges';
+import { Tag } from '../components/Tag';
 import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
 import { groupPath, seconds, when } from '../format';
@@ -30,15 +31,15 @@ export function Operations() {
             <Thead>
               <Tr>
                 <Th screenReaderText="Details" />
-                <Th>Request</Th>
-                <Th>Kind</Th>
-                <Th>Group</Th>
-                <Th>Target</Th>
-                <Th>Phase</Th>
+                <Th modifier="wrap">Request</Th>
+                <Th modifier="wrap">Kind</Th>
+                <Th modifier="wrap">Group</Th>
+                <Th modifier="wrap">Target</Th>
+                <Th modifier="wrap">Phase</Th>
                 <Th modifier="wrap">Safety checks</Th>
-                <Th>Created</Th>
-                <Th>By</Th>
-                <Th>Duration</Th>
+                <Th modifier="wrap">Created</Th>
+                <Th modifier="wrap">By</Th>
+                <Th modifier="wrap">Duration</Th>
               </Tr>
             </Thead>
             {ops.map((o, i) => {
@@ -52,7 +53,7 @@ export function Operations() {
                     />
                     <Td dataLabel="Request">{o.name}</Td>
                     <Td dataLabel="Kind">
-                      {o.kind} {o.type && <Label isCompact>{o.type}</Label>}
+                      {o.kind} {o.type && <Tag>{o.type}</Tag>}
                     </Td>
                     <Td dataLabel="Group">
                       <Button variant="link" isInline onClick={() => navigate(groupPath(o.namespace, o.group))}>

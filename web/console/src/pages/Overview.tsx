@@ -1,7 +1,6 @@
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import {
   Alert,
-  Button,
   Card,
   CardBody,
   CardTitle,
@@ -10,27 +9,34 @@ import {
   Flex,
   FlexItem,
   Gallery,
-  Label,
   PageSection,
   Spinner,
   Title,
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { NamespaceView, Overview as OverviewData } from '../api';
-import { HealthLabel, PhaseLabel, Reachable } from '../components/Badges';
-import { LagBar } from '../components/LagBar';
+import { PhaseLabel, Reachable } from '../components/Badges';
+import { GroupTable } from '../components/GroupTable';
 import { Problem } from '../components/Problem';
-import { groupPath, seconds, when } from '../format';
+import { Tag } from '../components/Tag';
+import { seconds, when } from '../format';
 import { useLive } from '../live';
-import { navigate } from '../router';
 
 export function Overview() {
   const { data, error, loading } = useLive<OverviewData>('/api/overview');
+  const marked = useRef(false);
   useEffect(() => {
-    if (data) {
-      // The browser test measures how long the first full render takes.
+    if (data && !marked.current) {
+      // The browser test measures the first render with the data, and when
+      // it was painted: a task queued from the next frame runs after it.
+      marked.current = true;
       performance.mark('overview-rendered');
-      document.body.dataset.overviewRendered = 'true';
+      requestAnimationFrame(() =>
+        setTimeout(() => {
+          performance.mark('overview-painted');
+          document.body.dataset.overviewRendered = 'true';
+        }),
+      );
     }
   }, [data]);
   if (loading && !data) return <Spinner aria-label="Loading the overview" />;
@@ -73,7 +79,7 @@ function Summary({ data }: { data: OverviewData }) {
         <Card key={title} isCompact>
           <CardTitle component="h2">{title}</CardTitle>
           <CardBody>
-            {n} {bad && <Label status="danger">attention</Label>}
+            {n} {bad && <Tag status="danger">attention</Tag>}
           </CardBody>
         </Card>
       ))}
@@ -92,7 +98,7 @@ function Namespace({ ns }: { ns: NamespaceView }) {
         {ns.zones.map((z) => (
           <FlexItem key={z.name}>
             <Title headingLevel="h3">
-              Zone {z.displayName || z.name} <Label color="blue">{z.backend}</Label>
+              Zone {z.displayName || z.name} <Tag color="blue">{z.backend}</Tag>
             </Title>
             <Flex>
               {z.clusters.map((c) => (
@@ -104,45 +110,7 @@ function Namespace({ ns }: { ns: NamespaceView }) {
           </FlexItem>
         ))}
         <FlexItem>
-          <Table aria-label={`Protection groups of ${ns.name}`} variant="compact">
-            <Thead>
-              <Tr>
-                <Th>Group</Th>
-                <Th>Active cluster</Th>
-                <Th>VMs</Th>
-                <Th>Replication</Th>
-                <Th>RPO lag</Th>
-                <Th>State</Th>
-              </Tr>
-            </Thead>
-            <Tbody>
-              {ns.groups.map((g) => (
-                <Tr key={g.name}>
-                  <Td dataLabel="Group">
-                    <Button variant="link" isInline onClick={() => navigate(groupPath(g.namespace, g.name))}>
-                      {g.name}
-                    </Button>{' '}
-                    {g.testActive && <Label color="purple">test active</Label>}{' '}
-                    {g.atRisk && <Label status="danger">at risk</Label>}
-                  </Td>
-                  <Td dataLabel="Active cluster">{g.activeCluster || '—'}</Td>
-                  <Td dataLabel="VMs">{g.vms}</Td>
-                  <Td dataLabel="Replication">
-                    <HealthLabel health={g.health} />
-                  </Td>
-                  <Td dataLabel="RPO lag">
-                    <LagBar group={g} />
-                  </Td>
-                  <Td dataLabel="State">{g.state || '—'}</Td>
-                </Tr>
-              ))}
-              {ns.groups.length === 0 && (
-                <Tr>
-                  <Td colSpan={6}>No protection groups yet.</Td>
-                </Tr>
-              )}
-            </Tbody>
-          </Table>
+          <GroupTable namespace={ns.name} groups={ns.groups} />
         </FlexItem>
         {ns.rpoEvents.length > 0 && (
           <FlexItem>
@@ -160,10 +128,10 @@ function Namespace({ ns }: { ns: NamespaceView }) {
             <Table aria-label={`Unfinished requests of ${ns.name}`} variant="compact">
               <Thead>
                 <Tr>
-                  <Th>Request</Th>
-                  <Th>Kind</Th>
-                  <Th>Group</Th>
-                  <Th>Phase</Th>
+                  <Th modifier="wrap">Request</Th>
+                  <Th modifier="wrap">Kind</Th>
+                  <Th modifier="wrap">Group</Th>
+                  <Th modifier="wrap">Phase</Th>
                 </Tr>
               </Thead>
               <Tbody>
