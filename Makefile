@@ -50,6 +50,8 @@ sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for 
 
 # VOLSYNC=1 adds a VolSync zone (DR namespace dr-volsync, one group in diff mode).
 SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync)
+# OIDC=1 runs a test OIDC issuer the API servers trust; the console offers sign-in with it (alice / alice-password).
+SANDBOX_FLAGS += $(if $(OIDC),-oidc)
 
 sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)

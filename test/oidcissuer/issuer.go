@@ -73,9 +73,20 @@ type grant struct {
 // Start serves an issuer until the test ends.
 func Start(t testing.TB, o Options) *Issuer {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	is, err := Serve(o, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(is.Close)
+	return is
+}
+
+// Serve starts an issuer outside a test (the sandbox runs one), writing its
+// CA certificate into dir. Close stops it.
+func Serve(o Options, dir string) (*Issuer, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
 	}
 	if o.Lifetime == 0 {
 		o.Lifetime = time.Hour
@@ -88,15 +99,18 @@ func Start(t testing.TB, o Options) *Issuer {
 	mux.HandleFunc("POST /authorize", is.authorize)
 	mux.HandleFunc("POST /token", is.token)
 	is.srv = httptest.NewTLSServer(mux)
-	t.Cleanup(is.srv.Close)
 	is.URL = is.srv.URL
-	is.CAFile = filepath.Join(t.TempDir(), "oidc-ca.crt")
+	is.CAFile = filepath.Join(dir, "oidc-ca.crt")
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
 	if err := os.WriteFile(is.CAFile, ca, 0o600); err != nil {
-		t.Fatal(err)
+		is.srv.Close()
+		return nil, err
 	}
-	return is
+	return is, nil
 }
+
+// Close stops the issuer.
+func (is *Issuer) Close() { is.srv.Close() }
 
 // SetLifetime sets the lifetime of the ID tokens issued from now on; a
 // negative one issues tokens that have already expired.

@@ -46,8 +46,12 @@ func (sb *sandbox) startConsole(ctx context.Context) (string, error) {
 	if err := os.WriteFile(ca, q.Config.CAData, 0o600); err != nil {
 		return "", err
 	}
+	oidcArgs, err := sb.consoleOIDC(ctx, name)
+	if err != nil {
+		return "", err
+	}
 	p := &process{name: "siterecovery-console", bin: filepath.Join(sb.o.binDir, "siterecovery-console"),
-		args: []string{"--listen=" + sb.o.consoleAddr, "--api-server=" + q.Config.Host, "--api-ca-file=" + ca, "--namespaces=" + drNamespace}}
+		args: append([]string{"--listen=" + sb.o.consoleAddr, "--api-server=" + q.Config.Host, "--api-ca-file=" + ca, "--namespaces=" + drNamespace}, oidcArgs...)}
 	if err := p.start(filepath.Join(sb.o.workDir, "logs")); err != nil {
 		return "", fmt.Errorf("starting the console: %w (did `make build` run?)", err)
 	}
@@ -62,4 +66,5 @@ Web console: http://%s/
   sign in with this operator token (also in %s):
 %s
 `, sb.o.consoleAddr, filepath.Join(sb.o.workDir, "console-operator.token"), token)
+	sb.printOIDC()
 }

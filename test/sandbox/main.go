@@ -30,6 +30,7 @@ func main() {
 	flag.BoolVar(&o.demo, "demo", false, "run protect, planned failover, failback and unplanned failover, then exit")
 	flag.IntVar(&o.vms, "vms", 3, "number of demo VMs")
 	flag.BoolVar(&o.volsync, "volsync", false, "also run a VolSync zone in a second DR namespace (dr-volsync) with one group in diff mode; with -demo, its cycles, relocate and unplanned failover run first")
+	flag.BoolVar(&o.oidc, "oidc", false, "run a test OIDC issuer that the API servers trust, and offer sign-in with it in the console (user alice, password alice-password)")
 	flag.StringVar(&o.consoleAddr, "console", "127.0.0.1:9443", "address of the web console; empty runs none")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
@@ -47,6 +48,7 @@ type options struct {
 	binDir, workDir string
 	consoleAddr     string
 	demo, volsync   bool
+	oidc            bool
 	vms             int
 }
 

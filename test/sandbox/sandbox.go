@@ -14,6 +14,7 @@ import (
 
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/oidcissuer"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
@@ -48,12 +49,21 @@ type sandbox struct {
 	fabric *drbdsim.Fabric
 	state  string
 	vs     *volsyncSims // nil without -volsync
+	// issuer and oidcSecret are the test OIDC issuer (nil without -oidc)
+	// and the console's client secret there.
+	issuer     *oidcissuer.Issuer
+	oidcSecret string
 }
 
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	sb := &sandbox{o: o, state: filepath.Join(o.workDir, "drbd-state")}
-	z, err := harness.StartE(ctx, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, "quorum", primary, dr)
+	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}
+	if err := sb.startIssuer(&ho); err != nil {
+		return nil, err
+	}
+	z, err := harness.StartE(ctx, ho, "quorum", primary, dr)
 	if err != nil {
+		sb.stopIssuer()
 		return nil, err
 	}
 	sb.zone = z
@@ -190,4 +200,5 @@ func (sb *sandbox) shutdown() {
 			say("stopping the clusters: %v", err)
 		}
 	}
+	sb.stopIssuer()
 }
