@@ -18,7 +18,7 @@ export const LagBar = memo(function LagBar({ group }: { group: GroupView }) {
   const variant = lagLevel === 'danger' ? ' pf-m-danger' : lagLevel === 'warning' ? ' pf-m-warning' : '';
   const label = `${seconds(lagSeconds)} / ${seconds(objectiveSeconds)}`;
   return (
-    <div className={`pf-v6-c-progress pf-m-sm pf-m-outside sr-lag${variant}`}>
+    <div className={`pf-v6-c-progress pf-m-sm pf-m-outside pf-m-singleline sr-lag${variant}`}>
       <div className="pf-v6-c-progress__status" aria-hidden="true">
         <span className="pf-v6-c-progress__measure">{label}</span>
       </div>

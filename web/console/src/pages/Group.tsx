@@ -17,7 +17,7 @@ import {
   Spinner,
   Title,
 } from '@patternfly/react-core';
-import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import { InnerScrollContainer, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { GroupDetail, VMState } from '../api';
 import { HealthLabel, PhaseLabel, Reachable } from '../components/Badges';
 import { Tag } from '../components/Tag';
@@ -161,48 +161,52 @@ export function Group({ ns, name }: { ns: string; name: string }) {
       </PageSection>
       <PageSection>
         <Title headingLevel="h2">Virtual machines and replication</Title>
-        <Table aria-label="Virtual machines" variant="compact">
-          <Thead>
-            <Tr>
-              <Th modifier="wrap">VM</Th>
-              <Th modifier="wrap">Runs on</Th>
-              {clusters.map((c) => (
-                <Th key={c} modifier="wrap">On {c}</Th>
-              ))}
-              <Th modifier="wrap">Volume</Th>
-              <Th modifier="wrap">Connection</Th>
-              <Th modifier="wrap">Disk / peer disk</Th>
-              <Th modifier="wrap">In sync</Th>
-              <Th modifier="wrap">Out of sync</Th>
-              <Th modifier="wrap">Lag</Th>
-            </Tr>
-          </Thead>
-          <Tbody>
-            {data.members.flatMap((m) => {
-              const states = clusters.map((c) => vmOn(data, c, m));
-              const runsOn = clusters.filter((_c, i) => states[i]?.printableStatus === 'Running');
-              const rep = data.replication.find((r) => r.name === m.name && r.namespace === m.namespace);
-              const vols = rep?.volumes?.length ? rep.volumes : [undefined];
-              return vols.map((v, i) => (
-                <Tr key={`${m.namespace}/${m.name}/${i}`}>
-                  <Td dataLabel="VM">{i === 0 ? `${m.namespace}/${m.name}` : ''}</Td>
-                  <Td dataLabel="Runs on">{i === 0 ? runsOn.join(', ') || 'nowhere' : ''}</Td>
-                  {clusters.map((c, j) => (
-                    <Td key={c} dataLabel={`On ${c}`}>
-                      {i === 0 ? vmStateText(states[j], data, c) : ''}
-                    </Td>
-                  ))}
-                  <Td dataLabel="Volume">{v ? v.volume : '—'}</Td>
-                  <Td dataLabel="Connection">{v?.connectionState ?? '—'}</Td>
-                  <Td dataLabel="Disk / peer disk">{v ? `${v.diskState ?? '?'} / ${v.peerDiskState ?? '?'}` : '—'}</Td>
-                  <Td dataLabel="In sync">{v?.percentInSync ? `${v.percentInSync} %` : '—'}</Td>
-                  <Td dataLabel="Out of sync">{v ? bytes(v.outOfSyncBytes) : '—'}</Td>
-                  <Td dataLabel="Lag">{v ? seconds(v.lagSeconds) : '—'}</Td>
-                </Tr>
-              ));
-            })}
-          </Tbody>
-        </Table>
+        {/* Values stay on one line (a VM's name broken at its hyphen reads
+            as two); when the columns do not fit, the table scrolls sideways. */}
+        <InnerScrollContainer>
+          <Table aria-label="Virtual machines" variant="compact">
+            <Thead>
+              <Tr>
+                <Th modifier="wrap">VM</Th>
+                <Th modifier="wrap">Runs on</Th>
+                {clusters.map((c) => (
+                  <Th key={c} modifier="wrap">On {c}</Th>
+                ))}
+                <Th modifier="wrap">Volume</Th>
+                <Th modifier="wrap">Connection</Th>
+                <Th modifier="wrap">Disk / peer disk</Th>
+                <Th modifier="wrap">In sync</Th>
+                <Th modifier="wrap">Out of sync</Th>
+                <Th modifier="wrap">Lag</Th>
+              </Tr>
+            </Thead>
+            <Tbody>
+              {data.members.flatMap((m) => {
+                const states = clusters.map((c) => vmOn(data, c, m));
+                const runsOn = clusters.filter((_c, i) => states[i]?.printableStatus === 'Running');
+                const rep = data.replication.find((r) => r.name === m.name && r.namespace === m.namespace);
+                const vols = rep?.volumes?.length ? rep.volumes : [undefined];
+                return vols.map((v, i) => (
+                  <Tr key={`${m.namespace}/${m.name}/${i}`}>
+                    <Td modifier="nowrap" dataLabel="VM">{i === 0 ? `${m.namespace}/${m.name}` : ''}</Td>
+                    <Td modifier="nowrap" dataLabel="Runs on">{i === 0 ? runsOn.join(', ') || 'nowhere' : ''}</Td>
+                    {clusters.map((c, j) => (
+                      <Td key={c} modifier="nowrap" dataLabel={`On ${c}`}>
+                        {i === 0 ? vmStateText(states[j], data, c) : ''}
+                      </Td>
+                    ))}
+                    <Td modifier="nowrap" dataLabel="Volume">{v ? v.volume : '—'}</Td>
+                    <Td modifier="nowrap" dataLabel="Connection">{v?.connectionState ?? '—'}</Td>
+                    <Td modifier="nowrap" dataLabel="Disk / peer disk">{v ? `${v.diskState ?? '?'} / ${v.peerDiskState ?? '?'}` : '—'}</Td>
+                    <Td modifier="nowrap" dataLabel="In sync">{v?.percentInSync ? `${v.percentInSync} %` : '—'}</Td>
+                    <Td modifier="nowrap" dataLabel="Out of sync">{v ? bytes(v.outOfSyncBytes) : '—'}</Td>
+                    <Td modifier="nowrap" dataLabel="Lag">{v ? seconds(v.lagSeconds) : '—'}</Td>
+                  </Tr>
+                ));
+              })}
+            </Tbody>
+          </Table>
+        </InnerScrollContainer>
       </PageSection>
       {data.rpoEvents.length > 0 && (
         <PageSection>
