@@ -3,7 +3,9 @@ package console_test
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +30,9 @@ import (
 // TestOIDCInBrowser clicks "Log in with OIDC", signs in on the test issuer's
 // page and lands on the overview as that user, whom RBAC lets read the
 // group; an ID token for another client is refused on the sign-in page with
-// the reason. The quorum API server trusts the issuer; no controller runs.
+// the reason. Past the ID token's refresh point the page's event stream is
+// renewed: the new stream refreshes the token once, and changes keep
+// arriving. The quorum API server trusts the issuer; no controller runs.
 func TestOIDCInBrowser(t *testing.T) {
 	chromium(t)
 	const clientID, ns, groupName = "siterecovery-console", "dr-production", "oidc-pg"
@@ -65,11 +69,14 @@ func TestOIDCInBrowser(t *testing.T) {
 	require.Eventually(t, func() bool { return asAlice.Create(ctx, &authenticationv1.SelfSubjectReview{}) == nil },
 		2*time.Minute, 250*time.Millisecond, "the API server never accepted the issuer's ID token")
 
+	// The console's clock can be moved past the ID token's refresh point.
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	provider, err := oidc.New(oidc.Config{IssuerURL: is.URL, ClientID: clientID, ClientSecret: "console-secret",
-		CAFile: is.CAFile, Scopes: []string{"email", "offline_access"}, UsernameClaim: "email"})
+		CAFile: is.CAFile, Scopes: []string{"email", "offline_access"}, UsernameClaim: "email", Now: now})
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(),
-		Namespaces: []string{ns}, LoginAttempts: 1000, OIDC: provider}))
+		Namespaces: []string{ns}, LoginAttempts: 1000, OIDC: provider, Now: now, IdleTimeout: 2 * time.Hour}))
 	t.Cleanup(srv.Close)
 
 	// The issuer's certificate is its own; the console's is not involved.
@@ -95,6 +102,35 @@ func TestOIDCInBrowser(t *testing.T) {
 	b.waitText("oidc:alice@example.com")
 	b.shot("oidc-overview")
 	b.accessible("overview after OIDC sign-in")
+
+	// The ID token lives an hour. Past its refresh point the overview's
+	// event stream is told to renew; the page opens a new one at once,
+	// whose request refreshes the token, and changes arrive on it. A group
+	// created a moment before the new stream watches would not be reported,
+	// so it is touched until the page shows it.
+	before := is.Refreshes()
+	is.SetLifetime(2 * time.Hour) // the refreshed token is not due at once
+	offset.Store(int64(59*time.Minute + 30*time.Second))
+	require.Eventually(t, func() bool { return is.Refreshes() > before }, timeout, 100*time.Millisecond,
+		"the page's new event stream never refreshed the ID token")
+	const renewed = "oidc-pg-renewed"
+	pg := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: renewed},
+		Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: "primary-cluster", ZoneRef: &srv1alpha1.LocalObjectReference{Name: "production"},
+			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Name: "vm-01", Namespace: "apps"}}}}
+	require.NoError(t, c.Client.Create(ctx, pg))
+	n := 0
+	require.Eventually(t, func() bool {
+		if eval[bool](b, "is the new group shown", `document.body.innerText.includes('`+renewed+`')`) {
+			return true
+		}
+		n++
+		pg.Annotations = map[string]string{"test.siterecovery.trilio.io/poke": strconv.Itoa(n)}
+		require.NoError(t, c.Client.Update(ctx, pg))
+		return false
+	}, timeout, 500*time.Millisecond, "a change after the renewal never reached the page")
+	require.Equal(t, before+1, is.Refreshes(), "the ID token is refreshed once, not by each request")
+	b.shot("oidc-overview-after-refresh")
+	offset.Store(0)
 
 	// An ID token minted for another client is refused, with the reason.
 	is.SetAudience("another-client")

@@ -80,6 +80,10 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 	fl.Flush()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	// A token already due when the stream opened was just refreshed into
+	// another short-lived one (or cannot be refreshed): asking for a new
+	// stream would only refresh it again, every few seconds.
+	dueAtStart := s.refreshDue(r.creds)
 	check := time.NewTicker(sessionCheck)
 	defer check.Stop()
 	for {
@@ -87,7 +91,7 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 		case <-ctx.Done():
 			return
 		case <-check.C:
-			if ev := s.streamEnds(r); ev != "" {
+			if ev := s.streamEnds(r, dueAtStart); ev != "" {
 				_, _ = fmt.Fprintf(w, "event: %s\ndata: {}\n\n", ev)
 				fl.Flush()
 				return
@@ -110,12 +114,12 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 // replaced or is due for a refresh. On "renew" the browser opens a new
 // stream at once; its request refreshes the token, and its watches run
 // with the new one. Empty when the stream goes on.
-func (s *Server) streamEnds(r request) string {
+func (s *Server) streamEnds(r request, dueAtStart bool) string {
 	if !s.sessions.Alive(r.session.ID) {
 		return "ended"
 	}
 	c := r.session.Credentials()
-	if c.Token != r.creds.Token || s.refreshDue(c) {
+	if c.Token != r.creds.Token || (!dueAtStart && s.refreshDue(c)) {
 		return "renew"
 	}
 	return ""
