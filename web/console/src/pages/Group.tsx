@@ -161,8 +161,9 @@ export function Group({ ns, name }: { ns: string; name: string }) {
       </PageSection>
       <PageSection>
         <Title headingLevel="h2">Virtual machines and replication</Title>
-        {/* Values stay on one line (a VM's name broken at its hyphen reads
-            as two); when the columns do not fit, the table scrolls sideways. */}
+        {/* Names and figures stay on one line (a VM's name broken at its
+            hyphen reads as two); a state that says why it is unknown wraps.
+            When the columns still do not fit, the table scrolls sideways. */}
         <InnerScrollContainer>
           <Table aria-label="Virtual machines" variant="compact">
             <Thead>
@@ -191,7 +192,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
                     <Td modifier="nowrap" dataLabel="VM">{i === 0 ? `${m.namespace}/${m.name}` : ''}</Td>
                     <Td modifier="nowrap" dataLabel="Runs on">{i === 0 ? runsOn.join(', ') || 'nowhere' : ''}</Td>
                     {clusters.map((c, j) => (
-                      <Td key={c} modifier="nowrap" dataLabel={`On ${c}`}>
+                      <Td key={c} dataLabel={`On ${c}`}>
                         {i === 0 ? vmStateText(states[j], data, c) : ''}
                       </Td>
                     ))}

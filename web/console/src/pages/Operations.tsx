@@ -51,25 +51,25 @@ export function Operations() {
                     <Td
                       expand={{ rowIndex: i, isExpanded: expanded, onToggle: () => setOpen({ ...open, [key]: !expanded }) }}
                     />
-                    <Td modifier="nowrap" dataLabel="Request">{o.name}</Td>
+                    <Td dataLabel="Request">{o.name}</Td>
                     <Td dataLabel="Kind">
                       {o.kind} {o.type && <Tag>{o.type}</Tag>}
                     </Td>
-                    <Td modifier="nowrap" dataLabel="Group">
+                    <Td dataLabel="Group">
                       <Button variant="link" isInline onClick={() => navigate(groupPath(o.namespace, o.group))}>
                         {o.namespace}/{o.group}
                       </Button>
                     </Td>
-                    <Td modifier="nowrap" dataLabel="Target">{o.target || '—'}</Td>
+                    <Td dataLabel="Target">{o.target || '—'}</Td>
                     <Td dataLabel="Phase">
                       <PhaseLabel phase={o.phase} finished={o.finished} succeeded={o.succeeded} />
                     </Td>
                     <Td dataLabel="Safety checks">
                       {o.kind === 'FailoverRequest' ? `lock: ${o.lock ?? 'not yet'}; taints: ${o.taints ?? 'not yet'}` : '—'}
                     </Td>
-                    <Td modifier="nowrap" dataLabel="Created">{when(o.created)}</Td>
+                    <Td dataLabel="Created">{when(o.created)}</Td>
                     <Td dataLabel="By">{o.createdBy || 'unknown'}</Td>
-                    <Td modifier="nowrap" dataLabel="Duration">{seconds(o.durationSeconds)}</Td>
+                    <Td dataLabel="Duration">{seconds(o.durationSeconds)}</Td>
                   </Tr>
                   <Tr isExpanded={expanded}>
                     <Td colSpan={10}>
