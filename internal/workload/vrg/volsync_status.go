@@ -77,8 +77,12 @@ func groupSyncs(s *scope) []groupSync {
 	var out []groupSync
 	for _, g := range s.sources {
 		gs := groupSync{name: "ReplicationGroupSource " + g.Name, lastSync: g.Status.LastSyncTime}
+		// A cycle waiting in one of its normal steps (the snapshot, the
+		// restores, the sync) is no problem: counted as one, DataProtected
+		// went False during every cycle. Lag past the objective is what tells
+		// a step that never ends.
 		if c := meta.FindStatusCondition(g.Status.Conditions, rgs.ConditionReady); c != nil &&
-			c.Status == metav1.ConditionFalse && c.Reason != rgs.ReasonSyncing {
+			c.Status == metav1.ConditionFalse && !rgs.IsCycleStep(c.Reason) {
 			gs.problem = c.Message
 		}
 		out = append(out, gs)

@@ -165,6 +165,13 @@ func mutateDestination(rgd *drv1alpha1.ReplicationGroupDestination, rd *volsyncv
 // ensurePVC creates the PVC a destination receives into; it becomes the
 // application's PVC after a failover, so it is never deleted here.
 func (r *Reconciler) ensurePVC(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination, p drv1alpha1.VolSyncProtectedPVC) error {
+	// The cache first: the PVC exists on every reconcile but the first, and
+	// a create refused as already there is a write to the API server all the
+	// same.
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: rgd.Namespace, Name: p.Name}, &corev1.PersistentVolumeClaim{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
 	modes := p.AccessModes
 	if len(modes) == 0 {
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,6 +53,11 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Clock     clock.PassiveClock
+	// HoldAfter is how long a step of a cycle reports its summary before it
+	// names the PVCs it waits on; zero is DefaultHoldAfter.
+	HoldAfter time.Duration
+
+	steps steps
 }
 
 // SetupWithManager registers the controller.
@@ -82,9 +89,13 @@ func (r *Reconciler) sourcesInNamespace(ctx context.Context, o client.Object) []
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rgs := &drv1alpha1.ReplicationGroupSource{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, rgs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.steps.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !rgs.DeletionTimestamp.IsZero() {
+		r.steps.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, rgs)
 	}
 	if !controllerutil.ContainsFinalizer(rgs, Finalizer) {
@@ -96,7 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{rgs: rgs, before: rgs.DeepCopy(), now: r.Clock.Now()}
 	res, err := flow.RunPhases(ctx, s, r.validate, r.schedule, r.snapshot, r.restore, r.replicate, r.complete)
-	setReady(s, err)
+	if recheck := r.setReady(s, err); recheck > 0 {
+		res = flow.Soonest(res, flow.After(recheck))
+	}
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		err = errors.Join(err, werr)
 	}

@@ -6,6 +6,7 @@ import (
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -36,6 +37,10 @@ type scope struct {
 	synced int
 
 	events []flow.Event
+}
+
+func (s *scope) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: s.rgs.Namespace, Name: s.rgs.Name}
 }
 
 // cycle is the name of the cycle in progress, which is also its snapshot's name

@@ -1,6 +1,8 @@
 package rgs
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,10 +36,17 @@ const (
 	ReasonInvalidAnnotation    = "InvalidAnnotationValue"
 )
 
-// setReady reports the outcome of the reconcile on the Ready condition.
-func setReady(s *scope, err error) {
+// setReady reports the outcome of the reconcile on the Ready condition and
+// returns when to look again for the message to change (see stepMessage).
+func (r *Reconciler) setReady(s *scope, err error) time.Duration {
 	c := metav1.Condition{Type: ConditionReady, ObservedGeneration: s.rgs.Generation}
+	msg, recheck, inStep := r.stepMessage(s, err)
+	if !inStep {
+		r.steps.forget(s.key())
+	}
 	switch {
+	case inStep:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, flow.ReasonOf(err, ReasonSyncing), flow.Truncate(msg, 1024)
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, flow.ReasonOf(err, "Error"), flow.Truncate(err.Error(), 1024)
 	case s.cycle() != "":
@@ -49,4 +58,5 @@ func setReady(s *scope, err error) {
 		}
 	}
 	meta.SetStatusCondition(&s.rgs.Status.Conditions, c)
+	return recheck
 }
