@@ -57,6 +57,11 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) error {
 				return flow.Transient("ReadFailed", err)
 			}
 			if pvc.Annotations[RolledBackAnnotation] == li.Snapshot.Name {
+				// Done; a crash between the mark and the cleanup left
+				// objects that only this finds again.
+				if err := r.cleanupLeftovers(ctx, pvc.Namespace, "rb-"+pvc.Name); err != nil {
+					return flow.Transient("CleanupFailed", fmt.Errorf("cleaning up the rollback of PVC %s: %w", pvc.Name, err))
+				}
 				continue
 			}
 			step, err := r.rollbackPVC(ctx, s, pvc, li.Snapshot.Name, diff)
@@ -135,14 +140,40 @@ func (r *Reconciler) rollbackPVC(ctx context.Context, s *scope, pvc *corev1.Pers
 	return "", r.cleanupRollback(ctx, ns, name)
 }
 
-// cleanupRollback deletes what a PVC's rollback created.
-func (r *Reconciler) cleanupRollback(ctx context.Context, ns, name string) error {
-	for _, o := range []client.Object{
+// rollbackObjects are the objects a PVC's rollback named name creates.
+func rollbackObjects(ns, name string) []client.Object {
+	return []client.Object{
 		&volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		&volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-src"}},
 		&snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-base"}},
-	} {
+	}
+}
+
+// cleanupRollback deletes what a PVC's rollback created.
+func (r *Reconciler) cleanupRollback(ctx context.Context, ns, name string) error {
+	for _, o := range rollbackObjects(ns, name) {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, o)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanupLeftovers deletes what a finished rollback still has, reading the
+// cache first: it runs on every reconcile of a rolled-back VRG, and a delete
+// of what is gone is still a write.
+func (r *Reconciler) cleanupLeftovers(ctx context.Context, ns, name string) error {
+	for _, o := range rollbackObjects(ns, name) {
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if o.GetDeletionTimestamp() != nil {
+			continue
+		}
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, o)); err != nil {
 			return err
 		}
