@@ -93,7 +93,7 @@ func (e *Env) installChartRBAC(t testing.TB) {
 func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptions) *Process {
 	e.Manager(t, cluster, "simulators", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if o.Offloaded != nil {
-			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay}); err != nil {
+			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay, Sync: o.Offloaded.Sync, Conditions: o.Offloaded.Sync != nil}); err != nil {
 				return err
 			}
 		}

@@ -116,7 +116,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 		if o.Offloaded != nil {
 			// The array reports no conditions, as a LUN-level array with
 			// schedulingInterval 0m does.
-			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay}); err != nil {
+			if err := storagearray.SetupWithManager(mgr, storagearray.Options{Delay: o.Offloaded.ArrayDelay, Sync: o.Offloaded.Sync, Conditions: o.Offloaded.Sync != nil}); err != nil {
 				return err
 			}
 		}

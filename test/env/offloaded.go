@@ -20,6 +20,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
+	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
 // OffloadedStorage makes StartWorkload run the workload tier of an Offloaded
@@ -32,6 +33,9 @@ type OffloadedStorage struct {
 	OperatorNamespace string
 	// ArrayDelay is how long the simulated array takes to reach a new state.
 	ArrayDelay time.Duration
+	// Sync, when set, makes the array replicate in cycles (storagearray.Sync)
+	// and report its conditions, as an array with a schedulingInterval does.
+	Sync *storagearray.Sync
 }
 
 // registerOffloaded is StartWorkload's registration for o.Offloaded.
@@ -120,8 +124,14 @@ type OffloadedZone struct {
 	// StorageClass and ReplicationClass name the global classes created on both
 	// clusters, with storage IDs sid-1 and sid-2, for GroupReplicationID.
 	StorageClass, ReplicationClass, GroupReplicationID string
-	// Policy names the DRPolicy (schedulingInterval 0m) over both clusters.
+	// Policy names the DRPolicy over both clusters.
 	Policy string
+	// SchedulingInterval is the policy's and the classes' interval; "0m"
+	// (the storage replicates on its own) when empty.
+	SchedulingInterval string
+	// Sync, when set, makes the arrays of both clusters replicate in cycles
+	// over one link (storagearray.Sync).
+	Sync *storagearray.Sync
 }
 
 // StartOffloaded runs, on a zone created with the Offloaded backend, the
@@ -131,13 +141,17 @@ type OffloadedZone struct {
 func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) (*Safety, *Process) {
 	t.Helper()
 	for i, c := range []string{Primary, DR} {
-		e.StartWorkload(t, c, WorkloadOptions{Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay}})
+		e.StartWorkload(t, c, WorkloadOptions{Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay, Sync: o.Sync}})
 		e.CreateGlobalStorage(t, c, GlobalStorage{StorageClass: o.StorageClass, ReplicationClass: o.ReplicationClass,
-			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID})
+			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID, SchedulingInterval: o.SchedulingInterval})
 	}
 	safety := e.WatchSafety(t)
 	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	interval := o.SchedulingInterval
+	if interval == "" {
+		interval = "0m"
+	}
 	create(t, e.Client(Quorum), &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: o.Policy},
-		Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: "0m"}})
+		Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{Primary, DR}, SchedulingInterval: interval}})
 	return safety, quorum
 }

@@ -48,12 +48,17 @@ const (
 )
 
 func newZone(t testing.TB) *zone {
+	return newZoneWith(t, env.OffloadedZone{Policy: policyName})
+}
+
+// newZoneWith is newZone with o's policy, interval and array sync.
+func newZoneWith(t testing.TB, o env.OffloadedZone) *zone {
 	z := &zone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t}
-	z.safety, z.quorum = z.StartOffloaded(t, env.OffloadedZone{ArrayDelay: arrayDelay, StorageClass: storageClass,
-		ReplicationClass: "offloaded-vgrc", GroupReplicationID: grID, Policy: policyName})
+	o.ArrayDelay, o.StorageClass, o.ReplicationClass, o.GroupReplicationID = arrayDelay, storageClass, "offloaded-vgrc", grID
+	z.safety, z.quorum = z.StartOffloaded(t, o)
 	env.Eventually(t, timeout, "global peer class", func() error {
 		p := &drv1alpha1.DRPolicy{}
-		if err := z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: policyName}, p); err != nil {
+		if err := z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: o.Policy}, p); err != nil {
 			return err
 		}
 		if len(p.Status.PeerClasses) != 1 || !p.Status.PeerClasses[0].Global {
@@ -73,6 +78,11 @@ func (z *zone) create(cluster string, obj client.Object) {
 // (the array's replica on the other one), its VM running on cluster with the
 // PVC as disk and halted on the other, its group and the DRPC.
 func (z *zone) addApp(name, cluster string) {
+	z.addAppWith(name, cluster, policyName, srv1alpha1.ReplicationSettings{})
+}
+
+// addAppWith is addApp under policy, with the group's replication settings.
+func (z *zone) addAppWith(name, cluster, policy string, replication srv1alpha1.ReplicationSettings) {
 	for _, c := range []string{env.Primary, env.DR} {
 		z.CreateAppPVC(z.t, c, name, storageClass)
 	}
@@ -83,11 +93,12 @@ func (z *zone) addApp(name, cluster string) {
 	z.create(z.other(cluster), env.AppVM(name, kubevirtv1.RunStrategyHalted))
 	refs := []srv1alpha1.VirtualMachineReference{{Namespace: env.AppNS, Name: env.AppVMName(name)}}
 	z.create(env.Quorum, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
-		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: cluster, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}})
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: cluster, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName},
+			Replication: replication}})
 	z.create(env.Quorum, &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
 		Spec: drv1alpha1.DRPlacementControlSpec{
 			ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: name},
-			DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: policyName},
+			DRPolicyRef:        srv1alpha1.LocalObjectReference{Name: policy},
 			PVCSelector:        metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			PreferredCluster:   cluster,
 		}})

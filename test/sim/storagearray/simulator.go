@@ -42,6 +42,10 @@ type Options struct {
 	Selector labels.Selector
 	// Clock measures the delay; nil means the real clock.
 	Clock clock.PassiveClock
+	// Sync, when set, makes the array replicate in cycles and report each
+	// one's end as the primary's status.lastSyncTime; nil reports none, as an
+	// array that replicates on its own (schedulingInterval 0m) does.
+	Sync *Sync
 }
 
 // SetupWithManager registers a simulator with mgr; replicationv1alpha1 must be in the
@@ -118,13 +122,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := vgr.DeepCopy()
 	setStatus(vgr, desired, r.opts.Conditions, now)
+	var res ctrl.Result
+	if r.opts.Sync != nil {
+		res.RequeueAfter = r.opts.Sync.sync(vgr, now)
+	}
 	if equality.Semantic.DeepEqual(before.Status, vgr.Status) {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	if err := r.client.Status().Patch(ctx, vgr, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing VolumeGroupReplication status: %w", client.IgnoreNotFound(err))
 	}
-	return ctrl.Result{}, nil
+	return res, nil
 }
 
 // StateFor is the status.state an array reports for a desired replication state.
