@@ -48,12 +48,14 @@ sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for 
 	ln -sf drbdsim $(BIN)/sim/drbdadm
 	ln -sf drbdsim $(BIN)/sim/drbdsetup
 
-# VOLSYNC=1 adds a VolSync zone (DR namespace dr-volsync, one group in diff mode).
-SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync)
+# VOLSYNC=1 adds a VolSync zone (DR namespace dr-volsync, one group in diff mode);
+# OFFLOADED=1 an Offloaded zone (DR namespace dr-offloaded, one group on the
+# storage-array simulator).
+SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync) $(if $(OFFLOADED),-offloaded)
 # OIDC=1 runs a test OIDC issuer the API servers trust; the console offers sign-in with it (alice / alice-password).
 SANDBOX_FLAGS += $(if $(OIDC),-oidc)
 
-sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone).
+sandbox: build sim-binaries kube-binaries ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
 
 demo: build sim-binaries kube-binaries ## Protect, fail over, fail back, and fail over with the primary down.

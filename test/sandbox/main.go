@@ -31,6 +31,7 @@ func main() {
 	flag.IntVar(&o.vms, "vms", 3, "number of demo VMs")
 	flag.BoolVar(&o.volsync, "volsync", false, "also run a VolSync zone in a second DR namespace (dr-volsync) with one group in diff mode; with -demo, its cycles, relocate and unplanned failover run first")
 	flag.BoolVar(&o.oidc, "oidc", false, "run a test OIDC issuer that the API servers trust, and offer sign-in with it in the console (user alice, password alice-password)")
+	flag.BoolVar(&o.offloaded, "offloaded", false, "also run an Offloaded zone in a third DR namespace (dr-offloaded) with one group on the storage-array simulator; with -demo, its link down and back, relocate and failover run first")
 	flag.StringVar(&o.consoleAddr, "console", "127.0.0.1:9443", "address of the web console; empty runs none")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
@@ -49,6 +50,7 @@ type options struct {
 	consoleAddr     string
 	demo, volsync   bool
 	oidc            bool
+	offloaded       bool
 	vms             int
 }
 
@@ -87,6 +89,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if o.offloaded {
+		if err := sb.protectOffloaded(ctx); err != nil {
+			return err
+		}
+	}
 	sb.printHelp()
 	if o.consoleAddr != "" {
 		token, err := sb.startConsole(ctx)
@@ -98,6 +105,11 @@ func run(ctx context.Context, o options) error {
 	if o.demo {
 		if o.volsync {
 			if err := sb.demoVolSync(ctx); err != nil {
+				return err
+			}
+		}
+		if o.offloaded {
+			if err := sb.demoOffloaded(ctx); err != nil {
 				return err
 			}
 		}

@@ -48,7 +48,8 @@ type sandbox struct {
 	cancel context.CancelFunc
 	fabric *drbdsim.Fabric
 	state  string
-	vs     *volsyncSims // nil without -volsync
+	vs     *volsyncSims   // nil without -volsync
+	of     *offloadedSims // nil without -offloaded
 	// issuer and oidcSecret are the test OIDC issuer (nil without -oidc)
 	// and the console's client secret there.
 	issuer     *oidcissuer.Issuer
@@ -91,6 +92,11 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 		}
 		if vsWebhookArgs, err = sb.installWebhooks(ctx, "quorum-control-plane", vsNamespace); err != nil {
 			return sb, fmt.Errorf("registering the admission webhooks of %s: %w", vsNamespace, err)
+		}
+	}
+	if o.offloaded {
+		if err := sb.startOffloadedZone(ctx); err != nil {
+			return sb, err
 		}
 	}
 	simCtx, cancel := context.WithCancel(context.Background())
@@ -150,6 +156,11 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 				return err
 			}
 		}
+		if sb.of != nil {
+			if err := sb.setupOffloadedSims(mgr); err != nil {
+				return err
+			}
+		}
 		go func() { _ = mgr.Start(ctx) }()
 	}
 	return nil
@@ -166,6 +177,9 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 			args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
 	if sb.vs != nil {
 		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, common))
+	}
+	if sb.of != nil {
+		sb.procs = append(sb.procs, sb.drNamespaceProcess("quorum-manager-offloaded", ofNamespace, sb.of.webhookArgs, common))
 	}
 	for _, cluster := range []string{primary, dr} {
 		n := nodes[cluster]

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -61,58 +59,28 @@ func (sb *sandbox) setupVolSyncSims(mgr ctrl.Manager, cluster string) error {
 	return sb.vs.mover.SetupWithManager(mgr, cluster)
 }
 
-// seedVolSync adds the VolSync zone's objects: its DR namespace with the
-// kubeconfig Secrets and ProtectionZone on the quorum cluster, and on each
-// workload cluster the application namespace, StorageClass and snapshot
-// classes of the simulated CSI driver.
+// seedVolSync adds the VolSync zone's DR namespace; each workload cluster
+// gets the application namespace, StorageClass and snapshot classes of the
+// simulated CSI driver.
 func (sb *sandbox) seedVolSync(ctx context.Context) error {
-	objs := map[string][]client.Object{"quorum": {ns(vsNamespace)}}
-	var clusters []srv1alpha1.ZoneCluster
-	for _, cluster := range []string{primary, dr} {
-		objs[cluster] = append(objs[cluster], ns(vsNamespace), ns(vsAppNS),
-			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: vsClass}, Provisioner: vsProvisioner},
-			&groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
-				Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete},
-			&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
-				Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
-		objs["quorum"] = append(objs["quorum"], &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: vsNamespace, Name: cluster + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: sb.zone.Clusters[cluster].Kubeconfig},
-		})
-		role := srv1alpha1.ClusterRolePrimary
-		if cluster == dr {
-			role = srv1alpha1.ClusterRoleDR
-		}
-		clusters = append(clusters, srv1alpha1.ZoneCluster{Name: cluster, Role: role,
-			KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: cluster + "-kubeconfig"}, Client: srv1alpha1.ClientSettings{TimeoutSeconds: 3}})
-	}
-	objs["quorum"] = append(objs["quorum"],
-		&srv1alpha1.ProtectionZone{
-			ObjectMeta: metav1.ObjectMeta{Namespace: vsNamespace, Name: vsZoneName},
-			Spec: srv1alpha1.ProtectionZoneSpec{
-				DisplayName: "Sandbox (VolSync)", Description: "the same two sites, replicated by VolSync snapshots",
-				StorageBackend:  srv1alpha1.BackendVolSync,
-				Clusters:        clusters,
-				StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: vsClass, TargetStorageClass: vsClass}},
-			},
+	return sb.seedDRNamespace(ctx, drNamespaceSpec{
+		namespace: vsNamespace, zone: vsZoneName,
+		displayName: "Sandbox (VolSync)", description: "the same two sites, replicated by VolSync snapshots",
+		backend: srv1alpha1.BackendVolSync, storageClass: vsClass, policy: vsPolicy, interval: "1m",
+		workload: func(string) []client.Object {
+			return []client.Object{ns(vsAppNS),
+				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: vsClass}, Provisioner: vsProvisioner},
+				&groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
+					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete},
+				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
+					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
 		},
-		&drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: vsNamespace, Name: vsPolicy},
-			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{primary, dr}, SchedulingInterval: "1m"}})
-	for _, cluster := range []string{"quorum", primary, dr} {
-		c := sb.zone.Clusters[cluster].Client
-		for _, obj := range objs[cluster] {
-			if err := c.Create(ctx, obj); err != nil {
-				return fmt.Errorf("creating %T %s on %s: %w", obj, obj.GetName(), cluster, err)
-			}
-		}
-	}
-	return nil
+	})
 }
 
 // volsyncProcess is the VolSync DR namespace's quorum-manager.
 func (sb *sandbox) volsyncProcess(webhookArgs, common []string) *process {
-	return &process{name: "quorum-manager-volsync", bin: filepath.Join(sb.o.binDir, "quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-		args: append(append([]string{"--namespace=" + vsNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)}
+	return sb.drNamespaceProcess("quorum-manager-volsync", vsNamespace, webhookArgs, common)
 }
 
 func vsPVCName() string { return vsGroup + "-disk" }

@@ -219,18 +219,11 @@ func (sb *sandbox) vsEqual(ctx context.Context, from, to string) error {
 }
 
 func (sb *sandbox) vsDRPC(ctx context.Context) (*drv1alpha1.DRPlacementControl, error) {
-	d := &drv1alpha1.DRPlacementControl{}
-	return d, sb.zone.Clusters["quorum"].Client.Get(ctx, client.ObjectKey{Namespace: vsNamespace, Name: vsGroup}, d)
+	return sb.getDRPC(ctx, vsNamespace, vsGroup)
 }
 
 func (sb *sandbox) vsPatchDRPC(ctx context.Context, mutate func(*drv1alpha1.DRPlacementControl)) error {
-	d, err := sb.vsDRPC(ctx)
-	if err != nil {
-		return err
-	}
-	before := d.DeepCopy()
-	mutate(d)
-	return sb.zone.Clusters["quorum"].Client.Patch(ctx, d, client.MergeFrom(before))
+	return sb.patchDRPC(ctx, vsNamespace, vsGroup, mutate)
 }
 
 // vsWaitProtected waits until the DRPC, placed on cluster, is Protected
@@ -264,21 +257,7 @@ func (sb *sandbox) vsWaitProtected(ctx context.Context, cluster string, since *m
 }
 
 func (sb *sandbox) vsWaitPhase(ctx context.Context, phase drv1alpha1.DRState, cluster string) error {
-	var why string
-	err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		d, err := sb.vsDRPC(ctx)
-		if err != nil {
-			return false, err
-		}
-		st := d.Status
-		why = fmt.Sprintf("phase %s progression %s on %q", st.Phase, st.Progression, st.PreferredDecision.ClusterName)
-		return st.Phase == phase && st.PreferredDecision.ClusterName == cluster && st.ObservedGeneration == d.Generation &&
-			(st.Progression == drv1alpha1.ProgressionCompleted || st.Progression == drv1alpha1.ProgressionCleaningUp), nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s %s on %s (%s): %w", vsGroup, phase, cluster, why, err)
-	}
-	return nil
+	return sb.waitDRPCPhase(ctx, vsNamespace, vsGroup, phase, cluster)
 }
 
 // vsWaitNoCycle waits until the group's source on cluster moves no data:
