@@ -3,6 +3,8 @@ package volsync_test
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/test/benchpair"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // 1 GiB simulated volumes: 16384 blocks of 64 KiB.
@@ -39,7 +44,10 @@ const (
 // control-plane time of a cycle, from the trigger to lastSyncTime, pair by
 // pair against a floor (benchpair): a plain client making the same cycle's
 // writes (group snapshot, restored PVCs, source triggers, cleanup, one status
-// write) on a second group of the same servers. BenchmarkGroupCycle64PVCs is
+// write) on a second group of the same servers. Both sides read through one
+// informer cache, and it logs the writes per cycle of each: the controllers'
+// (their client transport counts them) against the floor client's.
+// BenchmarkGroupCycle64PVCs is
 // its scale point: how both grow with the group.
 func BenchmarkGroupCycle8PVCs(b *testing.B) { benchCycle(b, 8, 6) }
 
@@ -66,34 +74,120 @@ func benchCycle(b *testing.B, pvcs, pairs int) {
 	b.Logf("%d PVCs of %d MiB: full cycle %d MiB, diff cycle at %.0f%% changed blocks %.1f MiB (%.2f%% of full)",
 		pvcs, z.data.Size()>>20, full>>20, 100*benchChange, float64(moved)/(1<<20), 100*float64(moved)/float64(full))
 
-	f := z.newFloor(b, "bench-floor", pvcs)
+	// Both sides look for the end of a cycle through one informer cache, as
+	// a controller reads.
+	reads := z.sharedCache(b)
+	f := z.newFloor(b, "bench-floor", pvcs, reads)
 	f.cycle(b, "warm-up") // the full sync, outside the pairs
 	f.settle(b)
 	f.cycle(b, "warm-up-diff")
+	productWrites := newWindowCounts(z.writes[harness.Primary], z.writes[harness.DR])
+	floorWrites := newWindowCounts(f.writes, z.writes[harness.DR])
 	floor := func(i int, m *benchpair.Meter) {
 		f.settle(b)
 		f.g.change(benchChange, uint64(100+i))
+		floorWrites.open()
 		m.Start()
 		f.cycle(b, fmt.Sprintf("fl-%d", i))
 		m.Stop()
+		floorWrites.close()
 	}
 	product := func(i int, m *benchpair.Meter) {
 		g.change(benchChange, uint64(200+i))
 		manual := fmt.Sprintf("c-%d", i)
+		productWrites.open()
 		m.Start()
 		g.trigger(manual)
 		poll(b, "cycle "+manual, func() bool {
 			s := &drv1alpha1.ReplicationGroupSource{}
-			err := z.primary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: g.name}, s)
+			err := reads.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: g.name}, s)
 			return err == nil && s.Status.LastManualSync == manual && s.Status.LastSyncTime != nil && s.Status.CurrentVolumeGroupSnapshot == ""
 		})
 		m.Stop()
+		productWrites.close()
 	}
 	benchpair.Run(b, benchpair.Options{Pairs: pairs, Unit: "cycle"}, floor, product)
+	// Writes from the trigger to lastSyncTime; events sent after it are not
+	// in the window. The trigger itself is the benchmark's, not counted.
+	b.Logf("%d PVCs: writes per cycle, product: primary %.1f (%s), secondary %.1f (%s)", pvcs,
+		productWrites.perRound(0), productWrites.detail(0), productWrites.perRound(1), productWrites.detail(1))
+	b.Logf("%d PVCs: writes per cycle, floor: primary %.1f (%s), secondary %.1f (%s)", pvcs,
+		floorWrites.perRound(0), floorWrites.detail(0), floorWrites.perRound(1), floorWrites.detail(1))
 	// After Run: its ResetTimer deletes the metrics reported before.
 	b.ReportMetric(100*float64(moved)/float64(full), "diff-pct-of-full")
 	b.ReportMetric(float64(full)/(1<<20), "full-MiB")
 	b.ReportMetric(float64(moved)/(1<<20), "diff-MiB")
+	b.ReportMetric(productWrites.perRound(0)+productWrites.perRound(1), "writes/cycle")
+	b.ReportMetric(floorWrites.perRound(0)+floorWrites.perRound(1), "floor-writes/cycle")
+}
+
+// sharedCache is an informer cache of the primary, started for the rest of
+// the benchmark.
+func (z *zone) sharedCache(b testing.TB) client.Reader {
+	c, err := cache.New(z.configs[harness.Primary], cache.Options{Scheme: scheme.New()})
+	must(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("the shared cache did not sync")
+	}
+	return c
+}
+
+// windowCounts adds up, per counter, the writes counted inside open/close
+// windows.
+type windowCounts struct {
+	counters []*writeCounter
+	rounds   int
+	totals   []int
+	by       []map[string]int
+	atTotal  []int
+	atBy     []map[string]int
+}
+
+func newWindowCounts(counters ...*writeCounter) *windowCounts {
+	w := &windowCounts{counters: counters, totals: make([]int, len(counters)), atTotal: make([]int, len(counters)),
+		by: make([]map[string]int, len(counters)), atBy: make([]map[string]int, len(counters))}
+	for i := range counters {
+		w.by[i] = map[string]int{}
+	}
+	return w
+}
+
+func (w *windowCounts) open() {
+	for i, c := range w.counters {
+		w.atTotal[i], w.atBy[i] = c.snapshot()
+	}
+}
+
+func (w *windowCounts) close() {
+	w.rounds++
+	for i, c := range w.counters {
+		total, by := c.snapshot()
+		w.totals[i] += total - w.atTotal[i]
+		for k, v := range by {
+			w.by[i][k] += v - w.atBy[i][k]
+		}
+	}
+}
+
+func (w *windowCounts) perRound(i int) float64 {
+	if w.rounds == 0 {
+		return 0
+	}
+	return float64(w.totals[i]) / float64(w.rounds)
+}
+
+func (w *windowCounts) detail(i int) string {
+	var parts []string
+	for k, v := range w.by[i] {
+		if v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, float64(v)/float64(max(w.rounds, 1))))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 func sum(m map[string]int64) int64 {
@@ -121,9 +215,14 @@ func poll(b testing.TB, what string, done func() bool) {
 type floorGroup struct {
 	g        *group
 	previous string
+	// c writes, counted into writes; r reads, the benchmark's shared cache.
+	c       client.Client
+	r       client.Reader
+	writes  *writeCounter
+	sources bool
 }
 
-func (z *zone) newFloor(b testing.TB, ns string, pvcs int) *floorGroup {
+func (z *zone) newFloor(b testing.TB, ns string, pvcs int, reads client.Reader) *floorGroup {
 	g := z.newGroup(b, ns, pvcs, map[string]string{drv1alpha1.EnableDiffAnnotation: "true"})
 	// The floor's client plays the RGS: delete the group's before its first
 	// cycle, so that it writes nothing.
@@ -138,7 +237,10 @@ func (z *zone) newFloor(b testing.TB, ns string, pvcs int) *floorGroup {
 	if err := z.primary.Create(context.Background(), status); err != nil {
 		b.Fatal(err)
 	}
-	return &floorGroup{g: g}
+	writes := &writeCounter{}
+	c, err := client.New(writes.wrap(z.configs[harness.Primary]), client.Options{Scheme: scheme.New()})
+	must(b, err)
+	return &floorGroup{g: g, c: c, r: reads, writes: writes}
 }
 
 // cycle makes the writes of one diff-mode cycle with a plain client: the group
@@ -149,7 +251,7 @@ func (z *zone) newFloor(b testing.TB, ns string, pvcs int) *floorGroup {
 func (f *floorGroup) cycle(b testing.TB, name string) {
 	b.Helper()
 	ctx := context.Background()
-	c, ns := f.g.z.primary, f.g.ns
+	c, r, ns := f.c, f.r, f.g.ns
 	vgs := &groupsnapshotv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{drv1alpha1.VGSStatusLabel: drv1alpha1.VGSStatusCurrent}},
 		Spec: groupsnapshotv1.VolumeGroupSnapshotSpec{
@@ -159,7 +261,7 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 	}
 	must(b, c.Create(ctx, vgs))
 	poll(b, "floor snapshot "+name, func() bool {
-		return c.Get(ctx, client.ObjectKeyFromObject(vgs), vgs) == nil && vgs.Status != nil && ptr.Deref(vgs.Status.ReadyToUse, false)
+		return r.Get(ctx, client.ObjectKeyFromObject(vgs), vgs) == nil && vgs.Status != nil && ptr.Deref(vgs.Status.ReadyToUse, false)
 	})
 	for _, p := range f.g.pvcs {
 		must(b, c.Create(ctx, &corev1.PersistentVolumeClaim{
@@ -172,7 +274,7 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 	}
 	poll(b, "floor restored PVCs bound", func() bool {
 		list := &corev1.PersistentVolumeClaimList{}
-		if c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"floor": "restored"}) != nil {
+		if r.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"floor": "restored"}) != nil {
 			return false
 		}
 		bound := 0
@@ -188,8 +290,10 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 		if f.previous != "" {
 			base = f.previous + "-" + p
 		}
-		rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Name: p, Namespace: ns}}
-		exists := c.Get(ctx, client.ObjectKeyFromObject(rs), rs) == nil
+		// One merge patch of what changes, as a controller sends it; the
+		// first cycle creates the sources.
+		rs := &volsyncv1alpha1.ReplicationSource{TypeMeta: metav1.TypeMeta{APIVersion: volsyncv1alpha1.GroupVersion.String(), Kind: "ReplicationSource"},
+			ObjectMeta: metav1.ObjectMeta{Name: p, Namespace: ns}}
 		rs.Labels = map[string]string{"floor": "source"}
 		rs.Spec.SourcePVC = volsync.RestoredPVCName(p)
 		rs.Spec.Trigger = &volsyncv1alpha1.ReplicationSourceTriggerSpec{Manual: name}
@@ -197,15 +301,16 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 			"copyMethod": string(volsyncv1alpha1.CopyMethodDirect), "volumeName": volsync.RestoredPVCName(p),
 			"baseSnapshotName": base, "targetSnapshotName": name + "-" + p,
 			"address": volsync.DestinationAddress(ns, p), "keySecret": volsync.PSKSecretName(f.g.name)}}
-		if exists {
-			must(b, c.Update(ctx, rs))
+		if f.sources {
+			must(b, c.Patch(ctx, rs, client.Merge))
 		} else {
 			must(b, c.Create(ctx, rs))
 		}
 	}
+	f.sources = true
 	poll(b, "floor sources synced", func() bool {
 		list := &volsyncv1alpha1.ReplicationSourceList{}
-		if c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"floor": "source"}) != nil {
+		if r.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"floor": "source"}) != nil {
 			return false
 		}
 		done := 0
@@ -233,7 +338,7 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 func (f *floorGroup) settle(b testing.TB) {
 	poll(b, "floor restored PVCs deleted", func() bool {
 		list := &corev1.PersistentVolumeClaimList{}
-		return f.g.z.primary.List(context.Background(), list, client.InNamespace(f.g.ns), client.MatchingLabels{"floor": "restored"}) == nil && len(list.Items) == 0
+		return f.r.List(context.Background(), list, client.InNamespace(f.g.ns), client.MatchingLabels{"floor": "restored"}) == nil && len(list.Items) == 0
 	})
 }
 

@@ -57,6 +57,8 @@ type zone struct {
 	configs            map[string]*rest.Config
 	stops              map[string]func()
 	simStops           map[string]func()
+	// writes counts the writes of the controllers under test, per cluster.
+	writes map[string]*writeCounter
 	// t is the test that owns the zone: a manager restarted inside a subtest
 	// must outlive that subtest, so that later subtests find it running.
 	t testing.TB
@@ -70,7 +72,8 @@ func startZoneWith(t testing.TB, blockSize int64, blocks int) *zone {
 	log.SetLogger(zap.New(zap.WriteTo(t.Output()), zap.UseDevMode(false)))
 	s := scheme.New()
 	hz := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary, harness.DR)
-	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, simStops: map[string]func(){}, t: t}
+	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, simStops: map[string]func(){}, t: t,
+		writes: map[string]*writeCounter{harness.Primary: {}, harness.DR: {}}}
 	z.mover = mover.New(z.data)
 	for _, name := range []string{harness.Primary, harness.DR} {
 		cfg := hz.Clusters[name].Config
@@ -129,7 +132,7 @@ func (z *zone) startSims(t testing.TB, cluster string) {
 // startControllers runs the workload tier's VolSync controllers on a cluster,
 // the part of pg-controller under test, until the zone's test ends.
 func (z *zone) startControllers(t testing.TB, cluster string) {
-	mgr := newManager(t, z.configs[cluster])
+	mgr := newManager(t, z.writes[cluster].wrap(z.configs[cluster]))
 	require.NoError(t, rgs.SetupWithManager(mgr))
 	require.NoError(t, rgd.SetupWithManager(mgr))
 	require.NoError(t, vrg.SetupWithManager(mgr, vrg.Options{}))
