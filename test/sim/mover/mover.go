@@ -2,6 +2,7 @@ package mover
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,7 +47,7 @@ type Mover struct {
 	data *blockstore.Store
 
 	mu        sync.Mutex
-	endpoints map[string]endpoint
+	endpoints map[string][]endpoint
 	faults    map[types.NamespacedName]Fault
 	transfers map[types.NamespacedName][]Transfer
 	jobs      map[string]*job
@@ -77,7 +78,7 @@ type job struct {
 
 // New returns a mover that moves the blocks of data.
 func New(data *blockstore.Store) *Mover {
-	return &Mover{data: data, endpoints: map[string]endpoint{}, faults: map[types.NamespacedName]Fault{},
+	return &Mover{data: data, endpoints: map[string][]endpoint{}, faults: map[types.NamespacedName]Fault{},
 		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}, failures: map[string]int{}}
 }
 
@@ -140,25 +141,37 @@ func (m *Mover) record(key types.NamespacedName, t Transfer) {
 	m.transfers[key] = append(m.transfers[key], t)
 }
 
+// register publishes a destination's address. Both clusters may publish the
+// same address while a destination moves between them (a relocate creates
+// the new one before the old one goes); the latest publisher answers, and
+// when it goes the earlier one answers again, as a service address follows
+// its remaining endpoints.
 func (m *Mover) register(address string, e endpoint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.endpoints[address] = e
+	list := slices.DeleteFunc(m.endpoints[address], func(o endpoint) bool { return o.cluster == e.cluster })
+	m.endpoints[address] = append(list, e)
 }
 
 func (m *Mover) unregister(address, cluster string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.endpoints[address]; ok && e.cluster == cluster {
+	list := slices.DeleteFunc(m.endpoints[address], func(o endpoint) bool { return o.cluster == cluster })
+	if len(list) == 0 {
 		delete(m.endpoints, address)
+		return
 	}
+	m.endpoints[address] = list
 }
 
 func (m *Mover) resolve(address string) (endpoint, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.endpoints[address]
-	return e, ok
+	list := m.endpoints[address]
+	if len(list) == 0 {
+		return endpoint{}, false
+	}
+	return list[len(list)-1], true
 }
 
 func (m *Mover) job(key string) *job {

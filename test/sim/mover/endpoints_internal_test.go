@@ -1,0 +1,26 @@
+package mover
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// While a destination moves between clusters both publish its address; the
+// one that stays answers once the other goes, whichever published last.
+func TestAddressFollowsTheRemainingDestination(t *testing.T) {
+	m := New(nil)
+	const a = "volsync-rsync-tls-dst-disk.ns.svc.clusterset.local"
+	m.register(a, endpoint{cluster: "primary"})
+	m.register(a, endpoint{cluster: "dr"}) // the old destination reconciled once more
+	e, ok := m.resolve(a)
+	require.True(t, ok)
+	require.Equal(t, "dr", e.cluster)
+	m.unregister(a, "dr") // and then went
+	e, ok = m.resolve(a)
+	require.True(t, ok, "the new destination still answers")
+	require.Equal(t, "primary", e.cluster)
+	m.unregister(a, "primary")
+	_, ok = m.resolve(a)
+	require.False(t, ok)
+}
