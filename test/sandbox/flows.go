@@ -168,6 +168,9 @@ Logs of every process: %[7]s/logs
   kubectl --kubeconfig %[2]s -n %[3]s get replicationgroupsources,volumegroupsnapshots,replicationsources
 `, vsNamespace, sb.kubeconfig(primary), vsAppNS)
 	}
+	if sb.of != nil {
+		b.WriteString(sb.offloadedHelp())
+	}
 	fmt.Print(b.String())
 }
 

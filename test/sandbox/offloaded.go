@@ -159,3 +159,12 @@ func (sb *sandbox) startOffloadedZone(ctx context.Context) error {
 	sb.of.webhookArgs = args
 	return nil
 }
+
+// offloadedHelp is what printHelp says about the Offloaded zone.
+func (sb *sandbox) offloadedHelp() string {
+	return fmt.Sprintf(`The Offloaded zone (DR namespace %[1]s; the array ends a cycle every %[4]s):
+  kubectl -n %[1]s get drpc,replicationgroupstatuses,rpoevents
+  kubectl --kubeconfig %[2]s -n %[3]s get volumegroupreplications
+  kubectl --kubeconfig %[2]s -n %[5]s get volumereplicationgroups
+`, ofNamespace, sb.kubeconfig(primary), wsetup.DefaultOperatorNamespace, ofCycle, ofAppNS)
+}
