@@ -32,6 +32,9 @@ type connection struct {
 	last       Health
 	// watched holds the ids of the watches added to this cluster's cache.
 	watched map[string]bool
+	// unserved holds the ids of the watches whose kind the cluster did not
+	// serve when last tried.
+	unserved map[string]bool
 }
 
 func (c *connection) run(ctx context.Context) {
@@ -108,7 +111,12 @@ func (c *connection) serverVersion() (string, error) {
 	return info.GitVersion, nil
 }
 
-// ensureWatches adds each watch this cluster's cache does not have yet.
+// ensureWatches adds each watch this cluster's cache does not have yet. A
+// kind the cluster does not serve (a CRD not installed there, such as
+// csi-addons' on a DRBD-only cluster) is left unwatched rather than failing
+// the connection: nothing of that kind exists there to watch. It is marked
+// unserved, and retryUnserved tries it again, so that a CRD installed later
+// is watched without a reconnect.
 func (c *connection) ensureWatches(ws []watch) error {
 	for _, w := range ws {
 		c.mu.Lock()
@@ -118,12 +126,19 @@ func (c *connection) ensureWatches(ws []watch) error {
 		if done {
 			continue
 		}
-		if err := c.addWatch(w); err != nil {
-			c.mu.Lock()
-			delete(c.watched, w.id)
-			c.mu.Unlock()
-			return err
+		err := c.addWatch(w)
+		if err == nil {
+			c.servedAgain(w)
+			continue
 		}
+		c.mu.Lock()
+		delete(c.watched, w.id)
+		c.mu.Unlock()
+		if isNotServed(err) {
+			c.notServed(w, err)
+			continue
+		}
+		return err
 	}
 	return nil
 }

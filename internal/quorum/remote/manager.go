@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,9 @@ type Options struct {
 	// FailureThreshold is how many probes in a row must fail before a cluster
 	// is unreachable; DefaultFailureThreshold if zero.
 	FailureThreshold int
+	// UnservedRetry is how often a connection tries again to watch the kinds
+	// its cluster did not serve; DefaultUnservedRetry if zero.
+	UnservedRetry time.Duration
 }
 
 // Manager holds one connection per workload cluster: the ClusterCache of
@@ -62,6 +66,8 @@ type Manager struct {
 	threshold int
 	log       logr.Logger
 	metrics   *Metrics
+	// unservedRetry: Options.UnservedRetry.
+	unservedRetry time.Duration
 
 	mu       sync.RWMutex
 	clusters map[Key]*connection
@@ -80,7 +86,10 @@ func NewManager(scheme *runtime.Scheme, log logr.Logger, o Options) *Manager {
 	if o.FailureThreshold <= 0 {
 		o.FailureThreshold = DefaultFailureThreshold
 	}
-	return &Manager{scheme: scheme, clock: o.Clock, threshold: o.FailureThreshold, log: log, metrics: defaultMetrics,
+	if o.UnservedRetry <= 0 {
+		o.UnservedRetry = DefaultUnservedRetry
+	}
+	return &Manager{scheme: scheme, clock: o.Clock, threshold: o.FailureThreshold, log: log, metrics: defaultMetrics, unservedRetry: o.UnservedRetry,
 		clusters: map[Key]*connection{}, connected: map[Key]bool{}, sources: map[string]*EventSource{}}
 }
 
@@ -270,12 +279,13 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 	ctx, cancel := context.WithCancel(context.Background())
 	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, ctx: ctx, cancel: cancel,
 		threshold: m.threshold, metrics: m.metrics, log: m.log.WithValues("cluster", key.String()),
-		last: Health{State: Connecting}, watched: map[string]bool{}}
+		last: Health{State: Connecting}, watched: map[string]bool{}, unserved: map[string]bool{}}
 	if err := conn.ensureWatches(m.watches()); err != nil {
 		cancel()
 		return nil, err
 	}
 	go conn.run(ctx)
+	go conn.retryUnserved(ctx, m.unservedRetry, m.watches)
 	return conn, nil
 }
 
