@@ -58,6 +58,10 @@ func TestWorkloadWebhooks(t *testing.T) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
 	require.NoError(t, dr.Create(ctx, frontend))
+	alloc := &srv1alpha1.DRBDAllocation{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.DRBDAllocationName},
+		Spec: srv1alpha1.DRBDAllocationSpec{Claims: []srv1alpha1.DRBDClaim{{RequestUID: "u1", DRNamespace: env.Namespace, Request: "protect-db",
+			Port: 7000, Minors: []int32{1000}, ClaimedAt: metav1.Now()}}}}
+	require.NoError(t, dr.Create(ctx, alloc))
 
 	// The webhooks are registered once the fixtures exist, as siterecovery
 	// created them; from then on every change goes through them.
@@ -110,6 +114,28 @@ func TestWorkloadWebhooks(t *testing.T) {
 		require.NoError(t, mallory.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
 		pg.Spec.DesiredState = srv1alpha1.StateRunning
 		denied(t, mallory.Update(ctx, pg, client.DryRunAll), "ProtectionGroup dr-production/web is managed by siterecovery")
+	})
+
+	// The cluster's claims of DRBD ports and minors, across DR namespaces.
+	t.Run("DRBD allocation", func(t *testing.T) {
+		a := &srv1alpha1.DRBDAllocation{}
+		require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(alloc), a))
+		a.Spec.Claims = nil
+		denied(t, mallory.Update(ctx, a.DeepCopy(), client.DryRunAll), "DRBDAllocation default holds the DRBD replication ports and minors")
+		require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(alloc), a))
+		a.Spec.Claims[0].Port = 7001
+		denied(t, mallory.Update(ctx, a.DeepCopy(), client.DryRunAll), "its claims change only when quorum-manager protects or unprotects a VM")
+		denied(t, mallory.Update(ctx, a.DeepCopy(), client.DryRunAll), `User "mallory" may not: only users `+self)
+		denied(t, mallory.Delete(ctx, alloc.DeepCopy(), client.DryRunAll), "deleting it lets the next protect give a port or minor in use to a second VM")
+
+		require.NoError(t, mallory.Get(ctx, client.ObjectKeyFromObject(alloc), a))
+		a.Labels = map[string]string{"audited": "yes"}
+		require.NoError(t, mallory.Update(ctx, a, client.DryRunAll), "labels stay writable")
+
+		require.NoError(t, dr.Get(ctx, client.ObjectKeyFromObject(alloc), a))
+		a.Spec.Claims = append(a.Spec.Claims, srv1alpha1.DRBDClaim{RequestUID: "u2", DRNamespace: env.Namespace, Port: 7001, Minors: []int32{1001}, ClaimedAt: metav1.Now()})
+		require.NoError(t, dr.Update(ctx, a, client.DryRunAll), "siterecovery's own identity claims")
+		require.NoError(t, dr.Delete(ctx, alloc.DeepCopy(), client.DryRunAll), "siterecovery's own identity may")
 	})
 }
 
