@@ -8,8 +8,6 @@ import (
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -18,55 +16,6 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/cli/clusters"
 )
-
-// The drbd-node-agent DaemonSet and its pods carry AgentNameLabel=AgentName,
-// as the workload-control-plane chart labels them.
-const (
-	// AgentNameLabel is the label key that names the agent.
-	AgentNameLabel = "app.kubernetes.io/name"
-	// AgentName is its value.
-	AgentName = "drbd-node-agent"
-)
-
-// agents checks that a ready agent pod runs on every node holding a replica.
-func (z *zoneCheck) agents(ctx context.Context, cl *clusters.Cluster) {
-	t := z.target(cl.Name)
-	sel := client.MatchingLabels{AgentNameLabel: AgentName}
-	dss := &appsv1.DaemonSetList{}
-	if err := cl.Client.List(ctx, dss, sel); err != nil {
-		z.r.add("drbd-agent", t, Warning, "cannot list DaemonSets: "+err.Error(), "")
-		return
-	}
-	if len(dss.Items) == 0 {
-		z.r.add("drbd-agent", t, Problem, "no drbd-node-agent DaemonSet", "install the workload-control-plane chart on this cluster")
-		return
-	}
-	pods := &corev1.PodList{}
-	if err := cl.Client.List(ctx, pods, sel); err != nil {
-		z.r.add("drbd-agent", t, Warning, "cannot list the agent's pods: "+err.Error(), "")
-		return
-	}
-	ready := map[string]bool{}
-	for _, p := range pods.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready[p.Spec.NodeName] = true
-			}
-		}
-	}
-	var missing []string
-	for _, node := range z.replicaNodes(ctx, cl) {
-		if !ready[node] {
-			missing = append(missing, node)
-		}
-	}
-	if len(missing) > 0 {
-		z.r.add("drbd-agent", t, Problem, "no ready drbd-node-agent on nodes holding replicas: "+strings.Join(missing, ", "),
-			"kubectl describe daemonset -l "+AgentNameLabel+"="+AgentName+" on this cluster; the node may lack the DRBD module or tolerate no taint")
-		return
-	}
-	z.r.ok("drbd-agent", t, fmt.Sprintf("a ready agent runs on every node holding a replica (%d ready)", len(ready)))
-}
 
 // replicaNodes are the nodes of cl that hold a DRBD replica of the zone's VMs.
 func (z *zoneCheck) replicaNodes(ctx context.Context, cl *clusters.Cluster) []string {
