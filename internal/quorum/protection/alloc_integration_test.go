@@ -110,23 +110,16 @@ func TestAllocationAcrossDRNamespaces(t *testing.T) {
 			}
 		}
 		// The cluster's DRBDAllocation holds each request's values.
-		claims := map[string]srv1alpha1.DRBDClaim{}
-		for _, cl := range allocationOf(t, c).Spec.Claims {
-			claims[cl.DRNamespace+"/"+cl.Request] = cl
-		}
-		require.Len(t, claims, 6, cluster)
-		for key, r := range reqs {
-			cl, ok := claims[key]
-			require.True(t, ok, "%s: no claim of %s", cluster, key)
-			assert.Equal(t, string(r.UID), cl.RequestUID)
-			assert.Equal(t, r.Status.Port, cl.Port, "%s: claim of %s", cluster, key)
-			var want []int32
-			for _, v := range r.Status.Volumes {
-				want = append(want, v.Minor)
-			}
-			assert.Equal(t, want, cl.Minors, "%s: claim of %s", cluster, key)
-		}
+		require.NoError(t, claimsExact(ctx, c, reqs), cluster)
 	}
+
+	// An admin deletes the DR cluster's allocation anyway (the workload
+	// webhook refuses anyone else): each Protected request's re-check writes
+	// its claim back with exactly its values.
+	d := z.Client(env.DR)
+	require.NoError(t, d.Delete(ctx, allocationOf(t, d)))
+	env.Eventually(t, 2*wait, "every claim back on the DR cluster", func() error { return claimsExact(ctx, d, reqs) })
+	require.NoError(t, claimsExact(ctx, p, reqs), "the primary's allocation is untouched")
 
 	// Removing staging's protection frees its claims on both clusters; the
 	// lowest freed port goes to the next request.
@@ -175,6 +168,36 @@ func addDRNamespace(t *testing.T, z *zone, ns, zoneName string) {
 		_, err := setup.AddToManager(mgr, quorumOptions)
 		return err
 	})
+}
+
+// claimsExact checks that c's DRBDAllocation holds one claim per request of
+// reqs, with exactly its port and minors, and no other claim.
+func claimsExact(ctx context.Context, c client.Client, reqs map[string]*srv1alpha1.ProtectionRequest) error {
+	a := &srv1alpha1.DRBDAllocation{}
+	if err := c.Get(ctx, client.ObjectKey{Name: srv1alpha1.DRBDAllocationName}, a); err != nil {
+		return err
+	}
+	claims := map[string]srv1alpha1.DRBDClaim{}
+	for _, cl := range a.Spec.Claims {
+		claims[cl.DRNamespace+"/"+cl.Request] = cl
+	}
+	if len(claims) != len(reqs) || len(a.Spec.Claims) != len(reqs) {
+		return fmt.Errorf("%d claims, want %d", len(a.Spec.Claims), len(reqs))
+	}
+	for key, r := range reqs {
+		cl, ok := claims[key]
+		if !ok {
+			return fmt.Errorf("no claim of %s", key)
+		}
+		var want []int32
+		for _, v := range r.Status.Volumes {
+			want = append(want, v.Minor)
+		}
+		if cl.RequestUID != string(r.UID) || cl.Port != r.Status.Port || !slices.Equal(cl.Minors, want) {
+			return fmt.Errorf("claim of %s is uid %s port %d minors %v, want uid %s port %d minors %v", key, cl.RequestUID, cl.Port, cl.Minors, r.UID, r.Status.Port, want)
+		}
+	}
+	return nil
 }
 
 func allocationOf(t *testing.T, c client.Client) *srv1alpha1.DRBDAllocation {

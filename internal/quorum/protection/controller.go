@@ -32,6 +32,9 @@ type Options struct {
 	HolderImage string
 	// Clock decides the initial sync timeout; the real clock if nil.
 	Clock clock.PassiveClock
+	// ClaimRecheckInterval is how often a Protected request re-checks its
+	// DRBD claims; ClaimRecheckInterval if zero.
+	ClaimRecheckInterval time.Duration
 }
 
 // RBAC on the quorum cluster, in the DR namespace: the controller reads
@@ -54,6 +57,9 @@ type Reconciler struct {
 	Remote    remote.ClusterCache
 	Recorder  record.EventRecorder
 	Options   Options
+
+	// rechecks schedules the claim re-checks of Protected requests.
+	rechecks claimRechecks
 }
 
 // Reconcile runs the request's current phase and every following one that can
@@ -63,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 	if err := r.Client.Get(ctx, in.NamespacedName, req); err != nil {
 		if apierrors.IsNotFound(err) {
 			defaultMetrics.forget(in.Name)
+			r.rechecks.forget(in.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -77,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if terminal(req.Status.Phase) {
-		return ctrl.Result{}, nil
+		return r.recheckClaim(ctx, req)
 	}
 	s := newScope(req, r.now())
 	if req.Status.Phase == "" || req.Status.Phase == srv1alpha1.ProtectionPending {

@@ -44,7 +44,9 @@ type zone struct {
 	quorum    *env.Process
 }
 
-var quorumOptions = setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond}
+// The claim re-check runs every couple of seconds here, so that every test
+// also shows that a re-check of a Protected request changes nothing.
+var quorumOptions = setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond, ClaimRecheckInterval: 2 * time.Second}
 
 func newZone(t testing.TB) *zone {
 	z := &zone{Env: env.New(t, env.Options{}), dir: t.TempDir(), workloads: map[string]*env.Process{}, agents: map[string]*env.Process{}}

@@ -59,6 +59,9 @@ type QuorumOptions struct {
 	// ProbeImage is the image of the test failover's probe Jobs;
 	// DefaultProbeImage if empty.
 	ProbeImage string
+	// ClaimRecheckInterval is how often a Protected request re-checks its
+	// DRBD claims; protection.ClaimRecheckInterval if zero.
+	ClaimRecheckInterval time.Duration
 }
 
 // Quorum is the shared state of quorum-manager's reconcilers.
@@ -120,7 +123,7 @@ func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := testfailover.SetupWithManager(mgr, rm, testfailover.Options{ProbeImage: q.ProbeImage}); err != nil {
 		return nil, err
 	}
-	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage}); err != nil {
+	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage, ClaimRecheckInterval: q.ClaimRecheckInterval}); err != nil {
 		return nil, err
 	}
 	return &Quorum{Remote: rm}, nil
