@@ -1,7 +1,6 @@
 package drzone
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/stretchr/testify/require"
@@ -10,10 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
@@ -144,19 +140,4 @@ func (z *Zone) WaitProtected(name string) *srv1alpha1.ProtectionRequest {
 		return nil
 	})
 	return pr
-}
-
-// setupKubelet stands in for the kubelet's part in deleting a pod: the API
-// server keeps a scheduled pod until its kubelet confirms it stopped.
-func setupKubelet(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).Named("kubelet-stand-in").For(&corev1.Pod{}).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			pod := &corev1.Pod{}
-			if err := c.Get(ctx, req.NamespacedName, pod); err != nil || pod.DeletionTimestamp.IsZero() {
-				return reconcile.Result{}, client.IgnoreNotFound(err)
-			}
-			return reconcile.Result{}, client.IgnoreNotFound(c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
-		}))
 }

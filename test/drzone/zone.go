@@ -22,6 +22,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/test/env"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	"github.com/siterecovery/siterecovery/test/sim/kubelet"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
@@ -160,7 +161,7 @@ func (z *Zone) startWorkload(cluster string) {
 		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond}); err != nil {
 			return err
 		}
-		return setupKubelet(mgr)
+		return kubelet.SetupWithManager(mgr)
 	})
 	z.Create(cluster, &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: SnapshotClass}, Driver: snapshotsim.DefaultDriver,
 		DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})

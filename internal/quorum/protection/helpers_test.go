@@ -17,8 +17,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
@@ -26,6 +24,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/test/env"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	"github.com/siterecovery/siterecovery/test/sim/kubelet"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
@@ -76,7 +75,7 @@ func (z *zone) startWorkload(t testing.TB, cluster string) {
 		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}}); err != nil {
 			return err
 		}
-		return setupKubelet(mgr)
+		return kubelet.SetupWithManager(mgr)
 	})
 }
 
@@ -98,21 +97,6 @@ func (z *zone) startAgent(t testing.TB, cluster string) {
 		StatusInterval: 50 * time.Millisecond,
 	}
 	z.agents[cluster] = z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
-}
-
-// setupKubelet stands in for the kubelet's part in deleting a pod: the API
-// server keeps a scheduled pod until its kubelet confirms it stopped.
-func setupKubelet(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).Named("kubelet-stand-in").For(&corev1.Pod{}).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			pod := &corev1.Pod{}
-			if err := c.Get(ctx, req.NamespacedName, pod); err != nil || pod.DeletionTimestamp.IsZero() {
-				return reconcile.Result{}, client.IgnoreNotFound(err)
-			}
-			return reconcile.Result{}, client.IgnoreNotFound(c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
-		}))
 }
 
 // setNodeReady creates the node if needed and sets its Ready condition and address.
