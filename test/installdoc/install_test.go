@@ -34,16 +34,18 @@ const (
 	zoneName        = "production"
 	systemNamespace = "siterecovery-system"
 	zoneRelease     = "siterecovery-zone"
+	quorumRelease   = "quorum"
 	quorumSA        = "quorum-manager-" + drNamespace
 )
 
-// TestInstallDoc runs steps 2 to 5 of docs/install.md on empty quorum,
+// TestInstallDoc runs steps 2 to 6 of docs/install.md on empty quorum,
 // primary and DR API servers: the charts' objects (CRDs included) come from
 // helm, the quorum identity on the workload clusters from the workload chart,
 // the kubeconfig Secrets and the ProtectionZone from scripts/bootstrap-zone.sh.
-// The ProtectionZone webhook and quorum-manager then run as the service
-// accounts the charts created, and quorum-manager reaches both workload
-// clusters with the stored kubeconfigs only.
+// The ProtectionZone webhook, quorum-manager, pg-controller and the agents then
+// run as the service accounts the charts created, serving the webhooks helm
+// installed, and quorum-manager reaches both workload clusters with the stored
+// kubeconfigs only. Step 6's commands validate the zone and protect apps/web.
 func TestInstallDoc(t *testing.T) {
 	s := scheme.New()
 	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s}, "quorum", "primary", "dr")
@@ -57,6 +59,10 @@ func TestInstallDoc(t *testing.T) {
 		require.NotEmpty(t, page[n], "docs/install.md has no command block in step %s", n)
 	}
 	sh := shell(t, e)
+	// 0: what the page asks of the workload clusters before step 2.
+	for _, cluster := range []string{env.Primary, env.DR} {
+		workloadPrerequisites(t, e, cluster)
+	}
 
 	// 2-4: the charts.
 	for _, n := range []string{"2", "3", "4"} {
@@ -98,12 +104,13 @@ func TestInstallDoc(t *testing.T) {
 		assert.NotContains(t, out, strings.TrimSpace(kc[i+len("token: "):])[:20], "the script printed a token")
 	}
 
-	// quorum-manager, as the quorum chart's service account, reaches both
-	// workload clusters through the stored kubeconfigs.
-	e.ManagerAs(t, env.Quorum, "quorum-manager", [2]string{drNamespace, quorumSA}, ctrl.Options{Cache: boot.CacheOptions(drNamespace)},
+	// quorum-manager, as the quorum chart's service account, serves the
+	// quorum release's webhooks and reaches both workload clusters through
+	// the stored kubeconfigs.
+	qo := e.ServeInstalledWebhooks(t, env.Quorum, quorumRelease, drNamespace)
+	e.ManagerAs(t, env.Quorum, "quorum-manager", [2]string{drNamespace, quorumSA}, ctrl.Options{Cache: boot.CacheOptions(drNamespace), WebhookServer: qo.Server()},
 		func(mgr ctrl.Manager) error {
-			_, err := setup.AddToManager(mgr, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
-			return err
+			return setup.QuorumManager(setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})(mgr, boot.Options{Namespace: drNamespace, Webhook: qo})
 		})
 	env.Eventually(t, 2*time.Minute, "the zone Ready, both clusters reachable with the minted kubeconfigs", func() error {
 		zone := &srv1alpha1.ProtectionZone{}
@@ -120,6 +127,8 @@ func TestInstallDoc(t *testing.T) {
 		}
 		return nil
 	})
+
+	step6(t, e, sh, page["6"])
 }
 
 // runner runs a step's code blocks as a user's shell would: Q, P and D are

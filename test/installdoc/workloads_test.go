@@ -1,0 +1,259 @@
+package installdoc
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/nodeagent"
+	"github.com/siterecovery/siterecovery/internal/workload/admission"
+	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
+	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
+	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
+	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	"github.com/siterecovery/siterecovery/test/sim/kubelet"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
+)
+
+// What step 6 protects: a running VM with one Block PVC of the mapped class.
+const (
+	appNamespace = "apps"
+	vmName       = "web"
+	storageClass = "standard"
+	release      = "siterecovery"
+)
+
+// workloadPrerequisites is step 0 on a workload cluster, as far as a test
+// cluster needs it: KubeVirt's API and a Ready worker node.
+func workloadPrerequisites(t *testing.T, e *env.Env, cluster string) {
+	t.Helper()
+	dir := filepath.Join(harness.RepoRoot(), "test", "crds", "thirdparty")
+	_, err := envtest.InstallCRDs(e.Clusters[cluster].Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
+		filepath.Join(dir, "kubevirt.io_virtualmachines.yaml"), filepath.Join(dir, "kubevirt.io_virtualmachineinstances.yaml")}})
+	require.NoError(t, err, "%s: KubeVirt CRDs", cluster)
+	n := env.Nodes[cluster]
+	c := e.Client(cluster)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
+	require.NoError(t, c.Create(t.Context(), node))
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}
+	require.NoError(t, c.Status().Update(t.Context(), node))
+}
+
+// startWorkload runs the pods of the workload chart on a cluster:
+// pg-controller as its ServiceAccount, serving the webhooks helm installed
+// with the allowed identities of the installed Deployment's flags, and the
+// agent of the node as its ServiceAccount on the DRBD simulator. KubeVirt,
+// the storage provisioner and the kubelet are simulators with admin rights.
+func startWorkload(t *testing.T, e *env.Env, fabric *drbdsim.Fabric, dir, cluster string) {
+	t.Helper()
+	n := env.Nodes[cluster]
+	kubeletDir := filepath.Join(dir, n.Name, "kubelet")
+	// The simulators stand for Kubernetes' own controllers (the volume
+	// binder, the kubelet) and KubeVirt's: an identity in kube-system, which
+	// the workload webhooks let bind the replication stack's PVCs, with the
+	// rights of those controllers (all, here).
+	require.NoError(t, e.Client(cluster).Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-simulators"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "test-simulators"}},
+	}))
+	e.ManagerAs(t, cluster, "simulators", [2]string{"kube-system", "test-simulators"}, ctrl.Options{}, func(mgr ctrl.Manager) error {
+		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
+			return err
+		}
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}}); err != nil {
+			return err
+		}
+		return kubelet.SetupWithManager(mgr)
+	})
+	o := e.ServeInstalledWebhooks(t, cluster, release, systemNamespace)
+	allowed := allowedIdentities(t, e.Client(cluster))
+	e.ManagerAs(t, cluster, "pg-controller", [2]string{systemNamespace, "pg-controller"},
+		ctrl.Options{WebhookServer: o.Server(), Cache: cache.Options{ByObject: wsetup.CacheByObject()}},
+		func(mgr ctrl.Manager) error {
+			if err := protectiongroup.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return wsetup.ServeWebhooks(mgr, wsetup.PGOptions{Allowed: allowed}, o)
+		})
+	cfg := nodeagent.Config{
+		NodeName: n.Name, ReplicationAddress: n.Address,
+		ResourceDir:       filepath.Join(dir, n.Name, "drbd.d"),
+		KubeletDir:        kubeletDir,
+		DrbdadmPath:       "drbdadm",
+		DrbdsetupPath:     "drbdsetup",
+		Exec:              drbdsim.Executor{StateDir: fabric.StateDir, Node: n.Name},
+		StatusInterval:    50 * time.Millisecond,
+		HeartbeatInterval: time.Second,
+	}
+	e.ManagerAs(t, cluster, "drbd-node-agent", [2]string{systemNamespace, "drbd-node-agent"}, ctrl.Options{},
+		func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+}
+
+// allowedIdentities are the --admission-allowed-users and -groups of the
+// pg-controller Deployment helm installed.
+func allowedIdentities(t *testing.T, c client.Client) admission.Identities {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: systemNamespace, Name: "pg-controller"}, d))
+	var ids admission.Identities
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		for _, a := range ctr.Args {
+			if v, ok := strings.CutPrefix(a, "--admission-allowed-users="); ok && v != "" {
+				ids.Users = strings.Split(v, ",")
+			}
+			if v, ok := strings.CutPrefix(a, "--admission-allowed-groups="); ok && v != "" {
+				ids.Groups = strings.Split(v, ",")
+			}
+		}
+	}
+	require.NotEmpty(t, ids.Users, "the installed pg-controller Deployment names no allowed users")
+	return ids
+}
+
+// createWebVM is what step 6 says apps/web must be: a running VM whose disk
+// is a Block PVC of a mapped StorageClass.
+func createWebVM(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNamespace}}))
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNamespace, Name: vmName + "-root"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(storageClass),
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	require.NoError(t, c.Create(ctx, pvc))
+	env.Eventually(t, time.Minute, "the VM's PVC bound", func() error {
+		got := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), got); err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.ClaimBound {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	vm := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNamespace, Name: vmName},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": vmName}},
+				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "root"}}}},
+					Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+						PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}},
+				},
+			},
+		},
+	}
+	require.NoError(t, c.Create(ctx, vm))
+	env.Eventually(t, time.Minute, "apps/web running", func() error {
+		return c.Get(ctx, client.ObjectKeyFromObject(vm), &kubevirtv1.VirtualMachineInstance{})
+	})
+}
+
+// pluginPath puts the test binary on PATH as kubectl-siterecovery (TestMain).
+func pluginPath(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(self, filepath.Join(dir, pluginName)))
+	return dir
+}
+
+// step6 runs step 6 of the page on the installed zone: the workload pods
+// run, apps/web runs on the primary, and the page's commands validate the
+// zone, protect the VM and show its group.
+func step6(t *testing.T, e *env.Env, sh *runner, blocks []string) {
+	t.Helper()
+	ctx := t.Context()
+	require.NotEmpty(t, blocks, "docs/install.md has no command block in step 6")
+	fabric := e.DRBD(t)
+	require.NoError(t, fabric.SetSyncRate(1<<30))
+	dir := t.TempDir()
+	for _, cluster := range []string{env.Primary, env.DR} {
+		startWorkload(t, e, fabric, dir, cluster)
+	}
+	createWebVM(t, e.Client(env.Primary))
+
+	// The plugin is this test binary; the page's `go install` of it is
+	// therefore not run.
+	var run []string
+	for _, b := range blocks {
+		if !strings.HasPrefix(strings.TrimSpace(b), "go install ./cmd/kubectl-siterecovery") {
+			run = append(run, b)
+		}
+	}
+	require.Len(t, run, 1, "step 6: the plugin install, then one block of kubectl siterecovery commands")
+	six := &runner{dir: sh.dir, env: append(append([]string{}, sh.env...), "PATH="+pluginPath(t)+":"+pathOf(sh.env))}
+	out := six.run(t, "6", run)
+
+	q := e.Client(env.Quorum)
+	req := onlyRequest(t, q)
+	require.Equal(t, srv1alpha1.ProtectionProtected, req.Status.Phase, "the ProtectionRequest of apps/web: %+v", req.Status.Conditions)
+	g := &srv1alpha1.ProtectionGroup{}
+	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: "web"}, g))
+	require.Contains(t, g.Spec.VirtualMachines, srv1alpha1.VirtualMachineReference{Namespace: appNamespace, Name: vmName}, "group web holds apps/web")
+	for _, cluster := range []string{env.Primary, env.DR} {
+		require.NoError(t, e.Client(cluster).Get(ctx, client.ObjectKey{Namespace: appNamespace, Name: srv1alpha1.DRBDResourceName(vmName)}, &srv1alpha1.DRBDResource{}),
+			"%s: apps/web's DRBDResource", cluster)
+	}
+	agents := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "drbd-agent") {
+			agents++
+			require.Contains(t, line, "ok", "validate's agent row: %s", line)
+		}
+	}
+	require.Equal(t, 2, agents, "validate has one agent row per workload cluster:\n%s", out)
+	healthy := false
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		healthy = healthy || (len(f) > 3 && f[0] == "web" && f[1] == "primary" && slices.Contains(f, "Healthy"))
+	}
+	require.True(t, healthy, "status shows group web active on primary and Healthy:\n%s", out)
+}
+
+func onlyRequest(t *testing.T, q client.Client) *srv1alpha1.ProtectionRequest {
+	t.Helper()
+	list := &srv1alpha1.ProtectionRequestList{}
+	require.NoError(t, q.List(t.Context(), list, client.InNamespace(drNamespace)))
+	require.Len(t, list.Items, 1, "step 6 made one ProtectionRequest")
+	return &list.Items[0]
+}
+
+func pathOf(environ []string) string {
+	p := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			p = v
+		}
+	}
+	return p
+}
