@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,4 +75,52 @@ func TestStandDownReturnedFencedOffCluster(t *testing.T) {
 		require.Equal(t, running, f.groupCopy(t, primary).Spec.DesiredState)
 		require.Empty(t, f.events.Events)
 	})
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	reads int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.reads++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// TestStandDownReadsNothingForGroupsFencingNothingOff: a replica event of a
+// group that records no fenced-off cluster is answered from the cache, with
+// no read of the quorum API server; a group that records one is still read
+// through it.
+func TestStandDownReadsNothingForGroupsFencingNothingOff(t *testing.T) {
+	f := newFixture(phaseCase{
+		primary: cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), replica("node-a", pri, pri, false)}},
+		dr:      cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false)}}})
+	api := &countingReader{Reader: f.quorum}
+	r := &StandDown{Client: f.quorum, APIReader: api, Remote: f.remote, Recorder: f.events}
+	wake := func() {
+		t.Helper()
+		_, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: testGroup}})
+		require.NoError(t, err)
+	}
+	for range 5 {
+		wake()
+	}
+	require.Zero(t, api.reads, "a group fencing nothing off is decided from the cache")
+	_, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testNS, Name: "gone"}})
+	require.NoError(t, err)
+	require.Zero(t, api.reads, "nor is a group that is gone read")
+
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: testGroup}, pg))
+	pg.Spec.ActiveCluster = drCluster
+	pg.Annotations = map[string]string{srv1alpha1.FencedOffAnnotation: primary}
+	require.NoError(t, f.quorum.Update(f.ctx, pg))
+	wake()
+	require.Positive(t, api.reads, "a fenced-off group is decided on what the API server has")
 }
