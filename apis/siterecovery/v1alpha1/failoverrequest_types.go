@@ -50,6 +50,13 @@ const (
 	// An unplanned request to such a cluster holds with it False
 	// (ReasonTargetFencedOff) and changes nothing.
 	ConditionTargetRejoined = "TargetRejoined"
+	// ConditionStoodDown is set on the quorum copy of a ProtectionGroup that
+	// records a fenced-off cluster (FencedOffAnnotation): False while that
+	// cluster is not reached yet or is being stopped and demoted, saying what
+	// it waits for; True once the group is stopped there and its replicas
+	// are Secondary. The cluster never rejoins by itself; the message says
+	// how. It goes with the record.
+	ConditionStoodDown = "StoodDown"
 )
 
 // Reasons of a FailoverRequest.
@@ -90,9 +97,13 @@ const (
 	// earlier unplanned failover fenced off and that has not rejoined since
 	// (FencedOffAnnotation on the group).
 	ReasonTargetFencedOff = "TargetFencedOff"
-	// ReasonStoodDown (an event on the group): a fenced-off cluster that
-	// answered again while the group runs elsewhere was stopped and demoted.
+	// ReasonStoodDown (ConditionStoodDown True, and an event on the group): a
+	// fenced-off cluster that answered again while the group runs elsewhere
+	// was stopped and demoted.
 	ReasonStoodDown = "StoodDown"
+	// ReasonStandingDown (ConditionStoodDown False): the fenced-off cluster
+	// is not reached yet, or its stop and demotion are under way.
+	ReasonStandingDown = "StandingDown"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.

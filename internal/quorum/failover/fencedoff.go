@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,7 +68,15 @@ func (r *Reconciler) patchGroupAnnotation(ctx context.Context, s *scope, value a
 // active cluster since. Running the group there would lose those writes
 // silently, so nothing changes until the operator chooses.
 func holdFencedOffTarget(s *scope) error {
-	if !s.unplanned() || s.group.Annotations[srv1alpha1.FencedOffAnnotation] != s.target() {
+	if !s.unplanned() {
+		return nil
+	}
+	if s.group.Annotations[srv1alpha1.FencedOffAnnotation] != s.target() {
+		// The operator removed the record, accepting the loss: the hold it
+		// caused ends, and its condition with it.
+		if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionTargetRejoined); c != nil && c.Reason == srv1alpha1.ReasonTargetFencedOff {
+			meta.RemoveStatusCondition(&s.req.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
+		}
 		return nil
 	}
 	msg := fmt.Sprintf("%s was fenced off during an unplanned failover and has not rejoined since (annotation %s=%s on ProtectionGroup %s): its DRBD data is what it had when it was cut off, plus any writes made there while fenced, and none of the writes made on %s since. "+

@@ -41,6 +41,19 @@ func TestUnplannedToFencedOffClusterHolds(t *testing.T) {
 		require.Equal(t, srv1alpha1.ReasonTargetFencedOff, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionReady).Reason)
 		require.Equal(t, stopped, f.groupCopy(t, drCluster).Spec.DesiredState, "the fenced-off cluster is not started")
 	})
+	t.Run("the operator removing the record lets it go on", func(t *testing.T) {
+		f := newFixture(c)
+		record(t, f, drCluster)
+		fr := reconcileOnce(t, f, nil)
+		require.Equal(t, srv1alpha1.ReasonTargetFencedOff, readyReasonOf(fr))
+		pg := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: testGroup}, pg))
+		delete(pg.Annotations, srv1alpha1.FencedOffAnnotation)
+		require.NoError(t, f.quorum.Update(f.ctx, pg))
+		fr = reconcileOnce(t, f, nil)
+		require.NotEqual(t, srv1alpha1.FailoverPending, fr.Status.Phase, "the request continues: %s", fr.Status.Message)
+		require.Nil(t, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined), "the hold's condition went with it")
+	})
 	t.Run("a record of the other cluster does not hold it", func(t *testing.T) {
 		f := newFixture(c)
 		record(t, f, primary)

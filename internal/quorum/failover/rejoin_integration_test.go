@@ -2,6 +2,7 @@ package failover_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,12 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
 	}
 	require.Empty(t, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the rejoined primary is no longer recorded as fenced off")
+	env.Eventually(t, timeout, "the StoodDown condition gone with the record", func() error {
+		if c := meta.FindStatusCondition(z.quorumGroup().Status.Conditions, srv1alpha1.ConditionStoodDown); c != nil {
+			return fmt.Errorf("still %s: %s", c.Reason, c.Message)
+		}
+		return nil
+	})
 	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
 	z.assertLockReleased()
 }
@@ -138,6 +145,14 @@ func (z *zone) unplannedBackHolds(name string) {
 	z.assertLockReleased()
 }
 
+// quorumGroup reads the quorum copy of the group.
+func (z *zone) quorumGroup() *srv1alpha1.ProtectionGroup {
+	z.t.Helper()
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
+	return pg
+}
+
 // groupAnnotation reads an annotation of the quorum copy of the group.
 func (z *zone) groupAnnotation(key string) string {
 	z.t.Helper()
@@ -159,6 +174,16 @@ func (z *zone) waitStoodDown() {
 		})
 		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers, "the DR replica keeps the primary fenced off")
 	}
+	env.Eventually(t, timeout, "StoodDown=True on the group", func() error {
+		c := meta.FindStatusCondition(z.quorumGroup().Status.Conditions, srv1alpha1.ConditionStoodDown)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("StoodDown is %v", c)
+		}
+		if !strings.Contains(c.Message, srv1alpha1.DiscardDivergedAnnotation+"="+group) {
+			return fmt.Errorf("the condition does not give the way back: %s", c.Message)
+		}
+		return nil
+	})
 	env.Eventually(t, timeout, "a StoodDown event on the group", func() error {
 		list := &corev1.EventList{}
 		if err := z.Client(env.Quorum).List(z.ctx, list, client.InNamespace(env.Namespace)); err != nil {

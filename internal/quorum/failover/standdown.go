@@ -2,12 +2,14 @@ package failover
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,7 +38,15 @@ const standDownRecheck = 30 * time.Second
 // Secondary, without waiting for a failback request: the fenced-off copy must
 // not go on serving a stale, diverging copy of the VMs. It discards nothing
 // and leaves the active cluster's fencing in place, so the two copies stay
-// disconnected; a planned failback rejoins the cluster (rejoin.go).
+// disconnected.
+//
+// The cluster never rejoins by itself: rejoining discards the writes made
+// there while it was fenced off, which only the operator may accept. The
+// group's StoodDown condition says where the stand-down is and, once done,
+// the way back: a planned failback annotated DiscardDivergedAnnotation
+// (rejoin.go). An operator who removes the record instead ends the
+// stand-down: the condition goes and nothing more is asked of either
+// cluster.
 //
 // It stays out of the way of any request: while the group's failover Lease
 // is held, the request owns the group, and the group is read through the API
@@ -49,25 +59,31 @@ type StandDown struct {
 	APIReader client.Reader
 	Remote    remote.ClusterCache
 	Recorder  record.EventRecorder
-
-	// standing holds the groups with a stand-down under way, so that its
-	// end is told once.
-	standing sync.Map
 }
 
 func setupStandDown(mgr ctrl.Manager, rm remote.ClusterCache) error {
 	r := &StandDown{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(StandDownControllerName)}
-	fencedOff := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetAnnotations()[srv1alpha1.FencedOffAnnotation] != ""
+	// The condition lets the removal of the record through, so that the
+	// condition goes with it.
+	concerned := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		g, ok := o.(*srv1alpha1.ProtectionGroup)
+		return ok && !fencesNothingOff(g)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(StandDownControllerName).
-		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(fencedOff)).
+		For(&srv1alpha1.ProtectionGroup{}, builder.WithPredicates(concerned)).
 		WatchesRawSource(rm.Source(StandDownControllerName, remote.Events{Kinds: []remote.Kind{
 			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.groupOfRemote},
 			{Object: &srv1alpha1.DRBDResource{}, Map: r.groupOfReplica},
 		}, Clusters: r.groupsFencingOff})).
 		Complete(r)
+}
+
+// fencesNothingOff: the group neither records a fenced-off cluster nor
+// carries a StoodDown condition to clear.
+func fencesNothingOff(g *srv1alpha1.ProtectionGroup) bool {
+	return g.Annotations[srv1alpha1.FencedOffAnnotation] == "" &&
+		meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionStoodDown) == nil
 }
 
 // groupsFencingOff wakes, on a change of a cluster's reachability, the groups
@@ -105,7 +121,7 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	// failover of 20 VMs does not cost the quorum API server a read per
 	// replica change. A new record's event wakes the group again, so no
 	// record is missed; a group that has one is decided on a fresh read.
-	if quiet, err := r.fencesNothingOff(ctx, req.NamespacedName); quiet || err != nil {
+	if quiet, err := r.concernsNothing(ctx, req.NamespacedName); quiet || err != nil {
 		return ctrl.Result{}, err
 	}
 	g := &srv1alpha1.ProtectionGroup{}
@@ -114,7 +130,9 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	fenced := g.Annotations[srv1alpha1.FencedOffAnnotation]
 	if fenced == "" || fenced == g.Spec.ActiveCluster || g.Spec.ZoneRef == nil {
-		return ctrl.Result{}, nil
+		// No record: a failback rejoined the cluster, or the operator
+		// removed the record. Nothing more is asked of either cluster.
+		return ctrl.Result{}, r.clearCondition(ctx, g)
 	}
 	lease := &coordinationv1.Lease{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: srv1alpha1.FailoverLockName(g.Name)}, lease)
@@ -124,72 +142,43 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	rc, err := r.Remote.Get(remote.Key{Namespace: g.Namespace, Zone: g.Spec.ZoneRef.Name, Cluster: fenced})
+	key := remote.Key{Namespace: g.Namespace, Zone: g.Spec.ZoneRef.Name, Cluster: fenced}
+	rc, err := r.Remote.Get(key)
+	if h := r.Remote.Health(key); err == nil && h.Unreachable() {
+		// A connection outlives its API server: its cache still answers,
+		// but nothing can be asked of it.
+		err = h.Err
+		if err == nil {
+			err = errors.New("its API server does not answer")
+		}
+	}
 	if err != nil {
 		// Still cut off: its return wakes the group.
 		log.FromContext(ctx).V(1).Info("fenced-off cluster not reached", "cluster", fenced, "reason", err.Error())
-		return ctrl.Result{RequeueAfter: standDownRecheck}, nil
+		return ctrl.Result{RequeueAfter: standDownRecheck}, r.standingDown(ctx, g, fmt.Sprintf(
+			"waiting for %s, fenced off during an unplanned failover, to answer: its VMs may still run there, cut off from %s, where group %s runs; once it answers, the group is stopped there and its DRBD replicas demoted to Secondary",
+			fenced, g.Spec.ActiveCluster, g.Name))
 	}
-	done, what, err := r.standDownCluster(ctx, rc, g)
+	st, err := r.standDownCluster(ctx, rc, g)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if what != "" {
+	if st.asked != "" {
 		r.Recorder.Eventf(g, "Warning", srv1alpha1.ReasonStoodDown,
 			"%s, fenced off during an unplanned failover, answers again while group %s runs on %s: %s there; it stays fenced off (disconnected from %s) until a planned failback to it rejoins it",
-			fenced, g.Name, g.Spec.ActiveCluster, what, g.Spec.ActiveCluster)
+			fenced, g.Name, g.Spec.ActiveCluster, st.asked, g.Spec.ActiveCluster)
 	}
-	if !done {
-		r.standing.Store(req.NamespacedName, true)
-		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	if st.waits != "" {
+		return ctrl.Result{RequeueAfter: unreachableRetry}, r.standingDown(ctx, g, fmt.Sprintf(
+			"%s, fenced off during an unplanned failover, answers again while group %s runs on %s: %s",
+			fenced, g.Name, g.Spec.ActiveCluster, st.waits))
 	}
-	if _, was := r.standing.LoadAndDelete(req.NamespacedName); was {
-		r.Recorder.Eventf(g, "Normal", srv1alpha1.ReasonStoodDown,
-			"%s stood down: group %s is stopped there and its DRBD replicas are Secondary, disconnected from %s, where the group runs; fail back with a planned FailoverRequest to %s annotated %s=%s to rejoin it",
-			fenced, g.Name, g.Spec.ActiveCluster, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.stoodDown(ctx, g, fenced)
 }
 
-// standDownCluster stops the group on the fenced-off cluster, then demotes
-// its replicas there. It returns whether both are done, and what it asked
-// for in this pass ("" when nothing).
-func (r *StandDown) standDownCluster(ctx context.Context, rc *remote.Remote, g *srv1alpha1.ProtectionGroup) (bool, string, error) {
-	pg, err := workloadGroup(ctx, rc, g.Namespace, g.Name)
-	if err != nil {
-		return false, "", client.IgnoreNotFound(err)
-	}
-	var asked []string
-	if pg.Spec.DesiredState != srv1alpha1.StateStopped {
-		if err := setDesiredState(ctx, rc, g.Namespace, g.Name, srv1alpha1.StateStopped); err != nil {
-			return false, "", err
-		}
-		asked = append(asked, "stopping its VMs")
-	}
-	if !settled(pg, srv1alpha1.StateStopped) {
-		return false, strings.Join(asked, " and "), nil
-	}
-	want := secondaryIntent()
-	if !asks(pg, want) {
-		if err := setIntent(ctx, rc, g.Namespace, g.Name, want); err != nil {
-			return false, strings.Join(asked, " and "), err
-		}
-		asked = append(asked, "demoting its DRBD replicas to Secondary")
-	}
-	res, err := drbdResources(ctx, rc, g.Name)
-	if err != nil {
-		return false, strings.Join(asked, " and "), err
-	}
-	secondary := carries(pg, res, want)
-	for i := range res {
-		secondary = secondary && res[i].Status.Role == string(srv1alpha1.RoleSecondary)
-	}
-	return secondary, strings.Join(asked, " and "), nil
-}
-
-// fencesNothingOff reports, from the cache, that the group is gone or
-// records no fenced-off cluster.
-func (r *StandDown) fencesNothingOff(ctx context.Context, key types.NamespacedName) (bool, error) {
+// concernsNothing reports, from the cache, that the group is gone or
+// fences nothing off.
+func (r *StandDown) concernsNothing(ctx context.Context, key types.NamespacedName) (bool, error) {
 	g := &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, key, g); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -197,5 +186,57 @@ func (r *StandDown) fencesNothingOff(ctx context.Context, key types.NamespacedNa
 		}
 		return false, err
 	}
-	return g.Annotations[srv1alpha1.FencedOffAnnotation] == "", nil
+	return fencesNothingOff(g), nil
+}
+
+// standDownPass is where one pass left the stand-down.
+type standDownPass struct {
+	// asked is what the pass asked of the fenced-off cluster ("" when nothing).
+	asked string
+	// waits is what the stand-down still waits for ("" once done).
+	waits string
+}
+
+// standDownCluster stops the group on the fenced-off cluster, then demotes
+// its replicas there.
+func (r *StandDown) standDownCluster(ctx context.Context, rc *remote.Remote, g *srv1alpha1.ProtectionGroup) (standDownPass, error) {
+	fenced := g.Annotations[srv1alpha1.FencedOffAnnotation]
+	pg, err := workloadGroup(ctx, rc, g.Namespace, g.Name)
+	if apierrors.IsNotFound(err) {
+		return standDownPass{waits: fmt.Sprintf("waiting for the copy of group %s on %s to be read", g.Name, fenced)}, nil
+	}
+	if err != nil {
+		return standDownPass{}, err
+	}
+	var asked []string
+	if pg.Spec.DesiredState != srv1alpha1.StateStopped {
+		if err := setDesiredState(ctx, rc, g.Namespace, g.Name, srv1alpha1.StateStopped); err != nil {
+			return standDownPass{}, err
+		}
+		asked = append(asked, "stopping its VMs")
+	}
+	if !settled(pg, srv1alpha1.StateStopped) {
+		return standDownPass{asked: strings.Join(asked, " and "),
+			waits: fmt.Sprintf("waiting for group %s to stop there (currentState %q) before its DRBD replicas are demoted to Secondary", g.Name, pg.Status.CurrentState)}, nil
+	}
+	want := secondaryIntent()
+	if !asks(pg, want) {
+		if err := setIntent(ctx, rc, g.Namespace, g.Name, want); err != nil {
+			return standDownPass{asked: strings.Join(asked, " and ")}, err
+		}
+		asked = append(asked, "demoting its DRBD replicas to Secondary")
+	}
+	res, err := drbdResources(ctx, rc, g.Name)
+	if err != nil {
+		return standDownPass{asked: strings.Join(asked, " and ")}, err
+	}
+	secondary := carries(pg, res, want)
+	for i := range res {
+		secondary = secondary && res[i].Status.Role == string(srv1alpha1.RoleSecondary)
+	}
+	st := standDownPass{asked: strings.Join(asked, " and ")}
+	if !secondary {
+		st.waits = fmt.Sprintf("group %s is stopped there; waiting for its DRBD replicas to become Secondary", g.Name)
+	}
+	return st, nil
 }

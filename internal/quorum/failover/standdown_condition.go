@@ -1,0 +1,74 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
+
+// The stand-down's state lives in the group's StoodDown condition, not in
+// the controller's memory, so that a restarted quorum-manager knows it. The
+// condition is the only part of the quorum group's status this controller
+// writes; pg-sync writes Synced and status.clusters there, and the failover
+// controller status.history. Each write is a merge patch carrying the
+// resourceVersion the group was read with: a write from a stale read
+// conflicts and is retried on a fresh one, instead of putting back a
+// conditions list another writer has changed since.
+
+// standingDown sets StoodDown False, saying what the stand-down waits for.
+func (r *StandDown) standingDown(ctx context.Context, g *srv1alpha1.ProtectionGroup, waits string) error {
+	_, err := r.setCondition(ctx, g, &metav1.Condition{Type: srv1alpha1.ConditionStoodDown, Status: metav1.ConditionFalse,
+		Reason: srv1alpha1.ReasonStandingDown, Message: waits})
+	return err
+}
+
+// stoodDown sets StoodDown True, with the way back in its message. The
+// Normal event goes with the write that turns it True: once, also across a
+// restart, which finds the condition True already.
+func (r *StandDown) stoodDown(ctx context.Context, g *srv1alpha1.ProtectionGroup, fenced string) error {
+	msg := fmt.Sprintf("%s stood down: group %s is stopped there and its DRBD replicas are Secondary, disconnected from %s, where the group runs. "+
+		"It does not rejoin by itself, because rejoining discards the writes made on %s while it was fenced off; to rejoin it, fail back with a planned FailoverRequest to %s annotated %s=%s",
+		fenced, g.Name, g.Spec.ActiveCluster, fenced, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
+	was := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionStoodDown)
+	wasTrue := was != nil && was.Status == metav1.ConditionTrue
+	wrote, err := r.setCondition(ctx, g, &metav1.Condition{Type: srv1alpha1.ConditionStoodDown, Status: metav1.ConditionTrue,
+		Reason: srv1alpha1.ReasonStoodDown, Message: msg})
+	if err == nil && wrote && !wasTrue {
+		r.Recorder.Event(g, "Normal", srv1alpha1.ReasonStoodDown, msg)
+	}
+	return err
+}
+
+// clearCondition removes StoodDown once the group records no fenced-off
+// cluster.
+func (r *StandDown) clearCondition(ctx context.Context, g *srv1alpha1.ProtectionGroup) error {
+	_, err := r.setCondition(ctx, g, nil)
+	return err
+}
+
+// setCondition writes want (nil: no StoodDown condition) when it changes the
+// group's conditions, and reports whether it wrote.
+func (r *StandDown) setCondition(ctx context.Context, g *srv1alpha1.ProtectionGroup, want *metav1.Condition) (bool, error) {
+	before := g.DeepCopy()
+	if want == nil {
+		if !meta.RemoveStatusCondition(&g.Status.Conditions, srv1alpha1.ConditionStoodDown) {
+			return false, nil
+		}
+	} else {
+		want.ObservedGeneration = g.Generation
+		meta.SetStatusCondition(&g.Status.Conditions, *want)
+		if equality.Semantic.DeepEqual(before.Status.Conditions, g.Status.Conditions) {
+			return false, nil
+		}
+	}
+	if err := r.Client.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("writing the StoodDown condition of ProtectionGroup %s: %w", g.Name, err)
+	}
+	return true, nil
+}
