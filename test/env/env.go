@@ -33,6 +33,9 @@ type Env struct {
 	Scheme   *runtime.Scheme
 	Clusters map[string]*harness.Cluster
 
+	// Latency holds the proxy of each cluster with Options.Latency.
+	Latency map[string]*LatencyProxy
+
 	drbd *drbdNetwork
 	log  controllerLog
 }
@@ -47,6 +50,12 @@ type Options struct {
 	// Secrets and the ProtectionZone, instead of admin kubeconfigs.
 	// MintedKubeconfigsEnv set to any value does the same for every zone.
 	MintedKubeconfigs bool
+	// Latency puts a LatencyProxy (latency.go) in front of each cluster's
+	// API server, on quorum-manager's side only: the kubeconfig Secrets and
+	// the connection of StartQuorum go through it, the workload tier and the
+	// test's own clients do not. Its delay is 0 until a test sets it. Not
+	// with MintedKubeconfigs.
+	Latency bool
 }
 
 // MintedKubeconfigsEnv names the variable that, set to any value, builds every
@@ -70,6 +79,10 @@ func New(t testing.TB, opts Options) *Env {
 	for _, c := range e.Clusters {
 		create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}})
 	}
+	if opts.Latency {
+		require.False(t, opts.MintedKubeconfigs, "a latency proxy is not put into minted kubeconfigs")
+		e.startLatencyProxies(t)
+	}
 	for name, c := range e.Clusters {
 		if name != Quorum {
 			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AppNS}})
@@ -78,7 +91,7 @@ func New(t testing.TB, opts Options) *Env {
 			}
 			create(t, e.Client(Quorum), &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name + "-kubeconfig"},
-				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: c.Kubeconfig},
+				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: e.quorumKubeconfig(t, name)},
 			})
 		}
 	}

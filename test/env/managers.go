@@ -137,7 +137,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 // quorum cluster.
 func (e *Env) StartQuorum(t testing.TB, q setup.QuorumOptions) *Process {
 	var quorum *setup.Quorum
-	p := e.Manager(t, Quorum, "quorum-manager", ctrl.Options{Cache: boot.CacheOptions(Namespace)},
+	p := e.startManager(t, identity(e.quorumConfig(), "quorum-manager"), "quorum-manager@"+Quorum, ctrl.Options{Cache: boot.CacheOptions(Namespace)},
 		func(mgr ctrl.Manager) error {
 			var err error
 			quorum, err = setup.AddToManager(mgr, q)

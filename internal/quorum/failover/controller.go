@@ -69,12 +69,22 @@ type Reconciler struct {
 // with every replica or VM that moves.
 const progressInterval = time.Second
 
+// Options tune the failover controller.
+type Options struct {
+	// Clock is what its timeouts and its Lease read the time from; the real
+	// clock if nil.
+	Clock clock.PassiveClock
+}
+
 // SetupWithManager registers the controller and its remote watches: changes of
 // ProtectionGroups and DRBDResources on the workload clusters, and of failover
 // Leases, wake the requests that wait on them, so no phase waits for a tick.
-func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
+func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	r := &Reconciler{Client: mgr.GetClient(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, APIReader: mgr.GetAPIReader()}
+		Clock: o.Clock, Metrics: defaultMetrics, APIReader: mgr.GetAPIReader()}
 	// A returned fenced-off cluster is stood down without a request (standdown.go).
 	if err := setupStandDown(mgr, rm); err != nil {
 		return err

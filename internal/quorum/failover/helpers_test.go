@@ -44,13 +44,27 @@ type zoneOptions struct {
 	vmStartDelay, vmStopDelay time.Duration
 	// drStartDelay, when set, replaces vmStartDelay on the DR cluster.
 	drStartDelay time.Duration
+	// latency puts a latency proxy between quorum-manager and each API
+	// server (env.Options.Latency).
+	latency bool
+	// quorum are quorum-manager's options; a probe every second if zero.
+	quorum setup.QuorumOptions
+}
+
+// quorumOptions are o.quorum, with a probe every second unless set.
+func (o zoneOptions) quorumOptions() setup.QuorumOptions {
+	q := o.quorum
+	if q.ProbeInterval == 0 {
+		q.ProbeInterval = time.Second
+	}
+	return q
 }
 
 // newZone starts the zone with the workload tier, DRBD agents and quorum-manager,
 // and a group of running VMs on the primary whose disks replicate to the DR
 // cluster, as the protection flow leaves them.
 func newZone(t testing.TB, o zoneOptions) *zone {
-	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted}), t: t, ctx: context.Background()}
+	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted, Latency: o.latency}), t: t, ctx: context.Background()}
 	for _, c := range []string{env.Primary, env.DR} {
 		start := o.vmStartDelay
 		if c == env.DR && o.drStartDelay > 0 {
@@ -60,7 +74,7 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: start, VMStopDelay: o.vmStopDelay}),
 			z.StartAgent(t, c))
 	}
-	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	z.quorum = z.StartQuorum(t, o.quorumOptions())
 	fabric := z.DRBD(t)
 	require.NoError(t, fabric.SetSyncRate(1<<30))
 

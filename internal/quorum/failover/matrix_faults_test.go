@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
@@ -31,7 +30,7 @@ var faults = []*fault{
 		name:   "quorum-manager killed",
 		inject: func(m *matrixZone, _, _ string) { m.quorum.Stop(m.t) },
 		heal: func(m *matrixZone, _, _ string) {
-			m.quorum = m.StartQuorum(m.t, setup.QuorumOptions{ProbeInterval: time.Second})
+			m.quorum = m.StartQuorum(m.t, m.options.quorumOptions())
 		},
 	},
 	{
@@ -74,6 +73,39 @@ var faults = []*fault{
 		inject: func(m *matrixZone, _, _ string) { m.setLinks(false) },
 		heal:   func(m *matrixZone, _, _ string) { m.setLinks(true) },
 	},
+	slow("source", true, func(source, _ string) string { return source }),
+	slow("target", false, func(_, target string) string { return target }),
+	slow("quorum", false, func(_, _ string) string { return env.Quorum }),
+	{
+		name:   "quorum-manager clock jumped",
+		inject: func(m *matrixZone, _, _ string) { m.clock.Step(clockJump) },
+		heal:   func(m *matrixZone, _, _ string) { m.clock.Step(-clockJump) },
+	},
+}
+
+// slowAPIServer is the delay a slow API server adds to each direction
+// between it and quorum-manager: a round trip of 600 ms, well under the
+// workload clusters' 2 s client timeout, so that every call is slow and
+// none fails for it alone.
+const slowAPIServer = 300 * time.Millisecond
+
+// clockJump is how far quorum-manager's clock steps forward, and back at
+// the heal: more than the failover Lease's renewal interval, so that the
+// holder renews it on the jumped clock, and less than the Lease's duration
+// and every timeout of the request, so that neither a takeover nor a
+// timeout is due.
+const clockJump = 90 * time.Second
+
+// slow is the fault of one API server answering quorum-manager slowly
+// (env.LatencyProxy).
+func slow(which string, needsSource bool, cluster func(source, target string) string) *fault {
+	return &fault{
+		name: which + " API server slow", needsSource: needsSource,
+		inject: func(m *matrixZone, source, target string) {
+			m.Latency[cluster(source, target)].SetDelay(slowAPIServer)
+		},
+		heal: func(m *matrixZone, source, target string) { m.Latency[cluster(source, target)].SetDelay(0) },
+	}
 }
 
 // setLinks cuts or restores the replication link of every VM of the group.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/test/env"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
@@ -50,6 +51,9 @@ type matrixZone struct {
 	seq       int
 	// lost is the site an unplanned cell lost; nothing runs after it.
 	lost string
+	// clock is quorum-manager's, which a fault jumps.
+	clock   *env.SteppedClock
+	options zoneOptions
 }
 
 const (
@@ -60,8 +64,11 @@ const (
 )
 
 func newMatrixZone(t *testing.T) *matrixZone {
-	z := newZone(t, zoneOptions{vms: 2, vmStartDelay: matrixVMDelay, vmStopDelay: matrixVMDelay})
-	m := &matrixZone{zone: z, pg: map[string]*env.Process{}, agent: map[string]*env.Process{}}
+	clk := &env.SteppedClock{}
+	o := zoneOptions{vms: 2, vmStartDelay: matrixVMDelay, vmStopDelay: matrixVMDelay, latency: true,
+		quorum: setup.QuorumOptions{Clock: clk}}
+	z := newZone(t, o)
+	m := &matrixZone{zone: z, pg: map[string]*env.Process{}, agent: map[string]*env.Process{}, clock: clk, options: o}
 	for i, c := range []string{env.Primary, env.DR} {
 		m.pg[c], m.agent[c] = z.workload[2*i], z.workload[2*i+1]
 	}

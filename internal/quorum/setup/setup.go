@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
@@ -62,6 +63,10 @@ type QuorumOptions struct {
 	// ClaimRecheckInterval is how often a Protected request re-checks its
 	// DRBD claims; protection.ClaimRecheckInterval if zero.
 	ClaimRecheckInterval time.Duration
+	// Clock is what the failover controller's timeouts and Lease, and the
+	// prober's timestamps, read the time from; the real clock if nil. Tests
+	// jump it.
+	Clock clock.PassiveClock
 }
 
 // Quorum is the shared state of quorum-manager's reconcilers.
@@ -95,7 +100,7 @@ func ServeWebhooks(mgr ctrl.Manager, q *Quorum, o boot.WebhookOptions) error {
 // AddToManager registers every quorum-tier component with mgr. Tests and the
 // sandbox call it directly to run quorum-manager in-process.
 func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
-	rm := remote.NewManager(mgr.GetScheme(), ctrl.Log.WithName("remote"), remote.Options{FailureThreshold: q.FailureThreshold})
+	rm := remote.NewManager(mgr.GetScheme(), ctrl.Log.WithName("remote"), remote.Options{FailureThreshold: q.FailureThreshold, Clock: q.Clock})
 	if err := mgr.Add(rm); err != nil {
 		return nil, err
 	}
@@ -114,7 +119,7 @@ func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := drpc.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
-	if err := failover.SetupWithManager(mgr, rm); err != nil {
+	if err := failover.SetupWithManager(mgr, rm, failover.Options{Clock: q.Clock}); err != nil {
 		return nil, err
 	}
 	if err := monitor.SetupWithManager(mgr, rm); err != nil {

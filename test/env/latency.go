@@ -1,0 +1,208 @@
+package env
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// LatencyProxy stands in front of one API server on loopback, between it
+// and quorum-manager, and delays what passes: each chunk read from either
+// side is written to the other Delay after it was read. It passes the bytes
+// through unchanged, TLS included, so the client still checks the API
+// server's certificate (valid for 127.0.0.1) and sends its own credentials.
+// Chunks are delayed, not spaced: a large response is late by Delay once,
+// as over a long link, rather than by Delay per chunk.
+type LatencyProxy struct {
+	ln     net.Listener
+	target string
+	delay  atomic.Int64
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// StartLatencyProxy listens on a free loopback port and forwards every
+// connection to target (host:port); it stops with the test.
+func StartLatencyProxy(t testing.TB, target string) *LatencyProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &LatencyProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *LatencyProxy) Addr() string { return p.ln.Addr().String() }
+
+// SetDelay sets the delay of each direction from now on; 0 passes at once.
+func (p *LatencyProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// Delay is the delay of each direction.
+func (p *LatencyProxy) Delay() time.Duration { return time.Duration(p.delay.Load()) }
+
+func (p *LatencyProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *LatencyProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *LatencyProxy) forget(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+func (p *LatencyProxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	defer client.Close()
+	// A stopped API server refuses the dial: the client sees its
+	// connection drop, as it would without the proxy.
+	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	if !p.track(client) || !p.track(server) {
+		return
+	}
+	defer p.forget(client)
+	defer p.forget(server)
+	done := make(chan struct{}, 2)
+	go func() { p.pipe(server, client); done <- struct{}{} }()
+	go func() { p.pipe(client, server); done <- struct{}{} }()
+	<-done // one side ended: end both
+}
+
+// chunk is what one read returned, and when it may be written on.
+type chunk struct {
+	data []byte
+	at   time.Time
+}
+
+// pipe copies from src to dst, each chunk Delay after it was read.
+func (p *LatencyProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	queue := make(chan chunk, 256)
+	go func() {
+		defer close(queue)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				queue <- chunk{data: append([]byte(nil), buf[:n]...), at: time.Now().Add(p.Delay())}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range queue {
+		if wait := time.Until(c.at); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			// Drain, so that the reader is not left blocked on a full queue.
+			for range queue {
+			}
+			return
+		}
+	}
+}
+
+func (p *LatencyProxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	if err := p.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		panic(err) // a listener of our own that will not close
+	}
+	p.wg.Wait()
+}
+
+// via returns cfg with its API server reached through the proxy.
+func (p *LatencyProxy) via(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	u, err := url.Parse(out.Host)
+	if err != nil || u.Host == "" {
+		out.Host = p.Addr()
+		return out
+	}
+	u.Host = p.Addr()
+	out.Host = u.String()
+	return out
+}
+
+// viaKubeconfig returns the kubeconfig with every cluster's server reached
+// through the proxy.
+func (p *LatencyProxy) viaKubeconfig(t testing.TB, kubeconfig []byte) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		require.NoError(t, err)
+		u.Host = p.Addr()
+		c.Server = u.String()
+	}
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
+}
+
+func (e *Env) startLatencyProxies(t testing.TB) {
+	e.Latency = map[string]*LatencyProxy{}
+	for name, c := range e.Clusters {
+		u, err := url.Parse(c.Config.Host)
+		require.NoError(t, err)
+		e.Latency[name] = StartLatencyProxy(t, u.Host)
+	}
+}
+
+// quorumKubeconfig is the kubeconfig quorum-manager reaches cluster with.
+func (e *Env) quorumKubeconfig(t testing.TB, cluster string) []byte {
+	if p := e.Latency[cluster]; p != nil {
+		return p.viaKubeconfig(t, e.Clusters[cluster].Kubeconfig)
+	}
+	return e.Clusters[cluster].Kubeconfig
+}
+
+// quorumConfig is the connection quorum-manager reaches the quorum cluster with.
+func (e *Env) quorumConfig() *rest.Config {
+	if p := e.Latency[Quorum]; p != nil {
+		return p.via(e.Clusters[Quorum].Config)
+	}
+	return e.Clusters[Quorum].Config
+}
