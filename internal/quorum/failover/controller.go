@@ -13,13 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -91,7 +89,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{RateLimiter: retryLimiter()}).
+		WithOptions(controller.Options{RateLimiter: flow.RetryLimiter()}).
 		For(&srv1alpha1.FailoverRequest{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.requestsOfLease)).
 		// A DRPC change wakes the requests of its group that mirror it.
@@ -300,15 +298,3 @@ func (r *Reconciler) holderDone(ctx context.Context, namespace string) func(stri
 		return string(other.UID) != parts[2] || terminal(other.Status.Phase)
 	}
 }
-
-// retryLimiter spaces out the retries of a request whose reconcile failed.
-// Its backoff is capped at maxRetryDelay, not controller-runtime's 1000 s: a
-// request retries on every failed status write while the quorum API server
-// is down, and with the default it would then sleep for minutes after the
-// server came back, holding the group's Lease all along.
-func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](50*time.Millisecond, maxRetryDelay)
-}
-
-// maxRetryDelay bounds the backoff of a failing request.
-const maxRetryDelay = 5 * time.Second
