@@ -2,7 +2,8 @@
 // shares: the seeded rotation that picks the cells a run covers (the
 // -fault-matrix.* flags and the seed variable), and the safety recorder that
 // watches both workload clusters for a VM running on two of them at once,
-// through API server outages.
+// through API server outages (RecordVMIs), or more simply for runs that keep
+// their API servers up (WatchVMIs).
 //
 // A matrix is flow × fault × the step the fault lands in; the cells, how a
 // fault is injected and what a flow must end in stay with the flow's tests.

@@ -46,14 +46,48 @@ type interval struct {
 func RecordVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, namespace string, clusters map[string]*rest.Config) *VMIs {
 	t.Helper()
 	rec := newVMIs(namespace)
+	for cluster, wc := range watchClients(t, scheme, clusters) {
+		go rec.follow(ctx, wc, cluster)
+	}
+	return rec
+}
+
+// WatchVMIs records like RecordVMIs for runs whose API servers stay up: one
+// watch a cluster, started before it returns, so that nothing the test does
+// after the call escapes the record (RecordVMIs's first list runs in the
+// background). The watch is not resumed: a run that stops an API server wants
+// RecordVMIs.
+func WatchVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, namespace string, clusters map[string]*rest.Config) *VMIs {
+	t.Helper()
+	rec := newVMIs(namespace)
+	for cluster, wc := range watchClients(t, scheme, clusters) {
+		w, err := wc.Watch(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(namespace))
+		if err != nil {
+			t.Fatalf("VMI watch on %s: %v", cluster, err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				if vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance); ok {
+					rec.observe(cluster, vmi.Name, ev.Type, time.Now())
+				}
+			}
+		}()
+	}
+	return rec
+}
+
+func watchClients(t testing.TB, scheme *runtime.Scheme, clusters map[string]*rest.Config) map[string]client.WithWatch {
+	t.Helper()
+	out := make(map[string]client.WithWatch, len(clusters))
 	for cluster, cfg := range clusters {
 		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 		if err != nil {
 			t.Fatalf("VMI recorder for %s: %v", cluster, err)
 		}
-		go rec.follow(ctx, wc, cluster)
+		out[cluster] = wc
 	}
-	return rec
+	return out
 }
 
 func newVMIs(namespace string) *VMIs {

@@ -76,7 +76,7 @@ func TestConcurrentRequestsForOneGroupRunOneAtATime(t *testing.T) {
 	require.Equal(t, srv1alpha1.FailoverCompleted, b.Status.Phase)
 	z.assertActive(env.DR)
 	z.assertLockReleased()
-	require.Empty(t, rec.overlaps())
+	require.Empty(t, rec.Overlaps())
 }
 
 func TestQuorumManagerRestartedInEachPhase(t *testing.T) {
@@ -118,7 +118,7 @@ func TestQuorumManagerRestartedInEachPhase(t *testing.T) {
 	require.Equal(t, fullTrail, phases(fr), "each phase entered exactly once despite three restarts")
 	z.assertActive(env.DR)
 	z.assertLockReleased()
-	require.Empty(t, rec.overlaps())
+	require.Empty(t, rec.Overlaps())
 }
 
 func TestDrainTimeoutFailsSafely(t *testing.T) {

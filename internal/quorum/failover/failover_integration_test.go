@@ -36,7 +36,7 @@ func TestPlannedFailoverAndFailback(t *testing.T) {
 		require.Equal(t, "Primary", z.drbd(env.DR, vm).Status.Role)
 		require.Equal(t, "Secondary", z.drbd(env.Primary, vm).Status.Role)
 		require.False(t, z.drbd(env.DR, vm).Spec.ForcePromotion, "a planned failover never forces")
-		require.True(t, rec.sawOn(env.DR, vm), "%s ran on the DR cluster", vm)
+		require.True(t, rec.SawOn(env.DR, vm), "%s ran on the DR cluster", vm)
 	}
 	z.assertLockReleased()
 
@@ -49,7 +49,7 @@ func TestPlannedFailoverAndFailback(t *testing.T) {
 	for _, vm := range z.vms {
 		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
 	}
-	require.Empty(t, rec.overlaps(), "no VM may run on both clusters at once in a planned flow")
+	require.Empty(t, rec.Overlaps(), "no VM may run on both clusters at once in a planned flow")
 }
 
 func (z *zone) assertActive(cluster string) {

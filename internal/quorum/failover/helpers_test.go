@@ -3,14 +3,13 @@ package failover_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +17,7 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/faultmatrix"
 )
 
 const (
@@ -232,106 +232,21 @@ func phases(fr *srv1alpha1.FailoverRequest) []string {
 	return out
 }
 
-// vmiRecorder records, per VM, when a VirtualMachineInstance existed on each
-// cluster, from watch events.
-type vmiRecorder struct {
-	mu        sync.Mutex
-	intervals map[string][]interval // by VM name
-	open      map[string]time.Time  // by cluster/VM
-}
-
-type interval struct {
-	cluster    string
-	start, end time.Time
-}
-
-func (z *zone) recordVMIs() *vmiRecorder {
-	rec := &vmiRecorder{intervals: map[string][]interval{}, open: map[string]time.Time{}}
+// recordVMIs records the group's instances on both workload clusters for the
+// test's rest, for a run that keeps its API servers up.
+func (z *zone) recordVMIs() *faultmatrix.VMIs {
 	ctx, cancel := context.WithCancel(z.ctx)
 	z.t.Cleanup(cancel)
-	for _, cluster := range []string{env.Primary, env.DR} {
-		wc, err := client.NewWithWatch(z.Clusters[cluster].Config, client.Options{Scheme: z.Scheme})
-		require.NoError(z.t, err)
-		w, err := wc.Watch(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(env.AppNS))
-		require.NoError(z.t, err)
-		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
-				if !ok {
-					continue
-				}
-				rec.observe(cluster, vmi.Name, ev.Type, time.Now())
-			}
-		}()
-	}
-	return rec
+	return faultmatrix.WatchVMIs(z.t, ctx, z.Scheme, env.AppNS, z.workloadConfigs())
 }
 
-func (r *vmiRecorder) observe(cluster, vm string, t watch.EventType, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := cluster + "/" + vm
-	switch t {
-	case watch.Added:
-		if _, ok := r.open[key]; !ok {
-			r.open[key] = at
-		}
-	case watch.Deleted:
-		if start, ok := r.open[key]; ok {
-			r.intervals[vm] = append(r.intervals[vm], interval{cluster, start, at})
-			delete(r.open, key)
-		}
-	}
+// recordVMIsThroughOutages is recordVMIs for runs that stop API servers.
+func (z *zone) recordVMIsThroughOutages() *faultmatrix.VMIs {
+	ctx, cancel := context.WithCancel(z.ctx)
+	z.t.Cleanup(cancel)
+	return faultmatrix.RecordVMIs(z.t, ctx, z.Scheme, env.AppNS, z.workloadConfigs())
 }
 
-// overlaps returns every VM that had an instance on both clusters at once.
-func (r *vmiRecorder) overlaps() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	all := map[string][]interval{}
-	for vm, iv := range r.intervals {
-		all[vm] = append(all[vm], iv...)
-	}
-	now := time.Now()
-	for key, start := range r.open {
-		cluster, vm := splitKey(key)
-		all[vm] = append(all[vm], interval{cluster, start, now})
-	}
-	var out []string
-	for vm, iv := range all {
-		for i := range iv {
-			for j := range iv {
-				if iv[i].cluster != iv[j].cluster && iv[i].start.Before(iv[j].end) && iv[j].start.Before(iv[i].end) {
-					out = append(out, fmt.Sprintf("%s on %s %s-%s and %s %s-%s", vm, iv[i].cluster, iv[i].start.Format("15:04:05.000"),
-						iv[i].end.Format("15:04:05.000"), iv[j].cluster, iv[j].start.Format("15:04:05.000"), iv[j].end.Format("15:04:05.000")))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// sawOn reports whether a VM had an instance on a cluster at some point.
-func (r *vmiRecorder) sawOn(cluster, vm string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.open[cluster+"/"+vm]; ok {
-		return true
-	}
-	for _, iv := range r.intervals[vm] {
-		if iv.cluster == cluster {
-			return true
-		}
-	}
-	return false
-}
-
-func splitKey(key string) (string, string) {
-	for i := range key {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return key, ""
+func (z *zone) workloadConfigs() map[string]*rest.Config {
+	return map[string]*rest.Config{env.Primary: z.Clusters[env.Primary].Config, env.DR: z.Clusters[env.DR].Config}
 }

@@ -1,36 +1,22 @@
 package failover_test
 
 import (
-	"flag"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // The fault matrix: every flow × every fault × every phase the fault can land
 // in. make fault-matrix runs all of its cells; make test runs a slice of
-// them, picked by a seeded rotation that changes every day, and prints which
-// ran and the seed that reproduces them:
+// them (ciCells), picked by the seeded rotation of faultmatrix.Pick, which
+// changes every day unless SITERECOVERY_FAULT_MATRIX_SEED pins it, and prints
+// which ran and the seed that reproduces them:
 //
 //	go test ./internal/quorum/failover -run TestFaultMatrix -args -fault-matrix.seed=20423
 //
-// MatrixSeedEnv, when set and no -fault-matrix.seed is given, fixes the
-// rotation instead of the day number: CI pins a slice whose cells have all
-// been seen to pass, so a cell not yet validated turns no landing red.
-const MatrixSeedEnv = "SITERECOVERY_FAULT_MATRIX_SEED"
-
-var (
-	matrixAll   = flag.Bool("fault-matrix.all", false, "run every cell of the fault matrix")
-	matrixSeed  = flag.Uint64("fault-matrix.seed", 0, "seed of the rotation that picks the cells (default: today's day number)")
-	matrixCells = flag.Int("fault-matrix.cells", 4, "how many cells a run without -fault-matrix.all covers")
-	matrixOnly  = flag.String("fault-matrix.only", "", "run only the cells whose name contains this")
-)
+// ciCells is how many cells that slice holds (-fault-matrix.cells changes it).
+const ciCells = 4
 
 // flowKind is a user flow the matrix runs.
 type flowKind string
@@ -72,29 +58,6 @@ func allCells() []cell {
 		}
 	}
 	return out
-}
-
-// pickCells returns the cells this run covers and the seed that picked them.
-func pickCells() ([]cell, uint64) {
-	all := allCells()
-	if *matrixOnly != "" {
-		all = slices.DeleteFunc(all, func(c cell) bool { return !strings.Contains(c.String(), *matrixOnly) })
-	}
-	seed := *matrixSeed
-	if seed == 0 {
-		seed, _ = strconv.ParseUint(os.Getenv(MatrixSeedEnv), 10, 64)
-	}
-	if seed == 0 {
-		seed = uint64(time.Now().Unix() / 86400)
-	}
-	// The seed orders every run, so that even a full run varies which cells
-	// share a zone and follow which.
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	if *matrixAll || *matrixOnly != "" {
-		return all, seed
-	}
-	return all[:min(*matrixCells, len(all))], seed
 }
 
 // zonePlans splits cells into the runs of one zone each: an unplanned flow

@@ -13,6 +13,7 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/faultmatrix"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 
@@ -24,12 +25,9 @@ import (
 // whole run, no VM ran on two clusters and no two DRBD Primaries were
 // connected.
 func TestFaultMatrix(t *testing.T) {
-	cells, seed := pickCells()
-	var names []string
-	for _, c := range cells {
-		names = append(names, c.String())
-	}
-	t.Logf("fault matrix seed %d (-fault-matrix.seed=%d reproduces it): %d cells: %s", seed, seed, len(cells), strings.Join(names, "; "))
+	// Every cell is validated: a nil filter draws from the whole matrix.
+	cells, seed := faultmatrix.Pick(allCells(), nil, ciCells)
+	faultmatrix.Announce(t, cells, seed)
 	var results []cellResult
 	for i, plan := range zonePlans(cells) {
 		t.Run(fmt.Sprintf("zone-%d", i), func(t *testing.T) {
@@ -46,7 +44,7 @@ func TestFaultMatrix(t *testing.T) {
 type matrixZone struct {
 	*zone
 	pg, agent map[string]*env.Process
-	vmis      *vmiRecorder
+	vmis      *faultmatrix.VMIs
 	primaries *drbdsim.Primaries
 	seq       int
 	// lost is the site an unplanned cell lost; nothing runs after it.
@@ -75,7 +73,7 @@ func newMatrixZone(t *testing.T) *matrixZone {
 	m.vmis = z.recordVMIsThroughOutages()
 	m.primaries = z.DRBD(t).WatchPrimaries(t)
 	t.Cleanup(func() {
-		require.Empty(t, m.vmis.overlaps(), "a VM ran on two clusters at once")
+		require.Empty(t, m.vmis.Overlaps(), "a VM ran on two clusters at once")
 		require.Empty(t, m.primaries.Violations(), "two DRBD Primaries were connected")
 		require.Positive(t, m.primaries.Changes(), "the DRBD recorder saw the run")
 	})
@@ -174,7 +172,7 @@ func (m *matrixZone) loseSite(cluster string) {
 	m.lost = cluster
 	m.setLinks(false)
 	require.NoError(m.t, m.Clusters[cluster].StopAPIServer())
-	m.vmis.siteLost(cluster)
+	m.vmis.SiteLost(cluster)
 }
 
 // untilPhase polls the request until it enters phase or goes past it, and
