@@ -110,12 +110,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 	s.remotes, s.unreachable = map[string]*remote.Remote{}, map[string]error{}
 	s.vrgs, s.copies = map[string]*drv1alpha1.VolumeReplicationGroup{}, map[string]*srv1alpha1.ProtectionGroup{}
 	for _, c := range s.clusters {
-		rc, err := r.Remote.Get(s.key(c))
-		if err == nil {
-			if h := r.Remote.Health(s.key(c)); h.Unreachable() {
-				err = fmt.Errorf("cluster %s is unreachable: %w", c, h.Err)
-			}
-		}
+		rc, err := remote.Answering(r.Remote, s.key(c))
 		if err != nil {
 			if r.Remote.Health(s.key(c)).Reachable() {
 				// Connected and reachable: the cache is filling.

@@ -35,8 +35,8 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 	}
 	var silent []string
 	check := func(cluster string, needs func(*srv1alpha1.DRBDResource) bool) {
-		rc, err := r.Remote.Get(s.key(cluster))
-		if err != nil || r.Remote.Health(s.key(cluster)).Unreachable() {
+		rc, err := remote.Answering(r.Remote, s.key(cluster))
+		if err != nil {
 			return // the phase reports a cluster it cannot reach
 		}
 		replicas, err := drbdResources(ctx, rc, s.group.Name)

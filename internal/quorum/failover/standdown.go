@@ -2,7 +2,6 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -143,15 +142,7 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	key := remote.Key{Namespace: g.Namespace, Zone: g.Spec.ZoneRef.Name, Cluster: fenced}
-	rc, err := r.Remote.Get(key)
-	if h := r.Remote.Health(key); err == nil && h.Unreachable() {
-		// A connection outlives its API server: its cache still answers,
-		// but nothing can be asked of it.
-		err = h.Err
-		if err == nil {
-			err = errors.New("its API server does not answer")
-		}
-	}
+	rc, err := remote.Answering(r.Remote, key)
 	if err != nil {
 		// Still cut off: its return wakes the group.
 		log.FromContext(ctx).V(1).Info("fenced-off cluster not reached", "cluster", fenced, "reason", err.Error())
