@@ -125,7 +125,7 @@ test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privil
 	@set -e; for t in $(CHART_RBAC_TESTS); do \
 		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
 
-FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestFailbackAfterFencedFailover|TestSilentAgentWakesAtHeartbeatExpiry|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
+FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestFailbackAfterFencedFailover|TestFailbackAfterFencedOffRecordRemoved|TestSilentAgentWakesAtHeartbeatExpiry|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
 fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
 

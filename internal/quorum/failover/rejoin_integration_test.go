@@ -36,7 +36,57 @@ func (z *zone) annotate(name, key, value string) {
 func TestFailbackAfterFencedFailover(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 2})
 	primaries := z.DRBD(t).WatchPrimaries(t)
-	// Protocol A lag on the primary: writes the DR cluster never receives.
+	fencedFailoverThatDiverged(t, z)
+	z.unplannedBackHolds("back-unplanned")
+	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.waitStoodDown()
+
+	z.failbackRejoins("back")
+	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
+}
+
+// TestFailbackAfterFencedOffRecordRemoved: the operator removes the group's
+// fenced-off record once the returned primary has stood down, with both
+// clusters up. The stand-down ends and nothing more is asked of either
+// cluster: the group stays stopped on the primary and the DR replicas keep it
+// fenced off. The record is not what keeps the diverged data apart, the DR
+// replicas' fencing is: a later planned failback still rejoins the primary
+// first, holding for the operator's confirmation to discard its writes.
+func TestFailbackAfterFencedOffRecordRemoved(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 2})
+	primaries := z.DRBD(t).WatchPrimaries(t)
+	fencedFailoverThatDiverged(t, z)
+	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.waitStoodDown()
+
+	pg := z.quorumGroup()
+	before := pg.DeepCopy()
+	delete(pg.Annotations, srv1alpha1.FencedOffAnnotation)
+	require.NoError(t, z.Client(env.Quorum).Patch(z.ctx, pg, client.MergeFrom(before), client.FieldOwner("kubectl-annotate")))
+	env.Eventually(t, timeout, "the StoodDown condition gone with the record", func() error {
+		if c := meta.FindStatusCondition(z.quorumGroup().Status.Conditions, srv1alpha1.ConditionStoodDown); c != nil {
+			return fmt.Errorf("still %s: %s", c.Reason, c.Message)
+		}
+		return nil
+	})
+	// Nothing was undone on either cluster.
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	z.assertActive(env.DR)
+	for _, vm := range z.vms {
+		require.Equal(t, string(srv1alpha1.RoleSecondary), z.drbd(env.Primary, vm).Status.Role, "the stood-down replica stays Secondary")
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers, "the DR replica keeps the primary fenced off")
+	}
+
+	z.failbackRejoins("back")
+	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
+}
+
+// fencedFailoverThatDiverged fails the group over to the DR cluster unplanned,
+// with the primary's API server down and the source fenced off on the
+// operator's confirmation, then writes on both sides: the primary's lag
+// under protocol A, and the DR cluster's writes while cut off.
+func fencedFailoverThatDiverged(t *testing.T, z *zone) {
+	t.Helper()
 	for _, vm := range z.vms {
 		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.Primary].Name, 64))
 	}
@@ -44,21 +94,22 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 	z.annotate("fence-primary", srv1alpha1.SourceFencedAnnotation, group)
 	fr := z.waitPhase("fence-primary", srv1alpha1.FailoverCompleted)
 	require.Contains(t, fr.Status.Message, srv1alpha1.DiscardDivergedAnnotation+"="+group, "the fenced failover says how to fail back")
-
 	require.Equal(t, env.Primary, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the group records the primary as fenced off")
-
-	// The DR cluster writes while cut off: the two sides' data diverged.
 	for _, vm := range z.vms {
 		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
 	}
-	z.unplannedBackHolds("back-unplanned")
-	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
-	z.waitStoodDown()
+}
 
-	z.failover("back", env.Primary, srv1alpha1.FailoverPlanned)
+// failbackRejoins runs a planned failback to the returned primary: it holds
+// for the discard confirmation, then rejoins, resyncs and fails back.
+func (z *zone) failbackRejoins(name string) {
+	t := z.t
+	t.Helper()
+	z.failover(name, env.Primary, srv1alpha1.FailoverPlanned)
+	var fr *srv1alpha1.FailoverRequest
 	var held *metav1.Condition
-	env.Eventually(t, timeout, "back held for the discard confirmation", func() error {
-		fr = z.request("back")
+	env.Eventually(t, timeout, name+" held for the discard confirmation", func() error {
+		fr = z.request(name)
 		held = meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
 		if held == nil || held.Reason != srv1alpha1.ReasonTargetDiverged {
 			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
@@ -79,8 +130,8 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 		require.Empty(t, z.drbd(env.Primary, vm).Status.DataDiscarded)
 	}
 
-	z.annotate("back", srv1alpha1.DiscardDivergedAnnotation, group)
-	fr = z.waitPhase("back", srv1alpha1.FailoverCompleted)
+	z.annotate(name, srv1alpha1.DiscardDivergedAnnotation, group)
+	fr = z.waitPhase(name, srv1alpha1.FailoverCompleted)
 	rejoined := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined)
 	require.Equal(t, metav1.ConditionTrue, rejoined.Status)
 	require.Equal(t, []string{"Pending", "StoppingOnSource", "WaitingForDRBD", "StartingOnTarget", "Completed"}, phases(fr))
@@ -98,13 +149,12 @@ func TestFailbackAfterFencedFailover(t *testing.T) {
 		require.Equal(t, "Primary", z.drbd(env.Primary, vm).Status.Role)
 	}
 	require.Empty(t, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the rejoined primary is no longer recorded as fenced off")
-	env.Eventually(t, timeout, "the StoodDown condition gone with the record", func() error {
+	env.Eventually(t, timeout, "no StoodDown condition after the failback", func() error {
 		if c := meta.FindStatusCondition(z.quorumGroup().Status.Conditions, srv1alpha1.ConditionStoodDown); c != nil {
 			return fmt.Errorf("still %s: %s", c.Reason, c.Message)
 		}
 		return nil
 	})
-	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
 	z.assertLockReleased()
 }
 
