@@ -25,6 +25,10 @@ type fault struct {
 // to quorum-manager after three failed probes a second apart.
 const faultHold = 5 * time.Second
 
+// matrixNaming bounds how much longer than faultHold a fault may last while
+// the request has yet to say what it waits for.
+const matrixNaming = 30 * time.Second
+
 var faults = []*fault{
 	{
 		name:   "quorum-manager killed",
