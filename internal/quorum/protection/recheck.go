@@ -84,9 +84,10 @@ func (c *claimRechecks) forget(key types.NamespacedName) {
 
 // recheckClaim is the reconcile of a request in a terminal phase: a
 // Protected one holds its claim on both clusters (hold), on its own
-// schedule whatever woke it. It never fails the request or changes its
-// status; what it finds goes to events, and a cluster it cannot reach is
-// tried at the next interval.
+// schedule whatever woke it. It never fails the request; a conflict it
+// finds is shown as ConditionClaimConflict (written, and warned about, only
+// when it changes), a restored claim is an event, and a cluster it cannot
+// reach is tried at the next interval.
 func (r *Reconciler) recheckClaim(ctx context.Context, req *srv1alpha1.ProtectionRequest) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
 	if req.Status.Phase != srv1alpha1.ProtectionProtected || req.Status.Port == 0 {
@@ -110,15 +111,18 @@ func (r *Reconciler) recheckClaim(ctx context.Context, req *srv1alpha1.Protectio
 	}
 	outcomes, err := c.hold(ctx, req.Status.Port, requestMinors(req))
 	for _, o := range outcomes {
-		switch {
-		case o.takenBy != nil:
-			r.warn(req, EventClaimTaken, takenMessage(req, o))
-		case o.restored:
+		if o.restored {
 			r.warn(req, EventClaimRestored, restoredMessage(req, o))
 		}
 	}
 	if err != nil {
+		// Only a complete re-check may set or clear the conflict: a cluster
+		// not read says nothing about it.
 		log.FromContext(ctx).Info("claim re-check failed; tried again at the next interval", "error", err.Error())
+		return ctrl.Result{RequeueAfter: next}, nil
+	}
+	if err := r.showClaimConflict(ctx, s, outcomes); err != nil {
+		log.FromContext(ctx).Info("showing the claim conflict failed; tried again at the next interval", "error", err.Error())
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }
