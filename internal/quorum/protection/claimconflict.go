@@ -23,7 +23,7 @@ const ConditionClaimConflict = "ClaimConflict"
 // from a DRBDAllocation and another request claimed one of its values since.
 const ReasonClaimTaken = EventClaimTaken
 
-// EventClaimConflictResolved: the conflict ConditionClaimConflict showed
+// EventClaimConflictResolved is recorded when the conflict ConditionClaimConflict showed
 // ended (the claim was written back, or the other request let go of it).
 const EventClaimConflictResolved = "ClaimConflictResolved"
 
