@@ -36,6 +36,9 @@ const (
 	ReasonClusterNotInZone   = "ClusterNotInZone"
 	ReasonClusterUnreachable = "ClusterUnreachable"
 	ReasonInvalidSelector    = "InvalidSelector"
+	// ReasonKindNotServed: a cluster does not serve VolumeGroupReplicationClass
+	// (csi-addons CRDs missing); the connection watches it once installed.
+	ReasonKindNotServed = "KindNotServed"
 )
 
 // unreachableRetry is the safety net while a cluster is unreachable; its return
@@ -44,6 +47,8 @@ const (
 const (
 	unreachableRetry = 30 * time.Second
 	syncingRetry     = time.Second
+	// unservedRetry: the connection retries unserved kinds every minute.
+	unservedRetry = remote.DefaultUnservedRetry
 )
 
 // RBAC on the quorum cluster, in the DR namespace: the controller reads
@@ -131,7 +136,11 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
 		}
 		vgrcs := &replicationv1alpha1.VolumeGroupReplicationClassList{}
-		if err := rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		err = rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector})
+		switch {
+		case remote.IsNotServed(err):
+			return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%s (csi-addons CRDs not installed); install them on cluster %s, or use a DRBD policy", err.Error(), name)
+		case err != nil:
 			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
 		}
 		c.storageClasses, c.groupClasses = scs.Items, vgrcs.Items

@@ -232,7 +232,7 @@ func (m *Manager) Get(key Key) (*Remote, error) {
 	if !conn.synced() {
 		return nil, fmt.Errorf("%w: %s cache has not synced yet", ErrNotConnected, key.Cluster)
 	}
-	return &Remote{Key: key, Cached: conn.cluster.GetCache(), Direct: conn.direct}, nil
+	return &Remote{Key: key, Cached: servedReader{Reader: conn.cluster.GetCache(), cluster: key.Cluster}, Direct: conn.direct}, nil
 }
 
 // Health implements ClusterCache.

@@ -72,10 +72,15 @@ func TestUnservedKindIsRetried(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "served-kind"}}
 	require.NoError(t, c.Client.Create(ctx, cm))
 	waitFor(cm.Name, "a ConfigMap (a served kind) while another kind is not served")
+	before, err := m.Get(key)
+	require.NoError(t, err)
+	err = before.Cached.List(ctx, &replicationv1alpha1.VolumeGroupReplicationClassList{})
+	require.True(t, remote.IsNotServed(err), "a cached list of an unserved kind is a NotServedError, got %v", err)
+	require.ErrorContains(t, err, "does not serve VolumeGroupReplicationClass")
 
 	// The CRD arrives later; a class created before the kind is watched is
 	// delivered by the new watch's initial list.
-	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
+	_, err = envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
 		filepath.Join(root, "test", "crds", "thirdparty", "replication.storage.openshift.io_volumegroupreplicationclasses.yaml")}})
 	require.NoError(t, err)
 	vgrc := &replicationv1alpha1.VolumeGroupReplicationClass{ObjectMeta: metav1.ObjectMeta{Name: "installed-later"},
