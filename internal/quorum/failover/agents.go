@@ -8,7 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -50,14 +50,15 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 			}
 		}
 		for node := range nodes {
-			since, expiry, down := agentSilent(ctx, rc, node, s.now)
+			hb, known := r.agentSilent(ctx, rc, cluster, node, s.now)
 			switch {
-			case down:
-				silent = append(silent, fmt.Sprintf("node %s on %s (last heartbeat %s)", node, cluster, since))
-			case !expiry.IsZero():
+			case !known:
+			case hb.silent:
+				silent = append(silent, fmt.Sprintf("node %s on %s (last heartbeat %s)", node, cluster, hb.renewed))
+			default:
 				// Nothing else wakes the request when an agent stops: look
 				// again just after its heartbeat would expire.
-				s.wakeAt(expiry.Add(heartbeatGrace + time.Second/4))
+				s.wakeAt(hb.expiry.Add(heartbeatGrace + time.Second/4))
 			}
 		}
 	}
@@ -75,19 +76,22 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 }
 
 // heartbeatGrace is how far past its expiry a heartbeat must be before its
-// agent counts as silent: the renewal time is the workload node's clock, the
-// comparison the quorum-manager's, and a small skew between them must not
-// make a running agent flap between silent and not.
+// agent counts as silent: a reconcile that reads the Lease just before the
+// agent renews it must not make a running agent flap between silent and not.
 const heartbeatGrace = 2 * time.Second
 
-// agentSilent reads a node's heartbeat Lease and reports when it was last
-// renewed, when it expires, and whether it has (beyond heartbeatGrace).
-func agentSilent(ctx context.Context, rc *remote.Remote, node string, now time.Time) (string, time.Time, bool) {
+// agentSilent reads a node's heartbeat Lease and judges it by r.heartbeats;
+// known is false when the node has no heartbeat or it is unreadable: nothing
+// is known against the agent then.
+func (r *Reconciler) agentSilent(ctx context.Context, rc *remote.Remote, cluster, node string, now time.Time) (heartbeatState, bool) {
 	l := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName(node)}
 	if err := rc.Direct.Get(ctx, key, l); err != nil || l.Spec.RenewTime == nil {
-		return "", time.Time{}, false // no heartbeat, or unreadable: nothing known against the agent
+		return heartbeatState{}, false
 	}
-	expiry := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
-	return l.Spec.RenewTime.UTC().Format(time.RFC3339), expiry, now.After(expiry.Add(heartbeatGrace))
+	elapsed := r.Elapsed
+	if elapsed == nil {
+		elapsed = clock.RealClock{}
+	}
+	return r.heartbeats.observe(cluster+"/"+node, l, now, elapsed), true
 }

@@ -52,6 +52,9 @@ type Reconciler struct {
 	// APIReader reads what the cache strips: the managedFields that say who
 	// confirmed a fenced source. The cached Client when not set.
 	APIReader client.Reader
+	// Elapsed measures how long an agent's heartbeat Lease has not changed; it
+	// must not jump with Clock. The real clock (its monotonic reading) if nil.
+	Elapsed clock.PassiveClock
 
 	// status writes the requests' status; its throttle spaces out the writes
 	// of waiting messages alone. Made on first use when not set.
@@ -60,6 +63,8 @@ type Reconciler struct {
 	// clocks split each request's phases between waiting on the workload
 	// clusters, being held, and the control plane.
 	clocks clocks
+	// heartbeats are the agents' heartbeat Leases as last seen changing.
+	heartbeats heartbeats
 }
 
 // progressInterval is the least time between two status writes of a request
