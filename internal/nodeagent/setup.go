@@ -17,6 +17,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/drbd"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Setup adds the agent (events2 watcher, reconciler, taint controller, readiness
@@ -81,6 +82,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("drbdresource").
 		For(&srv1alpha1.DRBDResource{}, builder.WithPredicates(onNode, predicate.Or(predicate.GenerationChangedPredicate{}, deleting))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.MaxConcurrentReconciles}).
+		WithOptions(controllerOptions(r.Config)).
 		Complete(r)
+}
+
+// controllerOptions retries a failed reconcile with flow's capped backoff, the
+// one the quorum controllers use: a replica whose reconciles failed while its
+// Pod was not there yet (pg-controller, which runs the kubelet side, down) would
+// otherwise wait out controller-runtime's default backoff, which doubles to
+// 1000 s, long after the cause is gone.
+func controllerOptions(cfg Config) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles, RateLimiter: flow.RetryLimiter()}
 }
