@@ -132,6 +132,11 @@ type OffloadedZone struct {
 	// Sync, when set, makes the arrays of both clusters replicate in cycles
 	// over one link (storagearray.Sync).
 	Sync *storagearray.Sync
+	// VMStartDelay and VMStopDelay are the KubeVirt simulator's delays.
+	VMStartDelay, VMStopDelay time.Duration
+	// Processes, when set, starts the workload tier and quorum-manager, so
+	// that a test can kill and restart them as they first ran.
+	Processes *Processes
 }
 
 // StartOffloaded runs, on a zone created with the Offloaded backend, the
@@ -140,13 +145,18 @@ type OffloadedZone struct {
 // the DRPolicy. It returns the safety recorder and quorum-manager.
 func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) (*Safety, *Process) {
 	t.Helper()
+	procs := o.Processes
+	if procs == nil {
+		procs = e.NewProcesses()
+	}
 	for i, c := range []string{Primary, DR} {
-		e.StartWorkload(t, c, WorkloadOptions{Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay, Sync: o.Sync}})
+		procs.StartWorkload(t, c, WorkloadOptions{VMStartDelay: o.VMStartDelay, VMStopDelay: o.VMStopDelay,
+			Offloaded: &OffloadedStorage{ArrayDelay: o.ArrayDelay, Sync: o.Sync}})
 		e.CreateGlobalStorage(t, c, GlobalStorage{StorageClass: o.StorageClass, ReplicationClass: o.ReplicationClass,
 			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID, SchedulingInterval: o.SchedulingInterval})
 	}
 	safety := e.WatchSafety(t)
-	quorum := e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	quorum := procs.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
 	interval := o.SchedulingInterval
 	if interval == "" {
 		interval = "0m"

@@ -83,18 +83,18 @@ func TestPick(t *testing.T) {
 }
 
 func TestOverlaps(t *testing.T) {
-	r := newVMIs("apps")
+	r := newPresence("apps", vmiKind)
 	t0 := time.Unix(1000, 0)
-	r.observe("primary", "vm1", watch.Added, t0)
-	r.observe("primary", "vm1", watch.Deleted, t0.Add(time.Second))
-	r.observe("dr", "vm1", watch.Added, t0.Add(2*time.Second))
-	r.observe("dr", "vm1", watch.Deleted, t0.Add(3*time.Second))
+	r.observe("primary", "vm1", watch.Added, true, t0)
+	r.observe("primary", "vm1", watch.Deleted, true, t0.Add(time.Second))
+	r.observe("dr", "vm1", watch.Added, true, t0.Add(2*time.Second))
+	r.observe("dr", "vm1", watch.Deleted, true, t0.Add(3*time.Second))
 	if o := r.Overlaps(); len(o) != 0 {
 		t.Fatalf("a VM that moved is reported on two clusters: %v", o)
 	}
-	r.observe("primary", "vm2", watch.Added, t0)
-	r.observe("dr", "vm2", watch.Added, t0.Add(time.Second))
-	r.observe("dr", "vm2", watch.Deleted, t0.Add(1100*time.Millisecond))
+	r.observe("primary", "vm2", watch.Added, true, t0)
+	r.observe("dr", "vm2", watch.Added, true, t0.Add(time.Second))
+	r.observe("dr", "vm2", watch.Deleted, true, t0.Add(1100*time.Millisecond))
 	if o := r.Overlaps(); len(o) != 1 || !strings.HasPrefix(o[0], "vm2 on ") {
 		t.Fatalf("a 100 ms overlap of vm2 is %v", o)
 	}
@@ -102,9 +102,9 @@ func TestOverlaps(t *testing.T) {
 		t.Fatal("SawOn")
 	}
 	// Lost with its site, an instance no longer runs whatever etcd holds.
-	r.observe("primary", "vm3", watch.Added, t0)
+	r.observe("primary", "vm3", watch.Added, true, t0)
 	r.SiteLost("primary")
-	r.observe("dr", "vm3", watch.Added, time.Now().Add(time.Second))
+	r.observe("dr", "vm3", watch.Added, true, time.Now().Add(time.Second))
 	for _, o := range r.Overlaps() {
 		if strings.HasPrefix(o, "vm3 ") {
 			t.Fatalf("vm3 started on dr after its site was lost: %s", o)
@@ -112,5 +112,25 @@ func TestOverlaps(t *testing.T) {
 	}
 	if r.Events() != 9 {
 		t.Fatalf("events %d, want 9", r.Events())
+	}
+	if !r.Ended("primary", "vm1") || r.Ended("dr", "vm4") {
+		t.Fatal("Ended")
+	}
+}
+
+func TestPresenceWhileLive(t *testing.T) {
+	r := newPresence("ops", Kind{})
+	t0 := time.Unix(1000, 0)
+	// A VGR on primary stays Primary until 2 s, the one on dr is Primary from 3 s.
+	r.observe("primary", "vgr", watch.Added, true, t0)
+	r.observe("primary", "vgr", watch.Modified, false, t0.Add(2*time.Second))
+	r.observe("dr", "vgr", watch.Added, false, t0)
+	r.observe("dr", "vgr", watch.Modified, true, t0.Add(3*time.Second))
+	if o := r.Overlaps(); len(o) != 0 {
+		t.Fatalf("a state handed over is reported on two clusters: %v", o)
+	}
+	r.observe("primary", "vgr", watch.Modified, true, t0.Add(4*time.Second))
+	if o := r.Overlaps(); len(o) != 1 {
+		t.Fatalf("both live from 4 s: %v", o)
 	}
 }

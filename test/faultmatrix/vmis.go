@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,8 +29,15 @@ import (
 // whose API server is down changes no instance, so an instance seen before an
 // outage counts as running through it, unless the test declares the whole
 // site lost (SiteLost).
-type VMIs struct {
+type VMIs = Presence
+
+// Presence records, per object name, when an object of one kind was present
+// (and, with a Kind's Live, in the state that counts) on each workload
+// cluster: VMIs records VirtualMachineInstances, and RecordPresence any kind,
+// such as a VolumeGroupReplication while it is Primary.
+type Presence struct {
 	namespace string
+	kind      Kind
 	mu        sync.Mutex
 	intervals map[string][]interval // by VM name
 	open      map[string]time.Time  // by cluster/VM
@@ -41,11 +49,27 @@ type interval struct {
 	start, end time.Time
 }
 
+// Kind is what a Presence records: objects of one list type, present while
+// Live says so (always, when Live is nil).
+type Kind struct {
+	List func() client.ObjectList
+	Live func(client.Object) bool
+}
+
+var vmiKind = Kind{List: func() client.ObjectList { return &kubevirtv1.VirtualMachineInstanceList{} }}
+
 // RecordVMIs starts recording the instances of namespace on each of clusters
 // (name → REST config) until ctx ends.
 func RecordVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, namespace string, clusters map[string]*rest.Config) *VMIs {
 	t.Helper()
-	rec := newVMIs(namespace)
+	return RecordPresence(t, ctx, scheme, vmiKind, namespace, clusters)
+}
+
+// RecordPresence records the objects of kind in namespace on each of clusters
+// as RecordVMIs does the instances, through API server outages.
+func RecordPresence(t testing.TB, ctx context.Context, scheme *runtime.Scheme, kind Kind, namespace string, clusters map[string]*rest.Config) *Presence {
+	t.Helper()
+	rec := newPresence(namespace, kind)
 	for cluster, wc := range watchClients(t, scheme, clusters) {
 		go rec.follow(ctx, wc, cluster)
 	}
@@ -59,7 +83,7 @@ func RecordVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, names
 // RecordVMIs.
 func WatchVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, namespace string, clusters map[string]*rest.Config) *VMIs {
 	t.Helper()
-	rec := newVMIs(namespace)
+	rec := newPresence(namespace, vmiKind)
 	for cluster, wc := range watchClients(t, scheme, clusters) {
 		w, err := wc.Watch(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(namespace))
 		if err != nil {
@@ -69,7 +93,7 @@ func WatchVMIs(t testing.TB, ctx context.Context, scheme *runtime.Scheme, namesp
 			defer w.Stop()
 			for ev := range w.ResultChan() {
 				if vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance); ok {
-					rec.observe(cluster, vmi.Name, ev.Type, time.Now())
+					rec.observe(cluster, vmi.Name, ev.Type, true, time.Now())
 				}
 			}
 		}()
@@ -90,18 +114,20 @@ func watchClients(t testing.TB, scheme *runtime.Scheme, clusters map[string]*res
 	return out
 }
 
-func newVMIs(namespace string) *VMIs {
-	return &VMIs{namespace: namespace, intervals: map[string][]interval{}, open: map[string]time.Time{}}
+func newPresence(namespace string, kind Kind) *Presence {
+	return &Presence{namespace: namespace, kind: kind, intervals: map[string][]interval{}, open: map[string]time.Time{}}
 }
 
-func (r *VMIs) follow(ctx context.Context, wc client.WithWatch, cluster string) {
+func (r *Presence) live(obj client.Object) bool { return r.kind.Live == nil || r.kind.Live(obj) }
+
+func (r *Presence) follow(ctx context.Context, wc client.WithWatch, cluster string) {
 	rv := ""
 	for ctx.Err() == nil {
 		if rv == "" {
 			rv = r.relist(ctx, wc, cluster)
 			continue
 		}
-		w, err := wc.Watch(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(r.namespace),
+		w, err := wc.Watch(ctx, r.kind.List(), client.InNamespace(r.namespace),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		switch {
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
@@ -116,7 +142,7 @@ func (r *VMIs) follow(ctx context.Context, wc client.WithWatch, cluster string) 
 
 // drain records a watch's events; it returns the last resourceVersion seen,
 // or "" when the history from there is gone.
-func (r *VMIs) drain(cluster string, w watch.Interface, rv string) string {
+func (r *Presence) drain(cluster string, w watch.Interface, rv string) string {
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Error {
@@ -125,49 +151,58 @@ func (r *VMIs) drain(cluster string, w watch.Interface, rv string) string {
 			}
 			return rv
 		}
-		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
+		obj, ok := ev.Object.(client.Object)
 		if !ok {
 			continue
 		}
-		rv = vmi.ResourceVersion
+		rv = obj.GetResourceVersion()
 		if ev.Type != watch.Bookmark {
-			r.observe(cluster, vmi.Name, ev.Type, time.Now())
+			r.observe(cluster, obj.GetName(), ev.Type, r.live(obj), time.Now())
 		}
 	}
 	return rv
 }
 
 // relist lists the cluster's instances and makes the open intervals match.
-func (r *VMIs) relist(ctx context.Context, wc client.WithWatch, cluster string) string {
+func (r *Presence) relist(ctx context.Context, wc client.WithWatch, cluster string) string {
 	for ctx.Err() == nil {
-		list := &kubevirtv1.VirtualMachineInstanceList{}
+		list := r.kind.List()
 		if err := wc.List(ctx, list, client.InNamespace(r.namespace)); err != nil {
+			pause(ctx)
+			continue
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
 			pause(ctx)
 			continue
 		}
 		now := time.Now()
 		seen := map[string]bool{}
-		for _, vmi := range list.Items {
-			seen[vmi.Name] = true
-			r.observe(cluster, vmi.Name, watch.Added, now)
+		for _, o := range items {
+			if obj, ok := o.(client.Object); ok && r.live(obj) {
+				seen[obj.GetName()] = true
+				r.observe(cluster, obj.GetName(), watch.Added, true, now)
+			}
 		}
 		r.closeMissing(cluster, seen, now)
-		return list.ResourceVersion
+		return list.GetResourceVersion()
 	}
 	return ""
 }
 
-func (r *VMIs) observe(cluster, vm string, t watch.EventType, at time.Time) {
+// observe records an event of an object; an object no longer live counts as
+// gone.
+func (r *Presence) observe(cluster, vm string, t watch.EventType, live bool, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events++
 	key := cluster + "/" + vm
-	switch t {
-	case watch.Added, watch.Modified:
+	switch {
+	case (t == watch.Added || t == watch.Modified) && live:
 		if _, ok := r.open[key]; !ok {
 			r.open[key] = at
 		}
-	case watch.Deleted:
+	case t == watch.Added || t == watch.Modified || t == watch.Deleted:
 		if start, ok := r.open[key]; ok {
 			r.intervals[vm] = append(r.intervals[vm], interval{cluster, start, at})
 			delete(r.open, key)
@@ -175,7 +210,7 @@ func (r *VMIs) observe(cluster, vm string, t watch.EventType, at time.Time) {
 	}
 }
 
-func (r *VMIs) closeMissing(cluster string, keep map[string]bool, at time.Time) {
+func (r *Presence) closeMissing(cluster string, keep map[string]bool, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, start := range r.open {
@@ -189,10 +224,10 @@ func (r *VMIs) closeMissing(cluster string, keep map[string]bool, at time.Time) 
 
 // SiteLost ends every instance of a cluster now: the site is powered off (or
 // as good as), so its VMs no longer run whatever its etcd still holds.
-func (r *VMIs) SiteLost(cluster string) { r.closeMissing(cluster, nil, time.Now()) }
+func (r *Presence) SiteLost(cluster string) { r.closeMissing(cluster, nil, time.Now()) }
 
 // Overlaps describes every time a VM had an instance on two clusters at once.
-func (r *VMIs) Overlaps() []string {
+func (r *Presence) Overlaps() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	all := map[string][]interval{}
@@ -221,7 +256,7 @@ func (r *VMIs) Overlaps() []string {
 }
 
 // SawOn reports whether a VM had an instance on a cluster at some point.
-func (r *VMIs) SawOn(cluster, vm string) bool {
+func (r *Presence) SawOn(cluster, vm string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.open[cluster+"/"+vm]; ok {
@@ -235,9 +270,22 @@ func (r *VMIs) SawOn(cluster, vm string) bool {
 	return false
 }
 
+// Ended reports whether a VM's instance on a cluster ended at some point
+// (deleted, or no longer live).
+func (r *Presence) Ended(cluster, vm string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, iv := range r.intervals[vm] {
+		if iv.cluster == cluster {
+			return true
+		}
+	}
+	return false
+}
+
 // Events counts the changes recorded, so that a test can check the recorder
 // saw its run rather than pass on an empty record.
-func (r *VMIs) Events() int {
+func (r *Presence) Events() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.events

@@ -39,11 +39,12 @@ const (
 // snapshot simulator (and a guest agent) on the DR cluster.
 type zone struct {
 	*env.Env
-	t      *testing.T
-	root   *testing.T
-	ctx    context.Context
-	vms    []string
-	quorum *env.Process
+	t    *testing.T
+	root *testing.T
+	ctx  context.Context
+	vms  []string
+	// procs are the zone's controllers, which a test kills and restarts.
+	procs *env.Processes
 }
 
 // newZone builds the group as the protection flow leaves it: per VM a DRBD
@@ -51,18 +52,22 @@ type zone struct {
 // "<vm>-disk" and a frontend PV/PVC "<vm>-disk-drbd" on /dev/drbd<minor>, and a
 // Halted standby VM whose disk names the frontend PVC and which is attached to a
 // multus network.
-func newZone(t *testing.T, vms int) *zone {
+func newZone(t *testing.T, vms int) *zone { return newZoneWith(t, vms, env.WorkloadOptions{}) }
+
+// newZoneWith is newZone with the workload tier of both clusters tuned by w.
+func newZoneWith(t *testing.T, vms int, w env.WorkloadOptions) *zone {
 	if os.Getenv("TESTFAILOVER_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(t.Output())))
 	}
 	z := &zone{Env: env.New(t, env.Options{}), t: t, root: t, ctx: context.Background()}
+	z.procs = z.NewProcesses()
 	for _, c := range []string{env.Primary, env.DR} {
-		z.StartWorkload(t, c, env.WorkloadOptions{})
-		z.StartAgent(t, c)
+		z.procs.StartWorkload(t, c, w)
+		z.procs.StartAgent(t, c)
 	}
 	z.startSnapshotSimulator()
 	go z.playJobController(t.Context())
-	z.quorum = z.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	z.procs.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
 	fabric := z.DRBD(t)
 	require.NoError(t, fabric.SetSyncRate(1<<30))
 

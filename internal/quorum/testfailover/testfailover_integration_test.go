@@ -3,7 +3,6 @@ package testfailover_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"github.com/stretchr/testify/require"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 	"github.com/siterecovery/siterecovery/test/env"
 )
@@ -97,9 +95,9 @@ func TestTestFailover(t *testing.T) {
 		z.t = t
 		name := z.testFailover("restarted", env.DR, nil)
 		restart := func() {
-			z.quorum.Stop(t)
+			z.procs.Quorum.Stop(t)
 			// The zone's test owns the new process: it outlives this subtest.
-			z.quorum = z.StartQuorum(z.root, setup.QuorumOptions{ProbeInterval: time.Second})
+			z.procs.RestartQuorum(z.root)
 		}
 		z.waitPhase(name, srv1alpha1.TestFailoverSnapshotting)
 		restart()
