@@ -39,6 +39,8 @@ type zone struct {
 	t      testing.TB
 	safety *env.Safety
 	quorum *env.Process
+	// procs are the zone's controllers, which a test kills and restarts.
+	procs *env.Processes
 }
 
 const (
@@ -54,7 +56,14 @@ func newZone(t testing.TB) *zone {
 // newZoneWith is newZone with o's policy, interval and array sync.
 func newZoneWith(t testing.TB, o env.OffloadedZone) *zone {
 	z := &zone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t}
-	o.ArrayDelay, o.StorageClass, o.ReplicationClass, o.GroupReplicationID = arrayDelay, storageClass, "offloaded-vgrc", grID
+	if o.ArrayDelay == 0 {
+		o.ArrayDelay = arrayDelay
+	}
+	if o.Processes == nil {
+		o.Processes = z.NewProcesses()
+	}
+	z.procs = o.Processes
+	o.StorageClass, o.ReplicationClass, o.GroupReplicationID = storageClass, "offloaded-vgrc", grID
 	z.safety, z.quorum = z.StartOffloaded(t, o)
 	env.Eventually(t, timeout, "global peer class", func() error {
 		p := &drv1alpha1.DRPolicy{}
