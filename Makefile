@@ -137,6 +137,13 @@ fault-matrix: ## Every cell of the failover fault matrix on real API servers (SE
 protection-fault-matrix: ## Every cell of the protect/unprotect fault matrix on real API servers (SEED=<n> fixes their order).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 90m -run '^TestProtectionFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
+.PHONY: testfailover-fault-matrix drpc-fault-matrix
+testfailover-fault-matrix: ## Every cell of the test failover fault matrix on real API servers (SEED=<n> fixes their order).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestTestFailoverFaultMatrix$$' ./internal/quorum/testfailover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+
+drpc-fault-matrix: ## Every cell of the DRPC Relocate/Failover fault matrix (Offloaded) on real API servers (SEED=<n> fixes their order).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestDRPCFaultMatrix$$' ./internal/quorum/drpc/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+
 FAILOVERS ?= 200
 soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1) $(if $(BUDGET),-fault-soak.budget=$(BUDGET))

@@ -3,7 +3,11 @@
 // -fault-matrix.* flags and the seed variable), and the safety recorder that
 // watches both workload clusters for a VM running on two of them at once,
 // through API server outages (RecordVMIs), or more simply for runs that keep
-// their API servers up (WatchVMIs).
+// their API servers up (WatchVMIs), or of any kind in a state that must hold
+// on one cluster at a time (RecordPresence); the faults every flow shares
+// (Fault: quorum-manager, pg-controller or agent killed, an API server
+// stopped), acting on a zone's env.Processes; and the Markdown table of a
+// run's cells (Table).
 //
 // A matrix is flow × fault × the step the fault lands in; the cells, how a
 // fault is injected and what a flow must end in stay with the flow's tests.
