@@ -64,7 +64,9 @@ func TestTestFailoverFaultMatrix(t *testing.T) {
 	var rows []faultmatrix.Row
 	for i, c := range cells {
 		t.Run(fmt.Sprintf("%02d %s", i, c), func(t *testing.T) {
-			rows = append(rows, z.runCell(t, c, fmt.Sprintf("cell-%02d", i), prod))
+			row := z.runCell(t, c, fmt.Sprintf("cell-%02d", i), prod)
+			t.Logf("cell %s: %s → %s, %s after the heal", c, row.Held, row.Outcome, row.Recovery.Round(100*time.Millisecond))
+			rows = append(rows, row)
 		})
 	}
 	t.Log("\n" + faultmatrix.Table(rows))
