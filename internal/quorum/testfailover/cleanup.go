@@ -110,8 +110,13 @@ func (r *Reconciler) deleteAll(ctx context.Context, s *scope, rc *remote.Remote)
 			}
 		}
 	}
+	running, err := r.runningCopies(ctx, s, rc, left)
+	if err != nil {
+		return nil, err
+	}
+	left = append(left, running...)
 	namespace := &corev1.Namespace{}
-	err := rc.Direct.Get(ctx, client.ObjectKey{Name: ns}, namespace)
+	err = rc.Direct.Get(ctx, client.ObjectKey{Name: ns}, namespace)
 	switch {
 	case client.IgnoreNotFound(err) != nil:
 		return nil, remoteErr(cluster, "reading namespace "+ns, err)
@@ -121,4 +126,37 @@ func (r *Reconciler) deleteAll(ctx context.Context, s *scope, rc *remote.Remote)
 		}
 	}
 	return left, nil
+}
+
+// runningCopies lists the instances of test VMs that still exist: KubeVirt
+// stops a deleted VM's instance after the VM is gone, and a copy that still
+// runs is not cleaned up. The copies are named after the group's VMs, as
+// the VM list of this pass (left), the recorded results and the group tell.
+func (r *Reconciler) runningCopies(ctx context.Context, s *scope, rc *remote.Remote, left []string) ([]string, error) {
+	names := map[string]bool{}
+	for _, l := range left {
+		if name, ok := strings.CutPrefix(l, "VirtualMachine "+s.namespace()+"/"); ok {
+			names[name] = true
+		}
+	}
+	for _, res := range s.tf.Status.Results {
+		names[res.VM] = true
+	}
+	if s.group != nil {
+		for _, vm := range s.group.Spec.VirtualMachines {
+			names[vm.Name] = true
+		}
+	}
+	var running []string
+	for _, name := range sortedKeys(names) {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.namespace(), Name: name}, vmi)
+		switch {
+		case client.IgnoreNotFound(err) != nil:
+			return nil, remoteErr(s.tf.Spec.TargetCluster, "reading VirtualMachineInstance "+name, err)
+		case err == nil && vmi.Labels[LabelUID] == string(s.tf.UID):
+			running = append(running, "VirtualMachineInstance "+vmi.Namespace+"/"+vmi.Name)
+		}
+	}
+	return running, nil
 }
