@@ -18,16 +18,23 @@ import (
 
 // failover moves the application from src to tgt without needing src:
 // the target's VRG becomes primary, then the application starts there. A
-// reachable source is asked to stop the application first, so that no VM runs
-// on both clusters; its VRG becomes secondary in the steady state that follows,
+// reachable source is asked to stop the application first, and the target
+// waits until it has, so that no VM runs on both clusters; its VRG becomes secondary in the steady state that follows,
 // only once the application stopped there.
 func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (ctrl.Result, error) {
+	s.setProgression(drv1alpha1.ProgressionFailingOverToCluster)
 	if _, down := s.unreachable[src]; !down {
-		if _, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped); err != nil {
+		// The source answers: its VMs may run, so the target starts nothing
+		// until they stopped.
+		stopped, err := r.ensureDesiredState(ctx, s, src, srv1alpha1.StateStopped)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if !stopped {
+			s.waitFor("the application to stop on %s before it starts on %s (%s)", src, tgt, appState(s.copies[src]))
+			return flow.After(waitRetry), nil
+		}
 	}
-	s.setProgression(drv1alpha1.ProgressionFailingOverToCluster)
 	if err := r.ensureVRG(ctx, s, tgt, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err
 	}
