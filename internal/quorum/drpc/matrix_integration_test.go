@@ -44,7 +44,7 @@ const (
 // both clusters and the safety recorder saw no secondary storage under a
 // running VM.
 func TestDRPCFaultMatrix(t *testing.T) {
-	cells, seed := faultmatrix.Pick(allCells(), nil, ciCells)
+	cells, seed := faultmatrix.Pick(allCells(), validated, ciCells)
 	faultmatrix.Announce(t, cells, seed)
 	z := newZoneWith(t, env.OffloadedZone{Policy: policyName, ArrayDelay: matrixDelay, VMStartDelay: matrixDelay, VMStopDelay: matrixDelay})
 	vmis := faultmatrix.RecordVMIs(t, t.Context(), z.Scheme, env.AppNS, z.workloadConfigs())
