@@ -46,6 +46,9 @@ const (
 func TestDRPCFaultMatrix(t *testing.T) {
 	cells, seed := faultmatrix.Pick(allCells(), validated, ciCells)
 	faultmatrix.Announce(t, cells, seed)
+	if len(cells) == 0 {
+		t.Skip("no cell in make test's slice (ciCells); make drpc-fault-matrix runs them all")
+	}
 	z := newZoneWith(t, env.OffloadedZone{Policy: policyName, ArrayDelay: matrixDelay, VMStartDelay: matrixDelay, VMStopDelay: matrixDelay})
 	vmis := faultmatrix.RecordVMIs(t, t.Context(), z.Scheme, env.AppNS, z.workloadConfigs())
 	z.addApp(matrixApp, env.Primary)
