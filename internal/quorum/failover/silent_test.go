@@ -21,14 +21,8 @@ import (
 // expire, and no sooner holds for it; past the expiry and its grace it holds
 // with AgentSilent, naming the node.
 func TestSilentAgentWakesAtHeartbeatExpiry(t *testing.T) {
-	renewed := metav1.NewMicroTime(t0.Add(-time.Second))
-	heartbeat := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName("node-b")},
-		Spec:       coordinationv1.LeaseSpec{RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(4))},
-	}
-	notPromotable := []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false), heartbeat}
-	f := newFixture(phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
-		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: notPromotable}})
+	f, heartbeat := waitingOnRenewingAgent()
+	renewed := heartbeat.Spec.RenewTime.Time
 	clk := clocktesting.NewFakeClock(t0)
 	f.r.Clock = clk
 	f.r.Elapsed = clk
@@ -61,14 +55,7 @@ func TestSilentAgentWakesAtHeartbeatExpiry(t *testing.T) {
 // how old its renewTime looks. Once the agent stops renewing, the same request
 // holds with AgentSilent after the Lease's duration and grace have elapsed.
 func TestJumpedClockDoesNotSilenceRenewingAgent(t *testing.T) {
-	renewed := metav1.NewMicroTime(t0.Add(-time.Second))
-	heartbeat := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName("node-b")},
-		Spec:       coordinationv1.LeaseSpec{RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(4))},
-	}
-	notPromotable := []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false), heartbeat}
-	f := newFixture(phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
-		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: notPromotable}})
+	f, heartbeat := waitingOnRenewingAgent()
 	wall, elapsed := clocktesting.NewFakeClock(t0), clocktesting.NewFakeClock(t0)
 	f.r.Clock, f.r.Elapsed = wall, elapsed
 	reconcile := func() {
@@ -109,4 +96,18 @@ func TestJumpedClockDoesNotSilenceRenewingAgent(t *testing.T) {
 	fr := f.request(t)
 	require.Equal(t, ReasonAgentSilent, readyReasonOf(fr), "silent for longer than its Lease's duration and grace")
 	require.Contains(t, fr.Status.Message, "drbd-node-agent of node node-b on "+drCluster)
+}
+
+// waitingOnRenewingAgent: a planned request in WaitingForDRBD whose target
+// replica on node-b is not promotable yet, with node-b's agent heartbeat
+// renewed a second before t0 for a 4 s Lease.
+func waitingOnRenewingAgent() (*fixture, *coordinationv1.Lease) {
+	renewed := metav1.NewMicroTime(t0.Add(-time.Second))
+	heartbeat := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName("node-b")},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(4))},
+	}
+	notPromotable := []client.Object{groupCopyIn(testGroup, stopped, stopped), replica("node-b", sec, sec, false), node("node-b", false), heartbeat}
+	return newFixture(phaseCase{phase: srv1alpha1.FailoverWaitingForDRBD,
+		primary: cluster{objs: sourceStoppedSecondary}, dr: cluster{objs: notPromotable}}), heartbeat
 }
