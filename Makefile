@@ -27,10 +27,12 @@ build: console ## Build the product binaries into bin/ (the console with its fro
 IMAGES_OUT ?= $(BIN)/images
 VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/quorum-control-plane/Chart.yaml)
 REGISTRY ?=
+# PLATFORMS: the platforms of each image's index (comma-separated linux/<GOARCH>).
+PLATFORMS ?= linux/amd64,linux/arm64
 
 images: console ## Build the OCI images of every binary into bin/images (REGISTRY=... pushes them); needs apt lists for drbd-utils.
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run -C tools/images . -root $(CURDIR) -out $(CURDIR)/$(IMAGES_OUT) \
-		-version $(VERSION) -revision $$(git rev-parse HEAD) -registry "$(REGISTRY)"
+		-version $(VERSION) -revision $$(git rev-parse HEAD) -registry "$(REGISTRY)" -platforms "$(PLATFORMS)"
 
 CONSOLE_WEB := web/console
 CONSOLE_DIST := internal/console/ui/dist

@@ -28,14 +28,27 @@ type ociImage struct {
 	Layers []string
 }
 
+// ociIndex is one image of the layout: its index digest and the image of each
+// platform ("linux/amd64") the index lists.
+type ociIndex struct {
+	Digest    string
+	Platforms map[string]ociImage
+}
+
 type descriptor struct {
 	MediaType   string            `json:"mediaType"`
 	Digest      string            `json:"digest"`
 	Annotations map[string]string `json:"annotations"`
+	Platform    *struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	} `json:"platform"`
 }
 
-// readLayout returns the images of the layout at dir by their ref.name annotation.
-func readLayout(dir string) (map[string]ociImage, error) {
+const ociIndexType = "application/vnd.oci.image.index.v1+json"
+
+// readLayout returns the image indexes of the layout at dir by their ref.name annotation.
+func readLayout(dir string) (map[string]ociIndex, error) {
 	var index struct{ Manifests []descriptor }
 	if err := readJSON(filepath.Join(dir, "index.json"), &index); err != nil {
 		return nil, err
@@ -43,25 +56,48 @@ func readLayout(dir string) (map[string]ociImage, error) {
 	blob := func(digest string) string {
 		return filepath.Join(dir, "blobs", strings.Replace(digest, ":", "/", 1))
 	}
-	images := map[string]ociImage{}
-	for _, m := range index.Manifests {
-		var manifest struct {
-			Config descriptor
-			Layers []descriptor
+	images := map[string]ociIndex{}
+	for _, ref := range index.Manifests {
+		if ref.MediaType != ociIndexType {
+			return nil, fmt.Errorf("%s is a %s, want an image index", ref.Annotations["org.opencontainers.image.ref.name"], ref.MediaType)
 		}
-		if err := readJSON(blob(m.Digest), &manifest); err != nil {
+		var platforms struct{ Manifests []descriptor }
+		if err := readJSON(blob(ref.Digest), &platforms); err != nil {
 			return nil, err
 		}
-		img := ociImage{Digest: m.Digest}
-		if err := readJSON(blob(manifest.Config.Digest), &img.Config); err != nil {
-			return nil, err
+		idx := ociIndex{Digest: ref.Digest, Platforms: map[string]ociImage{}}
+		for _, m := range platforms.Manifests {
+			if m.Platform == nil {
+				return nil, fmt.Errorf("index %s lists %s without a platform", ref.Digest, m.Digest)
+			}
+			img, err := readImage(blob, m.Digest)
+			if err != nil {
+				return nil, err
+			}
+			idx.Platforms[m.Platform.OS+"/"+m.Platform.Architecture] = img
 		}
-		for _, l := range manifest.Layers {
-			img.Layers = append(img.Layers, blob(l.Digest))
-		}
-		images[m.Annotations["org.opencontainers.image.ref.name"]] = img
+		images[ref.Annotations["org.opencontainers.image.ref.name"]] = idx
 	}
 	return images, nil
+}
+
+// readImage reads the image whose manifest is the blob digest.
+func readImage(blob func(string) string, digest string) (ociImage, error) {
+	var manifest struct {
+		Config descriptor
+		Layers []descriptor
+	}
+	if err := readJSON(blob(digest), &manifest); err != nil {
+		return ociImage{}, err
+	}
+	img := ociImage{Digest: digest}
+	if err := readJSON(blob(manifest.Config.Digest), &img.Config); err != nil {
+		return ociImage{}, err
+	}
+	for _, l := range manifest.Layers {
+		img.Layers = append(img.Layers, blob(l.Digest))
+	}
+	return img, nil
 }
 
 func readJSON(file string, v any) error {

@@ -15,22 +15,50 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// builtImage is an image ready to be written or pushed.
+// builtImage is an image's index, one manifest per platform, ready to be written or pushed.
 type builtImage struct {
-	Spec   imageSpec
-	Image  v1.Image
+	Spec      imageSpec
+	Index     v1.ImageIndex
+	Digest    v1.Hash
+	Platforms []builtPlatform
+}
+
+// builtPlatform is the image of one platform.
+type builtPlatform struct {
+	Arch   string
 	Digest v1.Hash
 	// Size is the compressed size of the image's layers.
 	Size int64
 }
 
+// buildIndex builds s for each of o.Arches into one OCI image index.
+func buildIndex(o options, s imageSpec) (builtImage, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	b := builtImage{Spec: s}
+	for _, arch := range o.Arches {
+		img, p, err := buildImage(o, s, arch)
+		if err != nil {
+			return builtImage{}, fmt.Errorf("linux/%s: %w", arch, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+		b.Platforms = append(b.Platforms, p)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return builtImage{}, err
+	}
+	b.Index, b.Digest = idx, d
+	return b, nil
+}
+
 // binDir is where each image's binary lives; the entrypoint is binDir/<name>.
 const binDir = "usr/local/bin"
 
-func buildImage(o options, s imageSpec) (builtImage, error) {
-	bin, err := goBuild(o, s.Name)
+func buildImage(o options, s imageSpec, arch string) (v1.Image, builtPlatform, error) {
+	bin, err := goBuild(o, s.Name, arch)
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	labels := map[string]string{
 		"org.opencontainers.image.title":    s.Name,
@@ -44,21 +72,21 @@ func buildImage(o options, s imageSpec) (builtImage, error) {
 	for _, f := range []string{"etc/passwd", "etc/group"} {
 		data, err := os.ReadFile(filepath.Join(o.Root, "images/base", f))
 		if err != nil {
-			return builtImage{}, err
+			return nil, builtPlatform{}, err
 		}
 		base.file(f, 0o644, data)
 	}
 	if s.Debian {
-		pkgs, err := addDebianPackages(base, filepath.Join(o.Root, "images", s.Name, "packages.txt"))
+		pkgs, err := addDebianPackages(base, filepath.Join(o.Root, "images", s.Name, "packages.txt"), arch)
 		if err != nil {
-			return builtImage{}, err
+			return nil, builtPlatform{}, err
 		}
 		labels["io.siterecovery.debian-packages"] = strings.Join(pkgs, " ")
 	}
 	app := newTree(o.Epoch)
 	data, err := os.ReadFile(bin)
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	app.file(binDir+"/"+s.Name, 0o755, data)
 
@@ -72,21 +100,21 @@ func buildImage(o options, s imageSpec) (builtImage, error) {
 	}{{base, "root filesystem"}, {app, s.Name + " binary"}} {
 		l, err := t.tree.layer()
 		if err != nil {
-			return builtImage{}, err
+			return nil, builtPlatform{}, err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: types.OCILayer,
 			History: v1.History{CreatedBy: "tools/images: " + t.by, Created: created}})
 	}
 	img, err = mutate.Append(img, adds...)
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Created = "linux", o.Arch, created
+	cf.OS, cf.Architecture, cf.Created = "linux", arch, created
 	cf.Config = v1.Config{
 		Entrypoint: []string{"/" + binDir + "/" + s.Name},
 		User:       s.User,
@@ -96,33 +124,33 @@ func buildImage(o options, s imageSpec) (builtImage, error) {
 	}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	d, err := img.Digest()
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return builtImage{}, err
+		return nil, builtPlatform{}, err
 	}
 	var size int64
 	for _, l := range m.Layers {
 		size += l.Size
 	}
-	return builtImage{Spec: s, Image: img, Digest: d, Size: size}, nil
+	return img, builtPlatform{Arch: arch, Digest: d, Size: size}, nil
 }
 
 // goBuild builds cmd/<name> as a static, reproducible linux binary.
-func goBuild(o options, name string) (string, error) {
-	dir, err := os.MkdirTemp("", "images-"+name+"-")
+func goBuild(o options, name, arch string) (string, error) {
+	dir, err := os.MkdirTemp("", "images-"+name+"-"+arch+"-")
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./cmd/"+name)
 	cmd.Dir = o.Root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch, "GOFLAGS=-buildvcs=false")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=-buildvcs=false")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/%s: %w", name, err)

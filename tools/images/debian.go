@@ -22,9 +22,9 @@ var mergedUsr = map[string]string{"bin": "usr/bin", "sbin": "usr/sbin", "lib": "
 var dropped = []string{"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
 	"usr/share/lintian", "etc/init.d", "usr/lib/systemd", "lib/systemd"}
 
-// addDebianPackages downloads the packages listFile names with apt-get download and
-// unpacks their files into t; it returns "name=version" for each.
-func addDebianPackages(t *tree, listFile string) ([]string, error) {
+// addDebianPackages downloads the packages listFile names for arch with apt-get
+// download and unpacks their files into t; it returns "name=version" for each.
+func addDebianPackages(t *tree, listFile, arch string) ([]string, error) {
 	names, err := readList(listFile)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,11 @@ func addDebianPackages(t *tree, listFile string) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("apt-get", append([]string{"download", "-q"}, names...)...)
+	aptOpts, err := aptFor(arch)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("apt-get", append(append(aptOpts, "download", "-q"), names...)...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("apt-get download %s (run apt-get update first): %w", strings.Join(names, " "), err)
@@ -146,3 +150,43 @@ func imagePath(name string) (string, bool) {
 	}
 	return name, true
 }
+
+// aptFor returns the apt-get options that make it see the packages of arch. For
+// the machine's own architecture that is the system's package lists. For another
+// one it is a private list of that architecture only, fetched once per run from the
+// same Debian sources into a cache folder, so the machine's dpkg and apt
+// configuration stay untouched (no dpkg --add-architecture).
+func aptFor(arch string) ([]string, error) {
+	native, err := exec.Command("dpkg", "--print-architecture").Output()
+	if err != nil {
+		return nil, fmt.Errorf("dpkg --print-architecture: %w", err)
+	}
+	if strings.TrimSpace(string(native)) == arch {
+		return nil, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	state := filepath.Join(cache, "siterecovery", "apt-"+arch)
+	for _, d := range []string{"lists/partial", "archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(state, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	opts := []string{"-o", "APT::Architecture=" + arch, "-o", "APT::Architectures=" + arch,
+		"-o", "Dir::State::Lists=" + filepath.Join(state, "lists"), "-o", "Dir::Cache=" + state,
+		"-o", "Dir::Cache::archives=" + filepath.Join(state, "archives"), "-o", "Dir::State::status=/dev/null"}
+	if !updatedArches[arch] {
+		cmd := exec.Command("apt-get", append(opts, "update", "-q")...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("apt-get update for %s: %w", arch, err)
+		}
+		updatedArches[arch] = true
+	}
+	return opts, nil
+}
+
+// updatedArches are the foreign architectures whose lists this run has fetched.
+var updatedArches = map[string]bool{}

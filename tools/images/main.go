@@ -1,5 +1,8 @@
 // Command images builds the product's container images into one OCI image layout,
-// and pushes them when -registry is set, without a container daemon:
+// and pushes them when -registry is set, without a container daemon. Each image is
+// an OCI image index with one image per -platforms entry (default linux/amd64 and
+// linux/arm64): the Go binaries are cross-compiled, and the agent's Debian packages
+// are those of each architecture.
 //
 //   - quorum-manager, pg-controller and siterecovery-console: one static Go binary
 //     on an empty base with /etc/passwd and /etc/group, running as 65532:65532;
@@ -18,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 )
@@ -41,9 +43,11 @@ var specs = []imageSpec{
 
 // options are the command's flags.
 type options struct {
-	Root, Out, Version, Revision, Source, Registry, Arch string
-	Epoch                                                int64
-	Only                                                 map[string]bool
+	Root, Out, Version, Revision, Source, Registry string
+	// Arches are the GOARCH of each platform (linux/<arch>) every image is built for.
+	Arches []string
+	Epoch  int64
+	Only   map[string]bool
 }
 
 func main() {
@@ -55,10 +59,18 @@ func main() {
 	flag.StringVar(&o.Revision, "revision", "", "the source revision label (a git commit)")
 	flag.StringVar(&o.Source, "source", "https://github.com/siterecovery/siterecovery", "the source label")
 	flag.StringVar(&o.Registry, "registry", "", "when set, push each image to <registry>/<name>:<version>")
-	flag.StringVar(&o.Arch, "arch", runtime.GOARCH, "the images' CPU architecture (GOARCH)")
+	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "comma-separated platforms of each image's index (linux/<GOARCH>)")
 	flag.StringVar(&only, "images", "", "comma-separated image names to build (default: all)")
 	flag.Int64Var(&o.Epoch, "epoch", epochFromEnv(), "the time of every file and of the images, in seconds (default: $SOURCE_DATE_EPOCH or 0)")
 	flag.Parse()
+	for _, p := range strings.Split(*platforms, ",") {
+		arch, ok := strings.CutPrefix(strings.TrimSpace(p), "linux/")
+		if !ok || arch == "" {
+			fmt.Fprintf(os.Stderr, "images: -platforms: %q is not linux/<GOARCH>, e.g. linux/amd64\n", p)
+			os.Exit(2)
+		}
+		o.Arches = append(o.Arches, arch)
+	}
 	if only != "" {
 		o.Only = map[string]bool{}
 		for _, n := range strings.Split(only, ",") {
@@ -90,7 +102,7 @@ func run(o options) error {
 		if o.Only != nil && !o.Only[s.Name] {
 			continue
 		}
-		b, err := buildImage(o, s)
+		b, err := buildIndex(o, s)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
@@ -103,7 +115,10 @@ func run(o options) error {
 		return err
 	}
 	for _, b := range built {
-		fmt.Printf("%s:%s@%s\t%d bytes compressed\n", b.Spec.Name, o.Version, b.Digest, b.Size)
+		fmt.Printf("%s:%s@%s\n", b.Spec.Name, o.Version, b.Digest)
+		for _, p := range b.Platforms {
+			fmt.Printf("  linux/%s@%s\t%d bytes compressed\n", p.Arch, p.Digest, p.Size)
+		}
 	}
 	if o.Registry != "" {
 		return push(o, built)

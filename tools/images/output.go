@@ -26,14 +26,14 @@ func writeLayout(o options, built []builtImage) error {
 	}
 	for _, b := range built {
 		ann := map[string]string{refNameAnnotation: b.Spec.Name + ":" + o.Version}
-		if err := p.AppendImage(b.Image, layout.WithAnnotations(ann)); err != nil {
+		if err := p.AppendIndex(b.Index, layout.WithAnnotations(ann)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// push writes each image to <registry>/<name>:<version> with the credentials of
+// push writes each image's index (all its platforms) to <registry>/<name>:<version> with the credentials of
 // the docker config (~/.docker/config.json) or a credential helper.
 func push(o options, built []builtImage) error {
 	for _, b := range built {
@@ -41,7 +41,7 @@ func push(o options, built []builtImage) error {
 		if err != nil {
 			return err
 		}
-		if err := remote.Write(ref, b.Image, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		if err := remote.WriteIndex(ref, b.Index, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 			return fmt.Errorf("push %s: %w", ref, err)
 		}
 		fmt.Printf("pushed %s@%s\n", ref, b.Digest)
