@@ -96,6 +96,21 @@ func (z *zone) addAppWith(name, cluster, policy string, replication srv1alpha1.R
 		z.CreateAppPVC(z.t, c, name, storageClass)
 	}
 	z.create(cluster, env.AppVM(name, kubevirtv1.RunStrategyAlways))
+	// The application runs before it is protected, as a user's VM does: the
+	// DRPC then creates its VGR around a running VM. Had the VM not started
+	// yet (a KubeVirt start delay), its VMI would appear after the VGR, with
+	// the VGR not yet Primary, and the safety recorder would flag a start the
+	// DRPC never asked for.
+	env.Eventually(z.t, timeout, name+" running on "+cluster+" before it is protected", func() error {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := z.Client(cluster).Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: env.AppVMName(name)}, vmi); err != nil {
+			return err
+		}
+		if vmi.Status.Phase != kubevirtv1.Running {
+			return fmt.Errorf("VMI phase %q", vmi.Status.Phase)
+		}
+		return nil
+	})
 	// The standby VM exists before its group copy, as after protection: a copy
 	// whose VM appears just after it was reconciled can keep a stale
 	// currentState (internal/workload/protectiongroup patchStatus merges against the cache).

@@ -14,11 +14,7 @@ import (
 // them, picked by the seeded rotation of test/faultmatrix:
 //
 //	go test ./internal/quorum/drpc -run TestDRPCFaultMatrix -args -fault-matrix.seed=14
-//
-// ciCells is 0 while a finding is open: the first deploy starts the
-// application before the global VGR reports Primary (deploy does not wait for
-// it), which the safety recorder flags once the array takes 1.5 s.
-const ciCells = 0
+const ciCells = 2
 
 // validated says which cells make test draws from: the Relocate cells. A
 // Failover cell waits on a finding: the safety recorder saw the application's
