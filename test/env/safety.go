@@ -2,8 +2,10 @@ package env
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +43,8 @@ type safetyEvent struct {
 	spec, status string
 	// claims ("namespace/claim") of a VMI that is not final.
 	claims []string
+	// listed: seen in a list after a gap in the watch, not as a watch event.
+	listed bool
 }
 
 // WatchSafety starts recording on both workload clusters until the test ends.
@@ -59,7 +63,7 @@ func (e *Env) WatchSafety(t testing.TB) *Safety {
 			items, err := meta.ExtractList(list)
 			require.NoError(t, err)
 			for _, o := range items {
-				s.record(cluster, o.(client.Object), false)
+				s.record(cluster, o.(client.Object), false, true)
 			}
 			rv := list.(metav1.ListInterface).GetResourceVersion()
 			go s.follow(ctx, wc, cluster, list, rv)
@@ -105,7 +109,7 @@ func (s *Safety) drain(cluster string, w watch.Interface, rv string) string {
 		}
 		rv = obj.GetResourceVersion()
 		if ev.Type != watch.Bookmark {
-			s.record(cluster, obj, ev.Type == watch.Deleted)
+			s.record(cluster, obj, ev.Type == watch.Deleted, false)
 		}
 	}
 	return rv
@@ -136,7 +140,7 @@ func (s *Safety) relist(ctx context.Context, wc client.WithWatch, cluster string
 		for _, o := range items {
 			obj := o.(client.Object)
 			listed[obj.GetNamespace()+"/"+obj.GetName()] = true
-			s.record(cluster, obj, false)
+			s.record(cluster, obj, false, true)
 		}
 		s.forgetMissing(cluster, kindOf(list), listed, before)
 		return fresh.(metav1.ListInterface).GetResourceVersion()
@@ -158,7 +162,7 @@ func (s *Safety) forgetMissing(cluster, kind string, listed map[string]bool, rv 
 	}
 	for key, live := range alive {
 		if live && !listed[key] {
-			s.events[cluster] = append(s.events[cluster], safetyEvent{rv: at, kind: kind, key: key, deleted: true})
+			s.events[cluster] = append(s.events[cluster], safetyEvent{rv: at, kind: kind, key: key, deleted: true, listed: true})
 		}
 	}
 }
@@ -173,9 +177,9 @@ func kindOf(list client.ObjectList) string {
 	return "VMI"
 }
 
-func (s *Safety) record(cluster string, obj client.Object, deleted bool) {
+func (s *Safety) record(cluster string, obj client.Object, deleted, listed bool) {
 	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	ev := safetyEvent{rv: rv, key: obj.GetNamespace() + "/" + obj.GetName(), deleted: deleted}
+	ev := safetyEvent{rv: rv, key: obj.GetNamespace() + "/" + obj.GetName(), deleted: deleted, listed: listed}
 	switch o := obj.(type) {
 	case *drv1alpha1.VolumeReplicationGroup:
 		ev.kind, ev.app, ev.group = "VRG", o.Spec.PVCSelector.MatchLabels["app"], o.Labels[drv1alpha1.GlobalVGRLabel]
@@ -217,9 +221,40 @@ func (s *Safety) Violations() []string {
 	defer s.mu.Unlock()
 	var out []string
 	for _, cluster := range []string{Primary, DR} {
-		for _, v := range replay(slices.Clone(s.events[cluster])) {
+		evs := slices.Clone(s.events[cluster])
+		found := replay(evs)
+		for _, v := range found {
 			out = append(out, cluster+": "+v)
+		}
+		if len(found) > 0 {
+			out = append(out, cluster+": recorded, last first: "+trail(evs, trailLength))
 		}
 	}
 	return out
+}
+
+// trailLength is how many of a cluster's last events a violation shows, so
+// that a failure tells what led to it without the controllers' logs.
+const trailLength = 40
+
+// trail describes the last n events in resourceVersion order (replay sorted
+// them), newest first.
+func trail(evs []safetyEvent, n int) string {
+	var b strings.Builder
+	for i := len(evs) - 1; i >= 0 && i >= len(evs)-n; i-- {
+		ev := evs[i]
+		fmt.Fprintf(&b, "\n  rv %d %s %s", ev.rv, ev.kind, ev.key)
+		switch {
+		case ev.deleted:
+			b.WriteString(" gone")
+		case ev.kind == "VMI":
+			fmt.Fprintf(&b, " mounts %v", ev.claims)
+		default:
+			fmt.Fprintf(&b, " spec %q status %q", ev.spec, ev.status)
+		}
+		if ev.listed {
+			b.WriteString(" (listed)")
+		}
+	}
+	return b.String()
 }

@@ -38,3 +38,16 @@ func TestReplay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, replay(tc.events)) })
 	}
 }
+
+// A violation comes with what the recorder saw before it, newest first, so
+// that a failure can be understood without the controllers' logs.
+func TestTrailShowsRecentEventsNewestFirst(t *testing.T) {
+	evs := []safetyEvent{
+		{rv: 1, kind: "VMI", key: "apps/app-1-vm", claims: []string{"apps/app-1-pvc"}, listed: true},
+		{rv: 2, kind: "VRG", key: "apps/app-1", spec: "secondary", status: "Primary"},
+		{rv: 3, kind: "VMI", key: "apps/app-1-vm", deleted: true},
+	}
+	require.Equal(t, "\n  rv 3 VMI apps/app-1-vm gone"+
+		"\n  rv 2 VRG apps/app-1 spec \"secondary\" status \"Primary\"", trail(evs, 2))
+	require.Contains(t, trail(evs, 3), "rv 1 VMI apps/app-1-vm mounts [apps/app-1-pvc] (listed)")
+}

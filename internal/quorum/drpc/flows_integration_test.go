@@ -232,9 +232,14 @@ func requireReached(z *zone, app, message string) {
 	require.Equal(z.t, metav1.ConditionTrue, c.Status)
 	require.Equal(z.t, drv1alpha1.ReasonConsensusReached, c.Reason)
 	require.Equal(z.t, message, c.Message)
-	v, ok := consensusMetric(z.t, app)
-	require.True(z.t, ok)
-	require.Equal(z.t, 1.0, v)
+	// The metric is published right after the status write, so a scrape may
+	// still see the previous value for a moment.
+	env.Eventually(z.t, timeout, app+" consensus metric", func() error {
+		if v, ok := consensusMetric(z.t, app); !ok || v != 1 {
+			return fmt.Errorf("consensus metric %v %v", v, ok)
+		}
+		return nil
+	})
 }
 
 // requireVRGs checks the VRG is primary (and reports it) on one cluster and
