@@ -135,21 +135,33 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 		if err := rc.Cached.List(ctx, scs); err != nil {
 			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
 		}
-		vgrcs := &replicationv1alpha1.VolumeGroupReplicationClassList{}
-		err = rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector})
-		switch {
-		case remote.IsNotServed(err):
-			return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%s (csi-addons CRDs not installed); install them on cluster %s, or use a DRBD policy", err.Error(), name)
-		case err != nil:
-			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
+		c.storageClasses = scs.Items
+		if pairsGroupClasses(zone.Spec.StorageBackend) {
+			vgrcs := &replicationv1alpha1.VolumeGroupReplicationClassList{}
+			err = rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector})
+			switch {
+			case remote.IsNotServed(err):
+				return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%s (csi-addons CRDs not installed); install them on cluster %s: zone %s uses the %s backend, which replicates through VolumeGroupReplications",
+					err.Error(), name, zone.Name, zone.Spec.StorageBackend)
+			case err != nil:
+				return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
+			}
+			c.groupClasses = vgrcs.Items
 		}
-		c.storageClasses, c.groupClasses = scs.Items, vgrcs.Items
 		sides = append(sides, c)
 	}
 	if zone.Spec.StorageBackend == srv1alpha1.BackendVolSync {
 		return discoverVolSync(sides[0], sides[1]), nil
 	}
 	return discover(sides[0], sides[1]), nil
+}
+
+// pairsGroupClasses reports whether a backend's peer classes pair
+// VolumeGroupReplicationClasses. Only the Offloaded backend's do: a DRBD or
+// VolSync zone's clusters need not serve the csi-addons kinds at all, so
+// their absence there is no reason to wait.
+func pairsGroupClasses(backend srv1alpha1.StorageBackend) bool {
+	return backend == srv1alpha1.BackendOffloaded
 }
 
 // zoneOf finds the zone of the policy's namespace whose clusters include both
