@@ -6,8 +6,11 @@
 // their API servers up (WatchVMIs), or of any kind in a state that must hold
 // on one cluster at a time (RecordPresence); the faults every flow shares
 // (Fault: quorum-manager, pg-controller or agent killed, an API server
-// stopped), acting on a zone's env.Processes; and the Markdown table of a
-// run's cells (Table).
+// stopped or slow, quorum-manager's clock jumped, the DRBD link cut), acting
+// on a zone's env.Env and env.Processes; and the Markdown table of a run's
+// cells (Table). A zone is built with what its faults need: a latency proxy
+// in front of each API server (env.Options.Latency) for a slow one, and
+// quorum-manager on an env.SteppedClock for a clock jump.
 //
 // A matrix is flow × fault × the step the fault lands in; the cells, how a
 // fault is injected and what a flow must end in stay with the flow's tests.

@@ -11,12 +11,13 @@ import (
 // Side is the cluster of a flow a fault acts on.
 type Side string
 
-// The sides of a flow: the cluster it moves from, the one it moves to, and the
-// quorum cluster.
+// The sides of a flow: the cluster it moves from, the one it moves to, the
+// quorum cluster, and the replication link between source and target.
 const (
 	Source Side = "source"
 	Target Side = "target"
 	Quorum Side = "quorum"
+	Link   Side = "link"
 )
 
 // Fault is one kind of failure a matrix injects into a zone whose processes
@@ -30,16 +31,24 @@ type Fault struct {
 	Heal   func(top testing.TB, e *env.Env, p *env.Processes, cluster string)
 }
 
-// Cluster is the cluster the fault acts on in a flow from source to target.
+// Cluster is the cluster the fault acts on in a flow from source to target;
+// none for the link between them.
 func (f *Fault) Cluster(source, target string) string {
 	switch f.Side {
 	case Source:
 		return source
 	case Target:
 		return target
+	case Link:
+		return ""
 	}
 	return env.Quorum
 }
+
+// NeedsSource reports whether the fault acts on the source site or its link
+// to the target, both of which a flow that lost its source site has lost
+// already.
+func (f *Fault) NeedsSource() bool { return f.Side == Source || f.Side == Link }
 
 // QuorumKilled stops quorum-manager; the heal starts a new one.
 func QuorumKilled() *Fault {
@@ -65,7 +74,7 @@ func AgentKilled(side Side) *Fault {
 	return &Fault{
 		Name: "agent killed on " + string(side), Side: side,
 		Inject: func(t testing.TB, _ *env.Env, p *env.Processes, cluster string) { p.Agents[cluster].Stop(t) },
-		Heal:   func(top testing.TB, _ *env.Env, p *env.Processes, cluster string) { p.StartAgent(top, cluster) },
+		Heal:   func(top testing.TB, _ *env.Env, p *env.Processes, cluster string) { p.RestartAgent(top, cluster) },
 	}
 }
 

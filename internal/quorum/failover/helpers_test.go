@@ -31,9 +31,12 @@ type zone struct {
 	t      testing.TB
 	vms    []string
 	quorum *env.Process
-	// workload holds the workload managers and DRBD agents of both clusters.
+	// workload holds the workload managers and DRBD agents of both clusters,
+	// as first started.
 	workload []*env.Process
-	ctx      context.Context
+	// procs are the zone's controllers, which a fault kills and restarts.
+	procs *env.Processes
+	ctx   context.Context
 }
 
 type zoneOptions struct {
@@ -65,16 +68,17 @@ func (o zoneOptions) quorumOptions() setup.QuorumOptions {
 // cluster, as the protection flow leaves them.
 func newZone(t testing.TB, o zoneOptions) *zone {
 	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted, Latency: o.latency}), t: t, ctx: context.Background()}
+	z.procs = z.NewProcesses()
 	for _, c := range []string{env.Primary, env.DR} {
 		start := o.vmStartDelay
 		if c == env.DR && o.drStartDelay > 0 {
 			start = o.drStartDelay
 		}
 		z.workload = append(z.workload,
-			z.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: start, VMStopDelay: o.vmStopDelay}),
-			z.StartAgent(t, c))
+			z.procs.StartWorkload(t, c, env.WorkloadOptions{VMStartDelay: start, VMStopDelay: o.vmStopDelay}),
+			z.procs.StartAgent(t, c))
 	}
-	z.quorum = z.StartQuorum(t, o.quorumOptions())
+	z.quorum = z.procs.StartQuorum(t, o.quorumOptions())
 	fabric := z.DRBD(t)
 	require.NoError(t, fabric.SetSyncRate(1<<30))
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/faultmatrix"
 )
 
 // The fault matrix: every flow × every fault × every phase the fault can land
@@ -38,18 +39,18 @@ var matrixPhases = []srv1alpha1.FailoverPhase{
 // cell is one run of the matrix.
 type cell struct {
 	flow  flowKind
-	fault *fault
+	fault *faultmatrix.Fault
 	phase srv1alpha1.FailoverPhase
 }
 
-func (c cell) String() string { return fmt.Sprintf("%s/%s/%s", c.flow, c.fault.name, c.phase) }
+func (c cell) String() string { return fmt.Sprintf("%s/%s/%s", c.flow, c.fault.Name, c.phase) }
 
 // allCells lists the matrix in a fixed order.
 func allCells() []cell {
 	var out []cell
 	for _, f := range matrixFlows {
 		for _, ft := range faults {
-			if f == flowUnplanned && ft.needsSource {
+			if f == flowUnplanned && ft.NeedsSource() {
 				continue // the source site is gone in an unplanned flow
 			}
 			for _, p := range matrixPhases {

@@ -43,15 +43,11 @@ func TestFaultMatrix(t *testing.T) {
 // matrixZone is a zone the matrix runs cells on, one after the other.
 type matrixZone struct {
 	*zone
-	pg, agent map[string]*env.Process
 	vmis      *faultmatrix.VMIs
 	primaries *drbdsim.Primaries
 	seq       int
 	// lost is the site an unplanned cell lost; nothing runs after it.
 	lost string
-	// clock is quorum-manager's, which a fault jumps.
-	clock   *env.SteppedClock
-	options zoneOptions
 }
 
 const (
@@ -61,15 +57,13 @@ const (
 	matrixRecovery = 2 * time.Minute
 )
 
+// newMatrixZone starts a zone with what the faults need: a latency proxy in
+// front of each API server, and quorum-manager on a clock a fault jumps.
 func newMatrixZone(t *testing.T) *matrixZone {
-	clk := &env.SteppedClock{}
 	o := zoneOptions{vms: 2, vmStartDelay: matrixVMDelay, vmStopDelay: matrixVMDelay, latency: true,
-		quorum: setup.QuorumOptions{Clock: clk}}
+		quorum: setup.QuorumOptions{Clock: &env.SteppedClock{}}}
 	z := newZone(t, o)
-	m := &matrixZone{zone: z, pg: map[string]*env.Process{}, agent: map[string]*env.Process{}, clock: clk, options: o}
-	for i, c := range []string{env.Primary, env.DR} {
-		m.pg[c], m.agent[c] = z.workload[2*i], z.workload[2*i+1]
-	}
+	m := &matrixZone{zone: z}
 	m.vmis = z.recordVMIsThroughOutages()
 	m.primaries = z.DRBD(t).WatchPrimaries(t)
 	t.Cleanup(func() {
@@ -78,10 +72,6 @@ func newMatrixZone(t *testing.T) *matrixZone {
 		require.Positive(t, m.primaries.Changes(), "the DRBD recorder saw the run")
 	})
 	return m
-}
-
-func (m *matrixZone) startPG(cluster string) {
-	m.pg[cluster] = m.StartWorkload(m.t, cluster, env.WorkloadOptions{VMStartDelay: matrixVMDelay, VMStopDelay: matrixVMDelay})
 }
 
 // cellResult is what one cell showed, for the table.
@@ -116,9 +106,10 @@ func (m *matrixZone) run(c cell) cellResult {
 	res := cellResult{cell: c}
 	fr := m.untilPhase(name, c.phase)
 	res.landed = fr.Status.Phase
-	c.fault.inject(m, source, target)
+	cluster := c.fault.Cluster(source, target)
+	c.fault.Inject(t, m.Env, m.procs, cluster)
 	res.held = m.holdWatching(name, c, target)
-	c.fault.heal(m, source, target)
+	c.fault.Heal(t, m.Env, m.procs, cluster)
 	healed := time.Now()
 	fr = m.untilEnd(name)
 	res.recovery = time.Since(healed).Round(100 * time.Millisecond)
@@ -170,7 +161,7 @@ func (m *matrixZone) move(from, to string) {
 func (m *matrixZone) loseSite(cluster string) {
 	require.Empty(m.t, m.lost, "one site loss per zone")
 	m.lost = cluster
-	m.setLinks(false)
+	require.NoError(m.t, m.DRBD(m.t).CutLinks())
 	require.NoError(m.t, m.Clusters[cluster].StopAPIServer())
 	m.vmis.SiteLost(cluster)
 }
@@ -213,7 +204,7 @@ func phaseIndex(p srv1alpha1.FailoverPhase) int {
 func (m *matrixZone) holdWatching(name string, c cell, target string) string {
 	var last string
 	namedTarget := false
-	mustName := c.fault.name == "target API server stopped" && phaseIndex(c.phase) >= phaseIndex(srv1alpha1.FailoverWaitingForDRBD)
+	mustName := c.fault.Name == faultmatrix.APIStopped(faultmatrix.Target).Name && phaseIndex(c.phase) >= phaseIndex(srv1alpha1.FailoverWaitingForDRBD)
 	end, deadline := time.Now().Add(faultHold), time.Now().Add(faultHold+matrixNaming)
 	for ; time.Now().Before(end) || (mustName && !namedTarget && time.Now().Before(deadline)); time.Sleep(200 * time.Millisecond) {
 		fr := &srv1alpha1.FailoverRequest{}
@@ -266,7 +257,7 @@ func matrixTable(results []cellResult) string {
 		if len(held) > 110 {
 			held = held[:110] + "…"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s (%s) | %s |\n", r.cell.flow, r.cell.fault.name, r.cell.phase, r.landed,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s (%s) | %s |\n", r.cell.flow, r.cell.fault.Name, r.cell.phase, r.landed,
 			strings.ReplaceAll(held, "|", "/"), r.phase, r.reason, r.recovery)
 	}
 	return b.String()

@@ -44,7 +44,7 @@ func TestFaultSoak(t *testing.T) {
 		slices.Sort(kinds)
 		t.Logf("soak seed %d: %d failovers in %s; faults injected: %s; invariant violations: %d VMs on two clusters, %d connected Primaries; slowest recovery %s (%s in %s)",
 			*soakSeed, done, time.Since(start).Round(time.Second), strings.Join(kinds, ", "),
-			len(m.vmis.Overlaps()), len(m.primaries.Violations()), slowest.recovery, slowest.cell.fault.name, slowest.landed)
+			len(m.vmis.Overlaps()), len(m.primaries.Violations()), slowest.recovery, slowest.cell.fault.Name, slowest.landed)
 	})
 	for done < *soakFailovers && (*soakBudget <= 0 || time.Since(start) < *soakBudget) {
 		flow := flowFailover
@@ -54,7 +54,7 @@ func TestFaultSoak(t *testing.T) {
 		c := cell{flow: flow, fault: faults[rng.IntN(len(faults))], phase: matrixPhases[rng.IntN(len(matrixPhases))]}
 		res := m.run(c)
 		done++
-		byKind[c.fault.name]++
+		byKind[c.fault.Name]++
 		if slowest.cell.fault == nil || res.recovery > slowest.recovery {
 			slowest = res
 		}

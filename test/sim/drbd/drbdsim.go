@@ -88,6 +88,17 @@ func (f *Fabric) Connect(res string) error {
 	return f.update(func(w *sim.World) error { return w.SetPartitioned(res, false) })
 }
 
+// CutLinks cuts the replication network between all nodes, for every
+// resource, and for those created until RestoreLinks: as Disconnect of each.
+func (f *Fabric) CutLinks() error {
+	return f.update(func(w *sim.World) error { w.SetLinksCut(true); return nil })
+}
+
+// RestoreLinks ends CutLinks, and any Disconnect with it.
+func (f *Fabric) RestoreLinks() error {
+	return f.update(func(w *sim.World) error { w.SetLinksCut(false); return nil })
+}
+
 // Write simulates kib KiB of application writes on node's volume 0.
 // Protocol C replicates them at once when connected; protocol A leaves
 // them as lag (peer Consistent, out-of-sync > 0) until Drain or the

@@ -70,6 +70,7 @@ func TestScenariosInMemory(t *testing.T) {
 		"InitialSyncAndPromotionRules":    TestInitialSyncAndPromotionRules,
 		"DisconnectLosesQuorumAndResyncs": TestDisconnectLosesQuorumAndResyncs,
 		"ProtocolALagThenDrain":           TestProtocolALagThenDrain,
+		"CutLinksHoldsForNewResources":    TestCutLinksHoldsForNewResources,
 		"StatusJSONParsesInEveryState":    TestStatusJSONParsesInEveryState,
 	} {
 		t.Run(name, func(t *testing.T) {

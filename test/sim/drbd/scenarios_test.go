@@ -190,3 +190,16 @@ func TestStatusJSONParsesInEveryState(t *testing.T) {
 	assert.Equal(t, "SyncTarget", peerPD(st2).ReplicationState)
 	assert.Equal(t, "Primary", st2.Connections[1].PeerRole)
 }
+
+// A cut of the replication network holds for resources brought up while it
+// lasts, as a site link that is down does.
+func TestCutLinksHoldsForNewResources(t *testing.T) {
+	c := newCluster(t, "C")
+	require.NoError(t, c.fabric.CutLinks())
+	c.bringUp("site-a", "site-b")
+	st := c.status("site-a")
+	assert.Equal(t, "Connecting", st.Connections[1-st.NodeID].ConnectionState, "brought up while the links are cut")
+	require.NoError(t, c.fabric.RestoreLinks())
+	st = c.status("site-a")
+	assert.Equal(t, "Connected", st.Connections[1-st.NodeID].ConnectionState, "the links are back")
+}

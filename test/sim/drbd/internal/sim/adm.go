@@ -102,7 +102,7 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 func (w *World) syncConfig(rc *ResConfig) *Res {
 	r := w.Resources[rc.Name]
 	if r == nil {
-		r = &Res{Name: rc.Name, Nodes: map[string]*Node{}}
+		r = &Res{Name: rc.Name, Nodes: map[string]*Node{}, Partitioned: w.LinksCut}
 		w.Resources[rc.Name] = r
 	}
 	r.Protocol = rc.Protocol

@@ -58,6 +58,18 @@ func (w *World) Write(res, node string, kib uint64) error {
 	return nil
 }
 
+// SetLinksCut cuts or restores the network of every resource, and of those
+// created while it is cut.
+func (w *World) SetLinksCut(cut bool) {
+	w.LinksCut = cut
+	for _, r := range w.Resources {
+		if cut && !r.Partitioned {
+			r.LoseLag()
+		}
+		r.Partitioned = cut
+	}
+}
+
 // SetPartitioned cuts or restores the network of a resource.
 func (w *World) SetPartitioned(res string, cut bool) error {
 	r, _, err := w.lookup(res, "")

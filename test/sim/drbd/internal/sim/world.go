@@ -26,7 +26,10 @@ type World struct {
 	DrainRateKiBps uint64 // protocol A lag drained per second; 0 = only Fabric.Drain
 	SizeKiB        uint64 // size of every volume
 	LastTick       time.Time
-	Resources      map[string]*Res
+	// LinksCut is set by Fabric.CutLinks: the replication network between
+	// the nodes is down, for every resource, those created since too.
+	LinksCut  bool
+	Resources map[string]*Res
 }
 
 // Res is one resource as seen by all nodes.
