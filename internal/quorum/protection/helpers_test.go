@@ -36,8 +36,11 @@ import (
 // drbd-node-agent on the in-process DRBD simulator.
 type zone struct {
 	*env.Env
-	fabric    *drbdsim.Fabric
-	dir       string
+	fabric *drbdsim.Fabric
+	dir    string
+	// procs are the zone's controllers, which a fault kills and restarts;
+	// workloads and agents are its maps.
+	procs     *env.Processes
 	workloads map[string]*env.Process
 	agents    map[string]*env.Process
 	quorum    *env.Process
@@ -47,8 +50,13 @@ type zone struct {
 // also shows that a re-check of a Protected request changes nothing.
 var quorumOptions = setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond, ClaimRecheckInterval: 2 * time.Second}
 
-func newZone(t testing.TB) *zone {
-	z := &zone{Env: env.New(t, env.Options{}), dir: t.TempDir(), workloads: map[string]*env.Process{}, agents: map[string]*env.Process{}}
+func newZone(t testing.TB) *zone { return newZoneWith(t, env.Options{}, quorumOptions) }
+
+// newZoneWith is newZone with the zone's options o and quorum-manager's q.
+func newZoneWith(t testing.TB, o env.Options, q setup.QuorumOptions) *zone {
+	z := &zone{Env: env.New(t, o), dir: t.TempDir()}
+	z.procs = z.NewProcesses()
+	z.workloads, z.agents = z.procs.Workloads, z.procs.Agents
 	z.fabric = z.DRBD(t)
 	require.NoError(t, z.fabric.SetSyncRate(1<<30))
 	for _, cluster := range []string{env.Primary, env.DR} {
@@ -57,14 +65,18 @@ func newZone(t testing.TB) *zone {
 		z.startWorkload(t, cluster)
 		z.startAgent(t, cluster)
 	}
-	z.quorum = z.StartQuorum(t, quorumOptions)
+	z.quorum = z.procs.StartQuorum(t, q)
 	return z
 }
 
 // startWorkload (re)starts everything of a workload cluster but its agent.
 func (z *zone) startWorkload(t testing.TB, cluster string) {
+	z.procs.StartWorkloadWith(t, cluster, func(t testing.TB) *env.Process { return z.workload(t, cluster) })
+}
+
+func (z *zone) workload(t testing.TB, cluster string) *env.Process {
 	n := env.Nodes[cluster]
-	z.workloads[cluster] = z.Manager(t, cluster, "workload", ctrl.Options{}, func(mgr ctrl.Manager) error {
+	return z.Manager(t, cluster, "workload", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -96,7 +108,9 @@ func (z *zone) startAgent(t testing.TB, cluster string) {
 		Exec:           drbdsim.Executor{StateDir: z.fabric.StateDir, Node: n.Name},
 		StatusInterval: 50 * time.Millisecond,
 	}
-	z.agents[cluster] = z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+	z.procs.StartAgentWith(t, cluster, func(t testing.TB) *env.Process {
+		return z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+	})
 }
 
 // setNodeReady creates the node if needed and sets its Ready condition and address.

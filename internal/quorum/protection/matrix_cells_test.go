@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/faultmatrix"
 )
 
 // The protection fault matrix: every fault × every step of protect and
@@ -38,7 +39,7 @@ var matrixSteps = []step{
 
 // cell is one run of the matrix.
 type cell struct {
-	fault *fault
+	fault *faultmatrix.Fault
 	step  step
 }
 
@@ -47,7 +48,7 @@ func (c cell) String() string {
 	if c.step.unprotect() {
 		flow = "unprotect"
 	}
-	return fmt.Sprintf("%s/%s/%s", flow, c.fault.name, c.step.name)
+	return fmt.Sprintf("%s/%s/%s", flow, c.fault.Name, c.step.name)
 }
 
 func allCells() []cell {
@@ -77,7 +78,7 @@ var validatedFaults = []string{
 	"quorum API server stopped",
 }
 
-func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.name) }
+func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }
 
 // protectTrail is the order of the protect phases, to tell whether a request
 // went past the phase a fault was to land in.

@@ -39,7 +39,7 @@ const matrixRecovery = 2 * time.Minute
 func TestProtectionFaultMatrix(t *testing.T) {
 	cells, seed := faultmatrix.Pick(allCells(), validated, ciCells)
 	faultmatrix.Announce(t, cells, seed)
-	z := newZone(t)
+	z := newMatrixZone(t)
 	vmis := faultmatrix.RecordVMIs(t, t.Context(), z.Scheme, env.AppNS, map[string]*rest.Config{
 		env.Primary: z.Clusters[env.Primary].Config, env.DR: z.Clusters[env.DR].Config})
 	m := &matrix{zone: z, top: t}
@@ -174,16 +174,17 @@ func landedIn(t *testing.T, q client.Client, name string) string {
 // even when hold fails the cell, so that the next cell finds a whole zone. It
 // returns when the fault was healed.
 func (m *matrix) withFault(t *testing.T, c cell, hold func()) time.Time {
-	c.fault.inject(m.zone, t)
+	cluster := c.fault.Cluster(env.Primary, env.DR)
+	c.fault.Inject(t, m.Env, m.procs, cluster)
 	healed := false
 	defer func() {
 		if !healed {
-			c.fault.heal(m.zone, m.top)
+			c.fault.Heal(m.top, m.Env, m.procs, cluster)
 			_ = m.fabric.SetSyncRate(1 << 30)
 		}
 	}()
 	hold()
-	c.fault.heal(m.zone, m.top)
+	c.fault.Heal(m.top, m.Env, m.procs, cluster)
 	healed = true
 	return time.Now()
 }
@@ -241,7 +242,7 @@ func matrixTable(results []cellResult) string {
 		if r.cell.step.unprotect() {
 			flow = "unprotect"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", flow, r.cell.fault.name, r.cell.step.name, r.landed,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", flow, r.cell.fault.Name, r.cell.step.name, r.landed,
 			strings.ReplaceAll(held, "|", "/"), r.outcome, r.recovery)
 	}
 	return b.String()
