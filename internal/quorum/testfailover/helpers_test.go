@@ -52,14 +52,28 @@ type zone struct {
 // "<vm>-disk" and a frontend PV/PVC "<vm>-disk-drbd" on /dev/drbd<minor>, and a
 // Halted standby VM whose disk names the frontend PVC and which is attached to a
 // multus network.
-func newZone(t *testing.T, vms int) *zone { return newZoneWith(t, vms, env.WorkloadOptions{}) }
+func newZone(t *testing.T, vms int) *zone { return newZoneWith(t, vms, zoneOptions{}) }
 
-// newZoneWith is newZone with the workload tier of both clusters tuned by w.
-func newZoneWith(t *testing.T, vms int, w env.WorkloadOptions) *zone {
+// zoneOptions tune newZoneWith.
+type zoneOptions struct {
+	// workload tunes the workload tier of both clusters.
+	workload env.WorkloadOptions
+	// env are the zone's options.
+	env env.Options
+	// quorum are quorum-manager's options; a probe every second if zero.
+	quorum setup.QuorumOptions
+}
+
+// newZoneWith is newZone tuned by o.
+func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 	if os.Getenv("TESTFAILOVER_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(t.Output())))
 	}
-	z := &zone{Env: env.New(t, env.Options{}), t: t, root: t, ctx: context.Background()}
+	if o.quorum.ProbeInterval == 0 {
+		o.quorum.ProbeInterval = time.Second
+	}
+	w := o.workload
+	z := &zone{Env: env.New(t, o.env), t: t, root: t, ctx: context.Background()}
 	z.procs = z.NewProcesses()
 	for _, c := range []string{env.Primary, env.DR} {
 		z.procs.StartWorkload(t, c, w)
@@ -67,7 +81,7 @@ func newZoneWith(t *testing.T, vms int, w env.WorkloadOptions) *zone {
 	}
 	z.startSnapshotSimulator()
 	go z.playJobController(t.Context())
-	z.procs.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	z.procs.StartQuorum(t, o.quorum)
 	fabric := z.DRBD(t)
 	require.NoError(t, fabric.SetSyncRate(1<<30))
 

@@ -20,7 +20,11 @@ import (
 const ciCells = 2
 
 // faults are the failures injected. The agent on the target keeps the DR
-// replica Secondary, which a test failover must not need.
+// replica Secondary, which a test failover must not need. The DRBD link
+// applies too: a test failover reads no DRBD state and snapshots the DR
+// backing PVC that DRBD replicates into, so a cut link leaves that volume
+// behind production, still a crash-consistent copy to boot, and the test must
+// succeed without ever touching the replication it runs beside.
 var faults = []*faultmatrix.Fault{
 	faultmatrix.QuorumKilled(),
 	faultmatrix.PGKilled(faultmatrix.Source),
@@ -29,7 +33,27 @@ var faults = []*faultmatrix.Fault{
 	faultmatrix.APIStopped(faultmatrix.Source),
 	faultmatrix.APIStopped(faultmatrix.Target),
 	faultmatrix.APIStopped(faultmatrix.Quorum),
+	faultmatrix.APISlow(faultmatrix.Source),
+	faultmatrix.APISlow(faultmatrix.Target),
+	faultmatrix.APISlow(faultmatrix.Quorum),
+	faultmatrix.ClockJumped(),
+	faultmatrix.LinkCut(),
 }
+
+// validatedFaults are the faults whose cells have all been seen to pass; the
+// rotation of make test draws only from them. A new fault joins once its
+// cells have.
+var validatedFaults = []string{
+	faultmatrix.QuorumKilled().Name,
+	faultmatrix.PGKilled(faultmatrix.Source).Name,
+	faultmatrix.PGKilled(faultmatrix.Target).Name,
+	faultmatrix.AgentKilled(faultmatrix.Target).Name,
+	faultmatrix.APIStopped(faultmatrix.Source).Name,
+	faultmatrix.APIStopped(faultmatrix.Target).Name,
+	faultmatrix.APIStopped(faultmatrix.Quorum).Name,
+}
+
+func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }
 
 // matrixPhases are the phases a fault lands in, the moment the test is seen
 // entering one (Pending only validates and passes at once).

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/faultmatrix"
@@ -43,9 +44,12 @@ const (
 // and no test copy ever ran on the primary: the copies, in the test's
 // isolated namespace on the DR cluster, are the only VMs of the group there.
 func TestTestFailoverFaultMatrix(t *testing.T) {
-	cells, seed := faultmatrix.Pick(allCells(), nil, ciCells)
+	cells, seed := faultmatrix.Pick(allCells(), validated, ciCells)
 	faultmatrix.Announce(t, cells, seed)
-	z := newZoneWith(t, 2, env.WorkloadOptions{VMStartDelay: matrixVMDelay, VMStopDelay: matrixVMDelay})
+	// What the faults need: a latency proxy in front of each API server, and
+	// quorum-manager on a clock a fault jumps.
+	z := newZoneWith(t, 2, zoneOptions{workload: env.WorkloadOptions{VMStartDelay: matrixVMDelay, VMStopDelay: matrixVMDelay},
+		env: env.Options{Latency: true}, quorum: setup.QuorumOptions{Clock: &env.SteppedClock{}}})
 	workload := map[string]*rest.Config{env.Primary: z.Clusters[env.Primary].Config, env.DR: z.Clusters[env.DR].Config}
 	production := faultmatrix.RecordVMIs(t, t.Context(), z.Scheme, env.AppNS, workload)
 	copies := faultmatrix.RecordPresence(t, t.Context(), z.Scheme, faultmatrix.Kind{
