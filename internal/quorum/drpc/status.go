@@ -1,7 +1,11 @@
 package drpc
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -9,6 +13,7 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
 // setCondition sets a condition; a changed message alone does not bump the time.
@@ -51,21 +56,37 @@ func (r *Reconciler) setConditions(s *scope, err error) {
 		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionFalse, reason, msg)
 		return
 	}
-	cur := s.current()
+	cur, unreachable := s.current(), s.unreachableNote()
 	switch {
 	case cur != "" && settledPhase(s.drpc.Status.Phase):
-		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application is placed on "+cur)
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application is placed on "+cur+unreachable)
 	case cur != "" && s.drpc.Status.Phase == drv1alpha1.DRStateInitiating:
-		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application keeps running on "+cur+" until the action starts")
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionTrue, string(s.drpc.Status.Phase), "application keeps running on "+cur+" until the action starts"+unreachable)
 	default:
 		msg := fmt.Sprintf("%s: %s", s.drpc.Status.Phase, s.drpc.Status.Progression)
 		if s.waiting != "" {
 			msg += ": waiting for " + s.waiting
 		}
-		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg)
+		s.setCondition(drv1alpha1.ConditionAvailable, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg+unreachable)
 	}
 	s.setPeerReady()
 	s.setProtected()
+}
+
+// unreachableNote names, for the Available message, each cluster that could
+// not be read and why: a DRPC that waits for a cluster, or goes on without
+// it, says which one.
+func (s *scope) unreachableNote() string {
+	var b strings.Builder
+	for _, c := range slices.Sorted(maps.Keys(s.unreachable)) {
+		err := s.unreachable[c]
+		if errors.Is(err, remote.ErrUnreachable) {
+			fmt.Fprintf(&b, "; %v", err) // it names the cluster
+		} else {
+			fmt.Fprintf(&b, "; cluster %s cannot be read: %v", c, err)
+		}
+	}
+	return b.String()
 }
 
 // setPeerReady is True when the cluster other than the current one holds a
