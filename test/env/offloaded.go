@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -137,6 +138,8 @@ type OffloadedZone struct {
 	// Processes, when set, starts the workload tier and quorum-manager, so
 	// that a test can kill and restart them as they first ran.
 	Processes *Processes
+	// Clock, when set, is quorum-manager's (setup.QuorumOptions.Clock).
+	Clock clock.PassiveClock
 }
 
 // StartOffloaded runs, on a zone created with the Offloaded backend, the
@@ -156,7 +159,7 @@ func (e *Env) StartOffloaded(t testing.TB, o OffloadedZone) (*Safety, *Process) 
 			StorageID: fmt.Sprintf("sid-%d", i+1), GroupReplicationID: o.GroupReplicationID, SchedulingInterval: o.SchedulingInterval})
 	}
 	safety := e.WatchSafety(t)
-	quorum := procs.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})
+	quorum := procs.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second, Clock: o.Clock})
 	interval := o.SchedulingInterval
 	if interval == "" {
 		interval = "0m"

@@ -54,8 +54,12 @@ func newZone(t testing.TB) *zone {
 }
 
 // newZoneWith is newZone with o's policy, interval and array sync.
-func newZoneWith(t testing.TB, o env.OffloadedZone) *zone {
-	z := &zone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendOffloaded}), t: t}
+func newZoneWith(t testing.TB, o env.OffloadedZone) *zone { return newZoneOn(t, env.Options{}, o) }
+
+// newZoneOn is newZoneWith on a zone built with e, on the Offloaded backend.
+func newZoneOn(t testing.TB, e env.Options, o env.OffloadedZone) *zone {
+	e.Backend = srv1alpha1.BackendOffloaded
+	z := &zone{Env: env.New(t, e), t: t}
 	if o.ArrayDelay == 0 {
 		o.ArrayDelay = arrayDelay
 	}

@@ -20,8 +20,22 @@ const ciCells = 2
 // Failover cell waits on a finding: the safety recorder saw the application's
 // VMI start on the new primary while the global VGR there was asked to be
 // Primary but did not report it yet; make drpc-fault-matrix runs them all.
-func validated(c cell) bool { return c.action == drv1alpha1.ActionRelocate }
+// A fault joins once its cells have all been seen to pass (validatedFaults).
+func validated(c cell) bool {
+	return c.action == drv1alpha1.ActionRelocate && slices.Contains(validatedFaults, c.fault.Name)
+}
 
+var validatedFaults = []string{
+	faultmatrix.QuorumKilled().Name,
+	faultmatrix.PGKilled(faultmatrix.Source).Name,
+	faultmatrix.PGKilled(faultmatrix.Target).Name,
+	faultmatrix.APIStopped(faultmatrix.Source).Name,
+	faultmatrix.APIStopped(faultmatrix.Target).Name,
+	faultmatrix.APIStopped(faultmatrix.Quorum).Name,
+}
+
+// faults are the failures injected. The Offloaded backend has no node agent
+// and no DRBD link: the arrays replicate on their own.
 var faults = []*faultmatrix.Fault{
 	faultmatrix.QuorumKilled(),
 	faultmatrix.PGKilled(faultmatrix.Source),
@@ -29,6 +43,10 @@ var faults = []*faultmatrix.Fault{
 	faultmatrix.APIStopped(faultmatrix.Source),
 	faultmatrix.APIStopped(faultmatrix.Target),
 	faultmatrix.APIStopped(faultmatrix.Quorum),
+	faultmatrix.APISlow(faultmatrix.Source),
+	faultmatrix.APISlow(faultmatrix.Target),
+	faultmatrix.APISlow(faultmatrix.Quorum),
+	faultmatrix.ClockJumped(),
 }
 
 // steps are the progressions of each action, in order.

@@ -3,6 +3,7 @@ package drpc_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	"github.com/siterecovery/siterecovery/internal/workload/vrg"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/faultmatrix"
@@ -29,6 +31,9 @@ const (
 	// in it: a VM start or stop, and an array's change of role.
 	matrixDelay = 1500 * time.Millisecond
 	matrixApp   = "app-1"
+	// matrixNaming bounds how much longer than faultHold a fault may last
+	// while the DRPC has yet to name the cluster it cannot reach.
+	matrixNaming = 30 * time.Second
 )
 
 // TestDRPCFaultMatrix runs the cells of the DRPC fault matrix
@@ -49,7 +54,10 @@ func TestDRPCFaultMatrix(t *testing.T) {
 	if len(cells) == 0 {
 		t.Skip("no cell in make test's slice (ciCells); make drpc-fault-matrix runs them all")
 	}
-	z := newZoneWith(t, env.OffloadedZone{Policy: policyName, ArrayDelay: matrixDelay, VMStartDelay: matrixDelay, VMStopDelay: matrixDelay})
+	// What the faults need: a latency proxy in front of each API server, and
+	// quorum-manager on a clock a fault jumps.
+	z := newZoneOn(t, env.Options{Latency: true}, env.OffloadedZone{Policy: policyName, ArrayDelay: matrixDelay,
+		VMStartDelay: matrixDelay, VMStopDelay: matrixDelay, Clock: &env.SteppedClock{}})
 	vmis := faultmatrix.RecordVMIs(t, t.Context(), z.Scheme, env.AppNS, z.workloadConfigs())
 	z.addApp(matrixApp, env.Primary)
 	z.requireDeployed(matrixApp, env.Primary, env.DR)
@@ -118,7 +126,7 @@ func (z *zone) runCell(t *testing.T, c cell) faultmatrix.Row {
 			c.fault.Heal(top, z.Env, z.procs, cluster)
 		}
 	}()
-	row.Held = z.holdWatching(t, c)
+	row.Held = z.holdWatching(t, c, cluster)
 	c.fault.Heal(top, z.Env, z.procs, cluster)
 	healed = true
 	healedAt := time.Now()
@@ -147,9 +155,18 @@ func (z *zone) runCell(t *testing.T, c cell) faultmatrix.Row {
 // would: until it settles, its Available condition says what it waits for. It
 // returns the last thing it said. A stopped quorum API server shows nothing to
 // anyone, so there is nothing to read then.
-func (z *zone) holdWatching(t *testing.T, c cell) string {
+//
+// While a workload cluster's API server is stopped, Available names that
+// cluster, settled or not. That takes the prober's failure threshold and a
+// reconcile, which on a loaded machine can take longer than faultHold: that
+// fault lasts until Available has named the cluster, or matrixNaming longer
+// at most.
+func (z *zone) holdWatching(t *testing.T, c cell, cluster string) string {
 	held := ""
-	for end := time.Now().Add(faultHold); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	mustName := c.fault.Name == faultmatrix.APIStopped(faultmatrix.Source).Name || c.fault.Name == faultmatrix.APIStopped(faultmatrix.Target).Name
+	named := false
+	end, deadline := time.Now().Add(faultHold), time.Now().Add(faultHold+matrixNaming)
+	for ; time.Now().Before(end) || (mustName && !named && time.Now().Before(deadline)); time.Sleep(200 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		d := &drv1alpha1.DRPlacementControl{}
 		err := z.Client(env.Quorum).Get(ctx, keyOf(matrixApp), d)
@@ -161,6 +178,10 @@ func (z *zone) holdWatching(t *testing.T, c cell) string {
 		require.NotEmpty(t, a.Reason, "cell %s: the DRPC has no Available reason in %s/%s", c, d.Status.Phase, d.Status.Progression)
 		require.NotEmpty(t, a.Message, "cell %s: the DRPC waits in %s/%s without saying why", c, d.Status.Phase, d.Status.Progression)
 		held = fmt.Sprintf("%s/%s: %s: %s", d.Status.Phase, d.Status.Progression, a.Reason, a.Message)
+		named = named || strings.Contains(a.Message, remote.ErrUnreachable.Error()+": "+cluster)
+	}
+	if mustName {
+		require.True(t, named, "cell %s: while %s's API server is down the DRPC's Available names it; last said: %s", c, cluster, held)
 	}
 	if held == "" {
 		return "(unreadable)"
