@@ -32,6 +32,11 @@ var validatedFaults = []string{
 	faultmatrix.APIStopped(faultmatrix.Source).Name,
 	faultmatrix.APIStopped(faultmatrix.Target).Name,
 	faultmatrix.APIStopped(faultmatrix.Quorum).Name,
+	// All 28 cells of these in one run each.
+	faultmatrix.APISlow(faultmatrix.Source).Name,
+	faultmatrix.APISlow(faultmatrix.Target).Name,
+	faultmatrix.APISlow(faultmatrix.Quorum).Name,
+	faultmatrix.ClockJumped().Name,
 }
 
 // faults are the failures injected. The Offloaded backend has no node agent

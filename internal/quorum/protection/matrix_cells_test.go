@@ -76,6 +76,12 @@ var validatedFaults = []string{
 	"source API server stopped",
 	"target API server stopped",
 	"quorum API server stopped",
+	// All 35 cells of these in one run each.
+	"source API server slow",
+	"target API server slow",
+	"quorum API server slow",
+	"quorum-manager clock jumped",
+	"DRBD link cut",
 }
 
 func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }

@@ -51,6 +51,12 @@ var validatedFaults = []string{
 	faultmatrix.APIStopped(faultmatrix.Source).Name,
 	faultmatrix.APIStopped(faultmatrix.Target).Name,
 	faultmatrix.APIStopped(faultmatrix.Quorum).Name,
+	// All 25 cells of these in one run each.
+	faultmatrix.APISlow(faultmatrix.Source).Name,
+	faultmatrix.APISlow(faultmatrix.Target).Name,
+	faultmatrix.APISlow(faultmatrix.Quorum).Name,
+	faultmatrix.ClockJumped().Name,
+	faultmatrix.LinkCut().Name,
 }
 
 func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }
