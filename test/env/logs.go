@@ -47,6 +47,16 @@ func (e *Env) Logger(t testing.TB, name string) logr.Logger {
 	return zap.New(zap.WriteTo(e.log.file), zap.UseDevMode(true)).WithName(name)
 }
 
+// TailOnFailure prints the last lines of a log file when the test has failed:
+// for a process of the test whose output CI would not show otherwise.
+func TailOnFailure(t testing.TB, path string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last %d lines of %s:\n%s", logTailLines, path, tail(path, logTailLines))
+		}
+	})
+}
+
 // tail returns the last n lines of a file.
 func tail(path string, n int) string {
 	f, err := os.Open(path)

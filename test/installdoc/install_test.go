@@ -16,12 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/boot"
-	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/env"
@@ -43,14 +40,17 @@ const (
 // helm, the quorum identity on the workload clusters from the workload chart,
 // the kubeconfig Secrets and the ProtectionZone from scripts/bootstrap-zone.sh.
 // The ProtectionZone webhook, quorum-manager, pg-controller and the agents then
-// run as the service accounts the charts created, serving the webhooks helm
-// installed, and quorum-manager reaches both workload clusters with the stored
-// kubeconfigs only. Step 6's commands validate the zone and protect apps/web.
+// run as processes of their binaries (pods.go), with their containers' args
+// and the tokens of the service accounts the charts created, serving the
+// webhooks helm installed, and quorum-manager reaches both workload clusters
+// with the stored kubeconfigs only. Step 6's commands validate the zone and protect apps/web.
 func TestInstallDoc(t *testing.T) {
+	h := newHost(t)
 	s := scheme.New()
 	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s}, "quorum", "primary", "dr")
 	e := &env.Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
 		env.Quorum: z.Clusters["quorum"], env.Primary: z.Clusters["primary"], env.DR: z.Clusters["dr"]}}
+	h.use(t, e)
 	ctx := t.Context()
 	root := harness.RepoRoot()
 	page, err := steps(filepath.Join(root, "docs", "install.md"))
@@ -81,7 +81,7 @@ func TestInstallDoc(t *testing.T) {
 	requireNoAdminBinding(t, e)
 
 	// The zone webhook of step 2 serves before step 5 applies the zone.
-	startZoneWebhook(t, e)
+	startZoneWebhook(t, e, h)
 
 	// 5: connect the zone, twice: a rerun rotates the tokens.
 	out := sh.run(t, "5", page["5"])
@@ -108,10 +108,8 @@ func TestInstallDoc(t *testing.T) {
 	// quorum release's webhooks and reaches both workload clusters through
 	// the stored kubeconfigs.
 	qo := e.ServeInstalledWebhooks(t, env.Quorum, quorumRelease, drNamespace)
-	e.ManagerAs(t, env.Quorum, "quorum-manager", [2]string{drNamespace, quorumSA}, ctrl.Options{Cache: boot.CacheOptions(drNamespace), WebhookServer: qo.Server()},
-		func(mgr ctrl.Manager) error {
-			return setup.QuorumManager(setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})(mgr, boot.Options{Namespace: drNamespace, Webhook: qo})
-		})
+	h.start(t, pod{name: "quorum-manager", bin: "quorum-manager", cluster: env.Quorum,
+		kind: "Deployment", namespace: drNamespace, workload: quorumSA, set: webhookFlags(qo)})
 	env.Eventually(t, 2*time.Minute, "the zone Ready, both clusters reachable with the minted kubeconfigs", func() error {
 		zone := &srv1alpha1.ProtectionZone{}
 		if err := q.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: zoneName}, zone); err != nil {
@@ -128,7 +126,13 @@ func TestInstallDoc(t *testing.T) {
 		return nil
 	})
 
-	step6(t, e, sh, page["6"])
+	step6(t, e, h, sh, page["6"])
+	var stored []string
+	for _, name := range []string{"primary", "dr"} {
+		kc := storedKubeconfig(t, q, name)
+		stored = append(stored, strings.TrimSpace(kc[strings.Index(kc, "token: ")+len("token: "):]))
+	}
+	h.requireRunning(t, stored)
 }
 
 // runner runs a step's code blocks as a user's shell would: Q, P and D are
@@ -177,17 +181,14 @@ func (r *runner) run(t *testing.T, step string, blocks []string) string {
 	return all.String()
 }
 
-// startZoneWebhook runs quorum-manager's --zone-webhook mode as the
-// protectionzone chart's service account, serving the configuration helm
-// installed, and waits until it answers.
-func startZoneWebhook(t *testing.T, e *env.Env) {
+// startZoneWebhook runs the protectionzone chart's webhook pod (quorum-manager
+// --zone-webhook), serving the configuration helm installed, and waits until
+// it answers.
+func startZoneWebhook(t *testing.T, e *env.Env, h *host) {
 	t.Helper()
 	o := e.ServeInstalledWebhooks(t, env.Quorum, zoneRelease, systemNamespace)
-	e.ManagerAs(t, env.Quorum, "zone-webhook", [2]string{systemNamespace, "siterecovery-zone-webhook"},
-		ctrl.Options{Cache: boot.CacheOptions(systemNamespace), WebhookServer: o.Server()},
-		func(mgr ctrl.Manager) error {
-			return setup.ZoneWebhook()(mgr, boot.Options{Namespace: systemNamespace, Webhook: o})
-		})
+	h.start(t, pod{name: "zone-webhook", bin: "quorum-manager", cluster: env.Quorum,
+		kind: "Deployment", namespace: systemNamespace, workload: "siterecovery-zone-webhook", set: webhookFlags(o)})
 	probe := chartrender.ZoneWebhookProbe(drNamespace)
 	env.Eventually(t, time.Minute, "the ProtectionZone webhook serves", func() error {
 		err := e.Client(env.Quorum).Create(context.Background(), probe.DeepCopy(), client.DryRunAll)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,15 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/nodeagent"
-	"github.com/siterecovery/siterecovery/internal/workload/admission"
-	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
-	wsetup "github.com/siterecovery/siterecovery/internal/workload/setup"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
@@ -60,11 +54,11 @@ func workloadPrerequisites(t *testing.T, e *env.Env, cluster string) {
 }
 
 // startWorkload runs the pods of the workload chart on a cluster:
-// pg-controller as its ServiceAccount, serving the webhooks helm installed
-// with the allowed identities of the installed Deployment's flags, and the
-// agent of the node as its ServiceAccount on the DRBD simulator. KubeVirt,
-// the storage provisioner and the kubelet are simulators with admin rights.
-func startWorkload(t *testing.T, e *env.Env, fabric *drbdsim.Fabric, dir, cluster string) {
+// pg-controller, serving the webhooks helm installed, and the agent of the
+// node on the DRBD simulator (drbdsim in place of drbdadm and drbdsetup,
+// sharing the simulated network's state). KubeVirt, the storage provisioner
+// and the kubelet are simulators with admin rights, in the test process.
+func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string) {
 	t.Helper()
 	n := env.Nodes[cluster]
 	kubeletDir := filepath.Join(dir, n.Name, "kubelet")
@@ -87,48 +81,16 @@ func startWorkload(t *testing.T, e *env.Env, fabric *drbdsim.Fabric, dir, cluste
 		return kubelet.SetupWithManager(mgr)
 	})
 	o := e.ServeInstalledWebhooks(t, cluster, release, systemNamespace)
-	allowed := allowedIdentities(t, e.Client(cluster))
-	e.ManagerAs(t, cluster, "pg-controller", [2]string{systemNamespace, "pg-controller"},
-		ctrl.Options{WebhookServer: o.Server(), Cache: cache.Options{ByObject: wsetup.CacheByObject()}},
-		func(mgr ctrl.Manager) error {
-			if err := protectiongroup.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			return wsetup.ServeWebhooks(mgr, wsetup.PGOptions{Allowed: allowed}, o)
-		})
-	cfg := nodeagent.Config{
-		NodeName: n.Name, ReplicationAddress: n.Address,
-		ResourceDir:       filepath.Join(dir, n.Name, "drbd.d"),
-		KubeletDir:        kubeletDir,
-		DrbdadmPath:       "drbdadm",
-		DrbdsetupPath:     "drbdsetup",
-		Exec:              drbdsim.Executor{StateDir: fabric.StateDir, Node: n.Name},
-		StatusInterval:    50 * time.Millisecond,
-		HeartbeatInterval: time.Second,
-	}
-	e.ManagerAs(t, cluster, "drbd-node-agent", [2]string{systemNamespace, "drbd-node-agent"}, ctrl.Options{},
-		func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
-}
-
-// allowedIdentities are the --admission-allowed-users and -groups of the
-// pg-controller Deployment helm installed.
-func allowedIdentities(t *testing.T, c client.Client) admission.Identities {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: systemNamespace, Name: "pg-controller"}, d))
-	var ids admission.Identities
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		for _, a := range ctr.Args {
-			if v, ok := strings.CutPrefix(a, "--admission-allowed-users="); ok && v != "" {
-				ids.Users = strings.Split(v, ",")
-			}
-			if v, ok := strings.CutPrefix(a, "--admission-allowed-groups="); ok && v != "" {
-				ids.Groups = strings.Split(v, ",")
-			}
-		}
-	}
-	require.NotEmpty(t, ids.Users, "the installed pg-controller Deployment names no allowed users")
-	return ids
+	h.start(t, pod{name: "pg-controller-" + cluster, bin: "pg-controller", cluster: cluster,
+		kind: "Deployment", namespace: systemNamespace, workload: "pg-controller", set: webhookFlags(o)})
+	drbdadm, drbdsetup := drbdsim.Build(t, filepath.Join(dir, "sim"))
+	h.start(t, pod{name: "drbd-node-agent-" + n.Name, bin: "drbd-node-agent", cluster: cluster,
+		kind: "DaemonSet", namespace: systemNamespace, workload: "drbd-node-agent",
+		fields: map[string]string{"spec.nodeName": n.Name, "status.hostIP": n.Address},
+		// The host folders the DaemonSet mounts, and the image's drbd-utils.
+		set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDir,
+			"--drbdadm": drbdadm, "--drbdsetup": drbdsetup},
+		env: []string{"DRBDSIM_NODE=" + n.Name, "DRBDSIM_STATE_DIR=" + state}})
 }
 
 // createWebVM is what step 6 says apps/web must be: a running VM whose disk
@@ -190,15 +152,18 @@ func pluginPath(t *testing.T) string {
 // step6 runs step 6 of the page on the installed zone: the workload pods
 // run, apps/web runs on the primary, and the page's commands validate the
 // zone, protect the VM and show its group.
-func step6(t *testing.T, e *env.Env, sh *runner, blocks []string) {
+func step6(t *testing.T, e *env.Env, h *host, sh *runner, blocks []string) {
 	t.Helper()
 	ctx := t.Context()
 	require.NotEmpty(t, blocks, "docs/install.md has no command block in step 6")
-	fabric := e.DRBD(t)
-	require.NoError(t, fabric.SetSyncRate(1<<30))
 	dir := t.TempDir()
+	state := filepath.Join(dir, "drbd-state")
+	require.NoError(t, os.MkdirAll(state, 0o755))
+	require.NoError(t, (&drbdsim.Fabric{StateDir: state}).SetSyncRate(1<<30))
+	sim := filepath.Join(dir, "sim")
+	require.NoError(t, os.MkdirAll(sim, 0o755))
 	for _, cluster := range []string{env.Primary, env.DR} {
-		startWorkload(t, e, fabric, dir, cluster)
+		startWorkload(t, e, h, state, dir, cluster)
 	}
 	createWebVM(t, e.Client(env.Primary))
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/process"
 )
 
 // startConsole runs the web console against the quorum cluster and returns a
@@ -50,9 +51,9 @@ func (sb *sandbox) startConsole(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p := &process{name: "siterecovery-console", bin: filepath.Join(sb.o.binDir, "siterecovery-console"),
-		args: append([]string{"--listen=" + sb.o.consoleAddr, "--api-server=" + q.Config.Host, "--api-ca-file=" + ca, "--namespaces=" + drNamespace}, oidcArgs...)}
-	if err := p.start(filepath.Join(sb.o.workDir, "logs")); err != nil {
+	p := &process.Process{Name: "siterecovery-console", Bin: filepath.Join(sb.o.binDir, "siterecovery-console"),
+		Args: append([]string{"--listen=" + sb.o.consoleAddr, "--api-server=" + q.Config.Host, "--api-ca-file=" + ca, "--namespaces=" + drNamespace}, oidcArgs...)}
+	if err := p.Start(filepath.Join(sb.o.workDir, "logs")); err != nil {
 		return "", fmt.Errorf("starting the console: %w (did `make build` run?)", err)
 	}
 	sb.procs = append(sb.procs, p)

@@ -12,6 +12,7 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/process"
 )
 
 // drNamespaceSpec is one more DR namespace over the same two workload
@@ -73,9 +74,9 @@ func (sb *sandbox) seedDRNamespace(ctx context.Context, spec drNamespaceSpec) er
 }
 
 // drNamespaceProcess is the quorum-manager of one more DR namespace.
-func (sb *sandbox) drNamespaceProcess(name, namespace string, webhookArgs, common []string) *process {
-	return &process{name: name, bin: filepath.Join(sb.o.binDir, "quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-		args: append(append([]string{"--namespace=" + namespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)}
+func (sb *sandbox) drNamespaceProcess(name, namespace string, webhookArgs, common []string) *process.Process {
+	return &process.Process{Name: name, Bin: filepath.Join(sb.o.binDir, "quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
+		Args: append(append([]string{"--namespace=" + namespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)}
 }
 
 // getDRPC reads a DRPC on the quorum cluster.

@@ -15,6 +15,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/oidcissuer"
+	"github.com/siterecovery/siterecovery/test/process"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
@@ -44,7 +45,7 @@ var nodes = map[string]node{
 type sandbox struct {
 	o      options
 	zone   *harness.Zone
-	procs  []*process
+	procs  []*process.Process
 	cancel context.CancelFunc
 	fabric *drbdsim.Fabric
 	state  string
@@ -171,10 +172,10 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
 	sb.procs = append(sb.procs,
-		&process{name: "quorum-manager", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-			args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)},
-		&process{name: "zone-webhook", bin: b("quorum-manager"), kubeconfig: sb.kubeconfig("quorum"),
-			args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
+		&process.Process{Name: "quorum-manager", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
+			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)},
+		&process.Process{Name: "zone-webhook", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
+			Args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
 	if sb.vs != nil {
 		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, common))
 	}
@@ -184,10 +185,10 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 	for _, cluster := range []string{primary, dr} {
 		n := nodes[cluster]
 		sb.procs = append(sb.procs,
-			&process{name: "pg-controller-" + cluster, bin: b("pg-controller"), kubeconfig: sb.kubeconfig(cluster), args: common},
-			&process{name: "drbd-node-agent-" + n.name, bin: b("drbd-node-agent"), kubeconfig: sb.kubeconfig(cluster),
-				env: []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
-				args: append([]string{
+			&process.Process{Name: "pg-controller-" + cluster, Bin: b("pg-controller"), Kubeconfig: sb.kubeconfig(cluster), Args: common},
+			&process.Process{Name: "drbd-node-agent-" + n.name, Bin: b("drbd-node-agent"), Kubeconfig: sb.kubeconfig(cluster),
+				Env: []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
+				Args: append([]string{
 					"--node-name=" + n.name, "--replication-address=" + n.address,
 					"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
 					"--kubelet-dir=" + sb.kubeletDir(n),
@@ -195,8 +196,8 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 				}, common...)})
 	}
 	for _, p := range sb.procs {
-		if err := p.start(filepath.Join(sb.o.workDir, "logs")); err != nil {
-			return fmt.Errorf("starting %s: %w (did `make build sim-binaries` run?)", p.name, err)
+		if err := p.Start(filepath.Join(sb.o.workDir, "logs")); err != nil {
+			return fmt.Errorf("starting %s: %w (did `make build sim-binaries` run?)", p.Name, err)
 		}
 	}
 	return nil
@@ -204,7 +205,7 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 
 func (sb *sandbox) shutdown() {
 	for i := len(sb.procs) - 1; i >= 0; i-- {
-		sb.procs[i].stop()
+		sb.procs[i].Stop()
 	}
 	if sb.cancel != nil {
 		sb.cancel()

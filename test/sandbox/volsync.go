@@ -16,6 +16,7 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/process"
 	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
@@ -79,7 +80,7 @@ func (sb *sandbox) seedVolSync(ctx context.Context) error {
 }
 
 // volsyncProcess is the VolSync DR namespace's quorum-manager.
-func (sb *sandbox) volsyncProcess(webhookArgs, common []string) *process {
+func (sb *sandbox) volsyncProcess(webhookArgs, common []string) *process.Process {
 	return sb.drNamespaceProcess("quorum-manager-volsync", vsNamespace, webhookArgs, common)
 }
 
