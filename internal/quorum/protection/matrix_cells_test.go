@@ -11,7 +11,7 @@ import (
 // The protection fault matrix: every fault × every step of protect and
 // unprotect it can land in. make protection-fault-matrix runs all of its
 // cells; make test runs ciCells of them, picked by the seeded rotation of
-// test/faultmatrix from the validated faults only.
+// test/faultmatrix.
 
 // step is where a fault lands: a protect phase, the moment the request is seen
 // entering it, or a point of the removal.
@@ -63,28 +63,6 @@ func allCells() []cell {
 
 // ciCells is how many cells make test runs.
 const ciCells = 3
-
-// validatedFaults are the faults whose cells have all been seen to pass (all
-// 56 cells, in two runs of every fault with different seeds); the rotation of
-// make test draws only from them. A new fault joins once its cells have.
-var validatedFaults = []string{
-	"quorum-manager killed",
-	"pg-controller killed on source",
-	"pg-controller killed on target",
-	"agent killed on source",
-	"agent killed on target",
-	"source API server stopped",
-	"target API server stopped",
-	"quorum API server stopped",
-	// All 35 cells of these in one run each.
-	"source API server slow",
-	"target API server slow",
-	"quorum API server slow",
-	"quorum-manager clock jumped",
-	"DRBD link cut",
-}
-
-func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }
 
 // protectTrail is the order of the protect phases, to tell whether a request
 // went past the phase a fault was to land in.

@@ -40,27 +40,6 @@ var faults = []*faultmatrix.Fault{
 	faultmatrix.LinkCut(),
 }
 
-// validatedFaults are the faults whose cells have all been seen to pass; the
-// rotation of make test draws only from them. A new fault joins once its
-// cells have.
-var validatedFaults = []string{
-	faultmatrix.QuorumKilled().Name,
-	faultmatrix.PGKilled(faultmatrix.Source).Name,
-	faultmatrix.PGKilled(faultmatrix.Target).Name,
-	faultmatrix.AgentKilled(faultmatrix.Target).Name,
-	faultmatrix.APIStopped(faultmatrix.Source).Name,
-	faultmatrix.APIStopped(faultmatrix.Target).Name,
-	faultmatrix.APIStopped(faultmatrix.Quorum).Name,
-	// All 25 cells of these in one run each.
-	faultmatrix.APISlow(faultmatrix.Source).Name,
-	faultmatrix.APISlow(faultmatrix.Target).Name,
-	faultmatrix.APISlow(faultmatrix.Quorum).Name,
-	faultmatrix.ClockJumped().Name,
-	faultmatrix.LinkCut().Name,
-}
-
-func validated(c cell) bool { return slices.Contains(validatedFaults, c.fault.Name) }
-
 // matrixPhases are the phases a fault lands in, the moment the test is seen
 // entering one (Pending only validates and passes at once).
 var matrixPhases = []srv1alpha1.TestFailoverPhase{

@@ -44,7 +44,9 @@ const (
 // and no test copy ever ran on the primary: the copies, in the test's
 // isolated namespace on the DR cluster, are the only VMs of the group there.
 func TestTestFailoverFaultMatrix(t *testing.T) {
-	cells, seed := faultmatrix.Pick(allCells(), validated, ciCells)
+	// Every cell has been seen to pass: a nil filter draws from the whole
+	// matrix. A new fault gets a filter until its cells have.
+	cells, seed := faultmatrix.Pick(allCells(), nil, ciCells)
 	faultmatrix.Announce(t, cells, seed)
 	// What the faults need: a latency proxy in front of each API server, and
 	// quorum-manager on a clock a fault jumps.
