@@ -55,7 +55,7 @@ func reasonFor(kind string) reason {
 	if kind == "DRBDAllocation" {
 		return reason{
 			delete: "holds the DRBD replication ports and minors that every DR namespace's quorum-manager claimed on this cluster; deleting it lets the next protect give a port or minor in use to a second VM. " +
-				"A claim is released by removing protection (deleting the ProtectionRequest on the quorum cluster)",
+				"A claim is released by removing protection (deleting the ProtectionRequest on the quorum cluster), or by pg-controller once the claim's DR namespace is deleted from this cluster",
 			update: "holds the DRBD replication ports and minors that every DR namespace's quorum-manager claimed on this cluster; its claims change only when quorum-manager protects or unprotects a VM, " +
 				"and a claim changed by hand can give one port or minor to two VMs",
 		}

@@ -1,6 +1,7 @@
 // Package setup wires pg-controller: the workload-tier ProtectionGroup,
 // VolumeReplicationGroup and VolSync group (ReplicationGroupSource and
-// ReplicationGroupDestination) reconcilers, which act only on their own cluster. A new
+// ReplicationGroupDestination) reconcilers and the collector of orphaned DRBD
+// claims, which act only on their own cluster. A new
 // workload controller lives in its own package under internal/workload and is
 // added to PGController here; nothing of the quorum tier may be imported.
 package setup
@@ -10,6 +11,7 @@ import (
 
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/workload/admission"
+	"github.com/siterecovery/siterecovery/internal/workload/claimgc"
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgd"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
@@ -54,6 +56,9 @@ func Run(o Options, p PGOptions) int {
 func PGController(p PGOptions) boot.Register {
 	return func(mgr ctrl.Manager, o boot.Options) error {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := claimgc.SetupWithManager(mgr, claimgc.Options{}); err != nil {
 			return err
 		}
 		if err := rgs.SetupWithManager(mgr); err != nil {
