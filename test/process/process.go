@@ -39,8 +39,10 @@ func (p *Process) Start(logDir string) error {
 	p.cmd = exec.Command(p.Bin, p.Args...)
 	p.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+p.Kubeconfig), p.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
-	// Its own process group, so that Ctrl-C reaches it only through Stop.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that Ctrl-C reaches it only through Stop;
+	// killed if this process dies first (a test binary that timed out must not
+	// leave controllers running against the next test's ports).
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		_ = log.Close()
 		return err
