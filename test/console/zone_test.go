@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/console/ui"
 	"github.com/siterecovery/siterecovery/test/drzone"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 const (
@@ -75,9 +75,9 @@ func (z *zone) user(name string, rules ...rbacv1.PolicyRule) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "console-" + name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: env.Namespace, Name: name}}})
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	require.NoError(z.t, z.Client(env.Quorum).SubResource("token").Create(z.ctx, sa, tr))
-	z.tokens[name] = tr.Status.Token
+	token, err := harness.ServiceAccountToken(z.ctx, z.Client(env.Quorum), env.Namespace, name, time.Hour)
+	require.NoError(z.t, err)
+	z.tokens[name] = token
 }
 
 // seedScale creates groups protection groups of vmsPerGroup VMs each, with

@@ -3,7 +3,6 @@ package installdoc
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,12 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
@@ -192,16 +188,15 @@ func containerArgs(t *testing.T, name string, args []string, vars, set map[strin
 // one into a pod, and returns the token.
 func serviceAccountKubeconfig(t *testing.T, c *harness.Cluster, namespace, name, path string) string {
 	t.Helper()
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	require.NoError(t, c.Client.SubResource("token").Create(t.Context(), sa, tr), "a token of %s/%s", namespace, name)
+	token, err := harness.ServiceAccountToken(t.Context(), c.Client, namespace, name, time.Hour)
+	require.NoError(t, err)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["pod"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: name, Namespace: namespace}
 	kc.CurrentContext = "pod"
 	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return tr.Status.Token
+	return token
 }
 
 // requireRunning checks that no pod ended and that no log holds a token:
@@ -238,10 +233,9 @@ func ready(t *testing.T, url string) error {
 // freeAddress is a free loopback address for a listener of a process.
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.FreeAddress()
 	require.NoError(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return addr
 }
 
 // webhookFlags serve the webhooks whose configurations a test pointed at

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/process"
 )
 
@@ -39,8 +39,8 @@ func (sb *sandbox) startConsole(ctx context.Context) (string, error) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: drNamespace, Name: name}}}); err != nil {
 		return "", err
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+	token, err := harness.ServiceAccountToken(ctx, c, drNamespace, name, 24*time.Hour)
+	if err != nil {
 		return "", err
 	}
 	ca := filepath.Join(sb.o.workDir, "quorum-ca.crt")
@@ -58,7 +58,7 @@ func (sb *sandbox) startConsole(ctx context.Context) (string, error) {
 	}
 	sb.procs = append(sb.procs, p)
 	tokenFile := filepath.Join(sb.o.workDir, "console-operator.token")
-	return tr.Status.Token, os.WriteFile(tokenFile, []byte(tr.Status.Token+"\n"), 0o600)
+	return token, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
 }
 
 func (sb *sandbox) printConsole(token string) {

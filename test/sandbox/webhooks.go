@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/chartrender"
+	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // installWebhooks registers a chart's admission webhooks on the quorum cluster
@@ -24,7 +24,7 @@ import (
 // cluster-wide ProtectionZone webhook (protectionzone). A user trying bad input
 // in the sandbox meets the same refusals as on a real cluster.
 func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string) ([]string, error) {
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +105,4 @@ func (sb *sandbox) waitWebhooks(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
