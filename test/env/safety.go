@@ -85,23 +85,31 @@ func (s *Safety) follow(ctx context.Context, wc client.WithWatch, cluster string
 		case err != nil:
 			pause(ctx) // the API server may be stopped on purpose
 		default:
-			if rv = s.drain(cluster, w, rv); rv == "" {
-				rv = s.relist(ctx, wc, cluster, list, rv)
-			}
+			rv = s.consume(ctx, wc, cluster, list, w, rv)
 		}
 	}
 }
 
+// consume records a watch's events until it ends and returns the
+// resourceVersion to resume from, listing again when the history past the last
+// event seen is gone (a restarted API server reports that in the stream).
+func (s *Safety) consume(ctx context.Context, wc client.WithWatch, cluster string, list client.ObjectList, w watch.Interface, rv string) string {
+	last, gone := s.drain(cluster, w, rv)
+	if gone {
+		// The gap starts after last: what the relist misses was seen alive
+		// there, never before its own creation.
+		return s.relist(ctx, wc, cluster, list, last)
+	}
+	return last
+}
+
 // drain records a watch's events and returns the last resourceVersion seen,
-// or "" when the history from there is gone.
-func (s *Safety) drain(cluster string, w watch.Interface, rv string) string {
+// and whether the history from there is gone.
+func (s *Safety) drain(cluster string, w watch.Interface, rv string) (string, bool) {
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Error {
-			if expired(apierrors.FromObject(ev.Object)) {
-				return ""
-			}
-			return rv
+			return rv, expired(apierrors.FromObject(ev.Object))
 		}
 		obj, ok := ev.Object.(client.Object)
 		if !ok {
@@ -112,7 +120,7 @@ func (s *Safety) drain(cluster string, w watch.Interface, rv string) string {
 			s.record(cluster, obj, ev.Type == watch.Deleted, false)
 		}
 	}
-	return rv
+	return rv, false
 }
 
 func pause(ctx context.Context) {

@@ -1,9 +1,19 @@
 package env
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/scheme"
 )
 
 // The replay must flag each unsafe ordering, or Safety could never fail.
@@ -50,4 +60,36 @@ func TestTrailShowsRecentEventsNewestFirst(t *testing.T) {
 	require.Equal(t, "\n  rv 3 VMI apps/app-1-vm gone"+
 		"\n  rv 2 VRG apps/app-1 spec \"secondary\" status \"Primary\"", trail(evs, 2))
 	require.Contains(t, trail(evs, 3), "rv 1 VMI apps/app-1-vm mounts [apps/app-1-pvc] (listed)")
+}
+
+// A restarted API server ends a watch with 410 Expired. A VMI that stopped in
+// that gap must be recorded as gone after it was last seen running, or it
+// would seem to run forever and flag the next, correct, secondary VRG.
+func TestVMIGoneInWatchGapStopsRunning(t *testing.T) {
+	s := &Safety{events: map[string][]safetyEvent{}}
+	vrg := &drv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app-1", ResourceVersion: "5"}}
+	vrg.Spec.PVCSelector.MatchLabels = map[string]string{"app": "app-1"}
+	vrg.Spec.ReplicationState = drv1alpha1.Primary
+	s.record(DR, vrg, false, true)
+
+	w := watch.NewFake()
+	go func() {
+		w.Add(&kubevirtv1.VirtualMachineInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app-1-vm", ResourceVersion: "10"},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{{Name: "disk",
+				VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: AppPVCName("app-1")}}}}}},
+		})
+		expired := apierrors.NewResourceExpired("too old resource version: 10 (40)")
+		w.Error(&expired.ErrStatus)
+	}()
+	// The relist after the gap no longer has the VMI: it stopped meanwhile.
+	wc := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	s.consume(context.Background(), wc, DR, &kubevirtv1.VirtualMachineInstanceList{}, w, "5")
+
+	secondary := vrg.DeepCopy()
+	secondary.ResourceVersion, secondary.Spec.ReplicationState = "50", drv1alpha1.Secondary
+	s.record(DR, secondary, false, false)
+	require.Empty(t, s.Violations())
+	require.Equal(t, 2, s.Recorded(DR, "VMI"), "the VMI's start and its gone-in-the-gap end")
 }
