@@ -150,6 +150,14 @@ func (r *Reconciler) ensureSecondary(ctx context.Context, s *scope, cluster stri
 	if err != nil || !stopped {
 		return false, err
 	}
+	running, err := r.runningVMI(ctx, s, cluster)
+	if err != nil {
+		return false, err
+	}
+	if running != "" {
+		s.waitFor("VirtualMachineInstance %s on %s to be gone before its VRG turns secondary", running, cluster)
+		return false, nil
+	}
 	if err := r.ensureVRG(ctx, s, cluster, drv1alpha1.Secondary); err != nil {
 		return false, err
 	}

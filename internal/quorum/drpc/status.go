@@ -103,8 +103,11 @@ func (s *scope) setPeerReady() {
 		return
 	}
 	if !vrgReached(s.vrgs[peer], drv1alpha1.SecondaryState) {
-		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
-			fmt.Sprintf("VRG on %s is not secondary yet (%s)", peer, vrgState(s.vrgs[peer])))
+		msg := fmt.Sprintf("VRG on %s is not secondary yet (%s)", peer, vrgState(s.vrgs[peer]))
+		if s.waiting != "" {
+			msg += ": waiting for " + s.waiting
+		}
+		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, drv1alpha1.ReasonProgressing, msg)
 		return
 	}
 	s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionTrue, drv1alpha1.ReasonReady, "VRG on "+peer+" is secondary")

@@ -12,3 +12,4 @@ package drpc
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=patch,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=create,namespace=workload-dr-namespace
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
