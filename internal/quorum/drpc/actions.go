@@ -34,6 +34,14 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, src, tgt string) (c
 			s.waitFor("the application to stop on %s before it starts on %s (%s)", src, tgt, appState(s.copies[src]))
 			return flow.After(waitRetry), nil
 		}
+		running, err := r.runningVMI(ctx, s, src)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if running != "" {
+			s.waitFor("VirtualMachineInstance %s on %s to be gone before the application starts on %s", running, src, tgt)
+			return flow.After(waitRetry), nil
+		}
 	}
 	if err := r.ensureVRG(ctx, s, tgt, drv1alpha1.Primary); err != nil {
 		return ctrl.Result{}, err

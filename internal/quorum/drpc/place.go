@@ -150,13 +150,17 @@ func (r *Reconciler) ensureSecondary(ctx context.Context, s *scope, cluster stri
 	if err != nil || !stopped {
 		return false, err
 	}
-	running, err := r.runningVMI(ctx, s, cluster)
-	if err != nil {
-		return false, err
-	}
-	if running != "" {
-		s.waitFor("VirtualMachineInstance %s on %s to be gone before its VRG turns secondary", running, cluster)
-		return false, nil
+	if v := s.vrgs[cluster]; v == nil || v.Spec.ReplicationState != drv1alpha1.Secondary {
+		// Checked before the first secondary write only: pg-controller then
+		// keeps the group stopped there.
+		running, err := r.runningVMI(ctx, s, cluster)
+		if err != nil {
+			return false, err
+		}
+		if running != "" {
+			s.waitFor("VirtualMachineInstance %s on %s to be gone before its VRG turns secondary", running, cluster)
+			return false, nil
+		}
 	}
 	if err := r.ensureVRG(ctx, s, cluster, drv1alpha1.Secondary); err != nil {
 		return false, err

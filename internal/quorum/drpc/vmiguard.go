@@ -8,7 +8,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -18,13 +17,9 @@ import (
 // The workload copy's Stopped comes from pg-controller's cache, and the
 // quorum's cached copy of it may be older still: a VMI can outlive both after
 // an API server restart. Storage turned secondary under a running VMI loses
-// its writes, so the first secondary VRG write on a cluster waits for the
-// API server itself to say every VMI is gone. Once the VRG is secondary the
-// check is not repeated: pg-controller keeps the group stopped there.
+// its writes, and a VM started on the other cluster while it runs runs twice,
+// so both steps wait for the API server itself to say every VMI is gone.
 func (r *Reconciler) runningVMI(ctx context.Context, s *scope, cluster string) (string, error) {
-	if v := s.vrgs[cluster]; v != nil && v.Spec.ReplicationState == drv1alpha1.Secondary {
-		return "", nil
-	}
 	rc := s.remotes[cluster]
 	if rc == nil {
 		return "", flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])

@@ -57,3 +57,40 @@ func TestSecondaryWaitsForVMIGone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, drv1alpha1.Secondary, s.vrgs[cluster].Spec.ReplicationState, "the VRG turns secondary once the VMI is gone")
 }
+
+// A failover with the source reachable starts nothing on the target while the
+// source's API server still has a VMI of the group, even once its workload
+// copy says Stopped.
+func TestFailoverWaitsForSourceVMIGone(t *testing.T) {
+	const src, tgt = "primary", "dr"
+	ctx := context.Background()
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "vm-1"},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running}}
+	srcDirect := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vmi).Build()
+	tgtDirect := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+
+	d := drpc("app-1", drv1alpha1.ActionFailover, tgt, src)
+	d.Status.Phase = drv1alpha1.DRStateFailingOver
+	d.Status.PreferredDecision.ClusterName = src
+	group := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-1"},
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: "apps", Name: "vm-1"}}}}
+	stopped := group.DeepCopy()
+	stopped.Generation, stopped.Spec.DesiredState = 1, srv1alpha1.StateStopped
+	stopped.Status.ObservedGeneration, stopped.Status.CurrentState = 1, srv1alpha1.StateStopped
+	s := &scope{drpc: &d, policy: &drv1alpha1.DRPolicy{}, group: group, vrgNamespace: "apps", clusters: []string{src, tgt},
+		remotes:     map[string]*remote.Remote{src: {Direct: srcDirect}, tgt: {Direct: tgtDirect}},
+		unreachable: map[string]error{}, copies: map[string]*srv1alpha1.ProtectionGroup{src: stopped},
+		vrgs: map[string]*drv1alpha1.VolumeReplicationGroup{src: vrg("app-1", drv1alpha1.Primary, drv1alpha1.PrimaryState)}}
+	r := &Reconciler{}
+
+	_, err := r.failover(ctx, s, src, tgt)
+	require.NoError(t, err)
+	require.Equal(t, "VirtualMachineInstance apps/vm-1 on primary to be gone before the application starts on dr", s.waiting)
+	require.Nil(t, s.vrgs[tgt], "no primary VRG asked on the target")
+
+	require.NoError(t, srcDirect.Delete(ctx, vmi))
+	_, err = r.failover(ctx, s, src, tgt)
+	require.NoError(t, err)
+	require.NotNil(t, s.vrgs[tgt])
+	require.Equal(t, drv1alpha1.Primary, s.vrgs[tgt].Spec.ReplicationState, "the target is promoted once the source's VMI is gone")
+}
