@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"testing"
 	"time"
@@ -27,7 +29,10 @@ import (
 //
 // BENCH_PAIRS changes the count of pairs (10). -v shows each pair and the time
 // spent in each phase; FAILOVER_BENCH_TRACE=1 adds a timeline of the last
-// failover and the API requests it made on each cluster.
+// failover and the API requests it made on each cluster;
+// FAILOVER_BENCH_PROFILE=DIR writes a CPU profile of this process (every
+// in-process controller, agent and simulator) per measured round into DIR,
+// product-N.pprof and floor-N.pprof, for `go tool pprof DIR/product-*`.
 func BenchmarkFailover20VMs(b *testing.B) { benchOneGroup(b, 20, 10) }
 
 // BenchmarkFailover100VMs and BenchmarkFailover200VMs are the scale curve of
@@ -62,6 +67,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 		tr = z.trace(traceCtx, b)
 	}
 	ctx := context.Background()
+	prof := newRoundProfiler(b, os.Getenv("FAILOVER_BENCH_PROFILE"))
 	floor := func(i int, m *benchpair.Meter) {
 		src, tgt := env.Primary, env.DR
 		if i%2 == 1 {
@@ -72,10 +78,12 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 			b.Fatal(err)
 		}
 		m.Start()
+		prof.start("floor", i)
 		if err := f.run(ctx); err != nil {
 			b.Fatal(err)
 		}
 		m.Stop()
+		prof.stop()
 	}
 	var rounds int
 	product := func(i int, m *benchpair.Meter) {
@@ -97,6 +105,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 		}
 		names := map[string]string{} // request → group
 		m.Start()
+		prof.start("product", i)
 		start := time.Now()
 		for _, g := range fs.names {
 			name := fmt.Sprintf("bench-%s-%d", g, i)
@@ -114,6 +123,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 			}
 		}
 		m.Stop()
+		prof.stop()
 		if len(done) != len(names) {
 			b.Fatalf("round %d: %d of %d requests completed", i, len(done), len(names))
 		}
@@ -151,6 +161,48 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 			b.Logf("controller %-20s %5.0f reconciles per round, %6.1f ms each on average", name, d.count/float64(rounds), d.seconds*1000/d.count)
 		}
 	}
+}
+
+// roundProfiler writes a CPU profile of each measured round into dir; it
+// does nothing when dir is empty.
+type roundProfiler struct {
+	b   *testing.B
+	dir string
+	f   *os.File
+}
+
+func newRoundProfiler(b *testing.B, dir string) *roundProfiler {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &roundProfiler{b: b, dir: dir}
+}
+
+func (p *roundProfiler) start(kind string, i int) {
+	if p.dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("%s-%d.pprof", kind, i)))
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		p.b.Fatal(err)
+	}
+	p.f = f
+}
+
+func (p *roundProfiler) stop() {
+	if p.f == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	if err := p.f.Close(); err != nil {
+		p.b.Fatal(err)
+	}
+	p.f = nil
 }
 
 // failoverGroup creates a FailoverRequest for group g.
