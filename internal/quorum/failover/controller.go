@@ -65,6 +65,8 @@ type Reconciler struct {
 	clocks clocks
 	// heartbeats are the agents' heartbeat Leases as last seen changing.
 	heartbeats heartbeats
+	// asked is the desiredState each request made sure of, per cluster.
+	asked askedStates
 }
 
 // progressInterval is the least time between two status writes of a request
@@ -112,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, fr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statusWriter().Forget(req.String())
+			r.asked.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -150,6 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.observe(s)
 		r.statusWriter().Forget(req.String())
 		r.clocks.forget(s.req.UID)
+		r.asked.forget(req.String())
 		return ctrl.Result{}, r.finish(ctx, s.req)
 	}
 	if res, err = flow.Result(res, err); err != nil {

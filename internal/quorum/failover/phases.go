@@ -87,7 +87,7 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Resul
 	group := s.group.Name
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err == nil {
-		err = setDesiredState(ctx, src, s.req.Namespace, group, srv1alpha1.StateStopped)
+		err = r.asked.ask(ctx, s, src, srv1alpha1.StateStopped)
 	}
 	if s.unplanned() {
 		if err != nil {
@@ -129,7 +129,7 @@ func (r *Reconciler) drainLeft(s *scope) time.Duration {
 func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remote) error {
 	restored := "the source could not be reached to restart it"
 	if src != nil {
-		if err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
+		if _, err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
 			return err
 		}
 		restored = "the group was asked to run on " + s.source() + " again"
@@ -149,7 +149,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 	left := s.trail.EnteredAt(srv1alpha1.FailoverStartingOnTarget).Add(limit).Sub(s.now)
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err == nil {
-		err = setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
+		err = r.asked.ask(ctx, s, tgt, srv1alpha1.StateRunning)
 	}
 	if err == nil {
 		err = r.dropTargetQuorum(ctx, tgt, s.req.Namespace, s.group.Name)

@@ -118,7 +118,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 		sort.Strings(waiting)
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), strings.Join(waiting, ", "), refusals(srcRes))
 	}
-	if err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
+	if _, err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,

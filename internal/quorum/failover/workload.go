@@ -28,23 +28,25 @@ const IntentFieldOwner = "siterecovery-failover-drbd"
 // its reconciles, and a read costs the server less than an apply. The check
 // reads through the API server, never the cache: a cache still showing the
 // state of before would skip the write for good when the request ends in the
-// same reconcile (a failed failover's restart of its source).
-func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
+// same reconcile (a failed failover's restart of its source). It returns the
+// copy as the API server has it, asking state.
+func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) (*srv1alpha1.ProtectionGroup, error) {
 	pg := &srv1alpha1.ProtectionGroup{}
 	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err == nil && pg.Spec.DesiredState == state {
-		return nil
+		return pg, nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
 	u.SetNamespace(namespace)
 	u.SetName(group)
 	if err := unstructured.SetNestedField(u.Object, string(state), "spec", "desiredState"); err != nil {
-		return err
+		return nil, err
 	}
 	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
+		return nil, fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
 	}
-	return nil
+	pg.UID, pg.Generation = u.GetUID(), u.GetGeneration()
+	return pg, nil
 }
 
 // workloadGroup reads the group's copy on a cluster from the remote cache.
