@@ -80,18 +80,33 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 // agent renews it must not make a running agent flap between silent and not.
 const heartbeatGrace = 2 * time.Second
 
-// agentSilent reads a node's heartbeat Lease and judges it by r.heartbeats;
-// known is false when the node has no heartbeat or it is unreadable: nothing
-// is known against the agent then.
+// leaseReuse is how long a heartbeat Lease read serves the reconciles of
+// every request: a failover reconciles on each replica its agents report,
+// many times a second, while an agent renews once a second and counts as
+// silent only seconds after its Lease expired. A read at most this old delays
+// seeing a silent agent by as much.
+const leaseReuse = 500 * time.Millisecond
+
+// agentSilent reads a node's heartbeat Lease (or reuses a read younger than
+// leaseReuse) and judges it by r.heartbeats; known is false when the node has
+// no heartbeat or it is unreadable: nothing is known against the agent then.
 func (r *Reconciler) agentSilent(ctx context.Context, rc *remote.Remote, cluster, node string, now time.Time) (heartbeatState, bool) {
-	l := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName(node)}
-	if err := rc.Direct.Get(ctx, key, l); err != nil || l.Spec.RenewTime == nil {
-		return heartbeatState{}, false
-	}
 	elapsed := r.Elapsed
 	if elapsed == nil {
 		elapsed = clock.RealClock{}
 	}
-	return r.heartbeats.observe(cluster+"/"+node, l, now, elapsed), true
+	id := cluster + "/" + node
+	l, ok := r.heartbeats.recent(id, elapsed.Now())
+	if !ok {
+		l = &coordinationv1.Lease{}
+		key := client.ObjectKey{Namespace: srv1alpha1.AgentHeartbeatNamespace, Name: srv1alpha1.AgentHeartbeatName(node)}
+		if err := rc.Direct.Get(ctx, key, l); err != nil {
+			return heartbeatState{}, false
+		}
+		r.heartbeats.read(id, l, elapsed.Now())
+	}
+	if l.Spec.RenewTime == nil {
+		return heartbeatState{}, false
+	}
+	return r.heartbeats.observe(id, l, now, elapsed), true
 }

@@ -18,6 +18,36 @@ import (
 type heartbeats struct {
 	mu   sync.Mutex
 	seen map[string]heartbeatSeen
+	// reads are the Leases as last read, and when (elapsed clock), for
+	// leaseReuse.
+	reads map[string]leaseRead
+}
+
+type leaseRead struct {
+	lease *coordinationv1.Lease
+	at    time.Time
+}
+
+// recent is the Lease of key read less than leaseReuse before now (elapsed
+// clock), if any.
+func (h *heartbeats) recent(key string, now time.Time) (*coordinationv1.Lease, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rd, ok := h.reads[key]
+	if !ok || now.Before(rd.at) || now.Sub(rd.at) >= leaseReuse {
+		return nil, false
+	}
+	return rd.lease, true
+}
+
+// read records l as read at now (elapsed clock).
+func (h *heartbeats) read(key string, l *coordinationv1.Lease, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reads == nil {
+		h.reads = map[string]leaseRead{}
+	}
+	h.reads[key] = leaseRead{lease: l, at: now}
 }
 
 // heartbeatSeen is a Lease as last seen changing: its renewal and version, and
