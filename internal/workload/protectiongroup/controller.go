@@ -43,6 +43,11 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
+
+	// patched is the VMs' run fields as this controller's patches left them:
+	// a cached VM older than that has not caught up with the patch, which its
+	// watch event will wake the group for, and is not patched again.
+	patched patchedVMs
 }
 
 // SetupWithManager registers the controller and the VM index it needs.
@@ -144,6 +149,9 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 			v.problem = "sets both spec.running and spec.runStrategy, which KubeVirt rejects; remove one"
 			continue
 		}
+		if r.patched.behind(v.vm) {
+			continue
+		}
 		patched := v.vm.DeepCopy()
 		if setRunning(patched, desired == srv1alpha1.StateRunning) {
 			changes = append(changes, change{v, patched})
@@ -153,6 +161,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 		c := changes[i]
 		switch err := r.Client.Patch(ctx, c.patched, client.MergeFrom(c.v.vm)); {
 		case err == nil:
+			r.patched.sent(c.patched)
 			c.v.vm = c.patched
 		case apierrors.IsNotFound(err):
 			c.v.vm = nil // deleted since it was read
