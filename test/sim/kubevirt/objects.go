@@ -91,6 +91,7 @@ func (r *reconciler) patchAnnotations(ctx context.Context, vm *kubevirtv1.Virtua
 	if err := r.client.Patch(ctx, vm, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("annotate VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
+	r.wrote(vm)
 	return nil
 }
 
@@ -106,6 +107,7 @@ func (r *reconciler) patchStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 		return fmt.Errorf("update status of VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	*vm = *updated
+	r.wrote(vm)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +40,32 @@ type reconciler struct {
 	// seen at once and transitions do not flap.
 	reader client.Reader
 	opts   Options
+	// written is the resourceVersion of each VM as the simulator's last write of it
+	// left it: a VM read older than that (a cache that has not caught up) is not acted
+	// on, since the watch event of that write wakes the VM again. Acting on it would
+	// write the status it already wrote once more.
+	written sync.Map // types.NamespacedName → uint64
+}
+
+// stale reports whether vm, as read, is older than the simulator's last write of it.
+func (r *reconciler) stale(key types.NamespacedName, vm *kubevirtv1.VirtualMachine) bool {
+	w, ok := r.written.Load(key)
+	if !ok {
+		return false
+	}
+	rv, err := strconv.ParseUint(vm.ResourceVersion, 10, 64)
+	if err != nil || rv >= w.(uint64) {
+		r.written.Delete(key)
+		return false
+	}
+	return true
+}
+
+// wrote records the resourceVersion a write of vm left it at.
+func (r *reconciler) wrote(vm *kubevirtv1.VirtualMachine) {
+	if rv, err := strconv.ParseUint(vm.ResourceVersion, 10, 64); err == nil {
+		r.written.Store(client.ObjectKeyFromObject(vm), rv)
+	}
 }
 
 // Reconcile drives one VirtualMachine towards its run strategy.
@@ -45,9 +73,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := r.reader.Get(ctx, req.NamespacedName, vm); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.written.Delete(req.NamespacedName)
 			return ctrl.Result{}, r.deleteOrphanVMI(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
+	}
+	if r.stale(req.NamespacedName, vm) {
+		return ctrl.Result{}, nil
 	}
 	vmi, err := r.getVMI(ctx, req.NamespacedName)
 	if err != nil {
