@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,6 +46,11 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 
+	// status writes the groups' status; its throttle spaces out the writes
+	// that only report progress (progressOnly). Made on first use.
+	status     *flow.StatusWriter
+	statusOnce sync.Once
+
 	// patched is the VMs' run fields as this controller's patches left them:
 	// a cached VM older than that has not caught up with the patch, which its
 	// watch event will wake the group for, and is not patched again.
@@ -83,6 +90,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	group := &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.statusWriter().Forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{group: group, before: group.DeepCopy(), now: r.Clock.Now()}
@@ -92,9 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := flow.RunPhases(ctx, s, r.loadVMs, r.loadDRBD, r.applyDRBDIntent, r.applyDesiredState)
 	if s.loaded {
 		setStatus(s)
-		if perr := r.writeStatus(ctx, s); perr != nil {
+		held, perr := r.writeStatus(ctx, s)
+		if perr != nil {
 			err = errors.Join(err, perr)
 		}
+		res = flow.Soonest(res, flow.After(held))
 	}
 	return flow.Result(res, err)
 }
@@ -184,16 +196,38 @@ const parallelPatches = 10
 // it was read with: a stale cached copy fails with a conflict and is retried
 // with a fresh one, so the server never keeps a wrong currentState (status
 // changes do not requeue the group). A group deleted meanwhile is no error.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
-	out, err := flow.NewStatusWriter(r.Client, nil).Write(ctx, s.group,
-		flow.Change{Changed: !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)})
+// A change that only reports progress (progressOnly) is held back to one
+// write per progressInterval; it returns how long, and the reconcile after
+// that writes the status then current.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
+	changed := !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)
+	out, err := r.statusWriter().Write(ctx, s.group, flow.Change{
+		Changed:      changed,
+		ProgressOnly: changed && progressOnly(&s.before.Status, &s.group.Status),
+		At:           s.now,
+	})
 	if err != nil {
-		return fmt.Errorf("writing status: %w", err)
+		return 0, fmt.Errorf("writing status: %w", err)
 	}
 	if out.Wrote {
 		r.recordTransitions(s)
 	}
-	return nil
+	return out.Hold, nil
+}
+
+// progressInterval is the least time between two status writes of a group
+// that only report progress: in a large group the VMs and replicas move one
+// by one, and each write costs the API server and every watcher of the group
+// (quorum-manager's caches among them).
+const progressInterval = time.Second
+
+func (r *Reconciler) statusWriter() *flow.StatusWriter {
+	r.statusOnce.Do(func() {
+		if r.status == nil {
+			r.status = flow.NewStatusWriter(r.Client, nil, flow.WithPacer(flow.NewThrottle(progressInterval)))
+		}
+	})
+	return r.status
 }
 
 func (r *Reconciler) recordTransitions(s *scope) {

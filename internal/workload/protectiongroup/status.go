@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +28,32 @@ func setStatus(s *scope) {
 	}
 	setReadyCondition(s)
 	setDegradedCondition(s)
+}
+
+// progressOnly reports whether after differs from before only in what
+// reports progress: the VMs' and replicas' entries and the conditions'
+// messages. The group's state, observed and applied generations, tainted
+// nodes, the conditions' status and reason, and a role all its replicas
+// come to share (an event) are never progress.
+func progressOnly(before, after *srv1alpha1.ProtectionGroupStatus) bool {
+	if to := commonRole(after.DRBD); to != "" && to != commonRole(before.DRBD) {
+		return false // recordRoleTransition's event
+	}
+	return equality.Semantic.DeepEqual(progressShape(before), progressShape(after))
+}
+
+// progressShape is st without what progressOnly counts as progress.
+func progressShape(st *srv1alpha1.ProtectionGroupStatus) *srv1alpha1.ProtectionGroupStatus {
+	out := st.DeepCopy()
+	out.VirtualMachines = nil
+	if out.DRBD != nil {
+		out.DRBD.Replicas = nil
+	}
+	for i := range out.Conditions {
+		out.Conditions[i].Message = ""
+		out.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return out
 }
 
 func vmStatuses(s *scope) []srv1alpha1.VMStatus {
