@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ResConfig is the part of a DRBD resource file the simulator needs.
@@ -45,7 +46,7 @@ func loadInto(path string, out map[string]*ResConfig, depth int) error {
 	if err != nil {
 		return err
 	}
-	stmts, err := parse(tokenize(string(data)))
+	stmts, err := parsed(string(data))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -71,6 +72,27 @@ func loadInto(path string, out map[string]*ResConfig, depth int) error {
 		}
 	}
 	return nil
+}
+
+// parsedFiles caches the statements of each file content parsed: every
+// drbdadm call reads the node's whole config, one file per resource, and a
+// file changes only when the agent rewrites it. Statements are never changed
+// once parsed, so callers share them.
+var parsedFiles sync.Map // content → parseResult
+
+type parseResult struct {
+	stmts []stmt
+	err   error
+}
+
+// parsed is the statements of a config file's content.
+func parsed(content string) ([]stmt, error) {
+	if r, ok := parsedFiles.Load(content); ok {
+		return r.(parseResult).stmts, r.(parseResult).err
+	}
+	stmts, err := parse(tokenize(content))
+	parsedFiles.Store(content, parseResult{stmts, err})
+	return stmts, err
 }
 
 func resource(s stmt) (*ResConfig, error) {
