@@ -23,22 +23,9 @@ import (
 func TestSecondaryWaitsForVMIGone(t *testing.T) {
 	const cluster = "dr"
 	ctx := context.Background()
-	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "vm-1"},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running}}
-	direct := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vmi).Build()
-
 	d := drpc("app-1", "", "", "primary")
 	d.Status.Phase, d.Status.Progression = drv1alpha1.DRStateDeployed, drv1alpha1.ProgressionCompleted
-	d.Status.PreferredDecision.ClusterName = "primary"
-	group := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-1"},
-		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: "apps", Name: "vm-1"}}}}
-	stopped := group.DeepCopy()
-	stopped.Generation, stopped.Spec.DesiredState = 1, srv1alpha1.StateStopped
-	stopped.Status.ObservedGeneration, stopped.Status.CurrentState = 1, srv1alpha1.StateStopped
-	s := &scope{drpc: &d, policy: &drv1alpha1.DRPolicy{}, group: group, vrgNamespace: "apps", clusters: []string{"primary", cluster},
-		remotes:     map[string]*remote.Remote{cluster: {Direct: direct}},
-		unreachable: map[string]error{}, copies: map[string]*srv1alpha1.ProtectionGroup{cluster: stopped},
-		vrgs: map[string]*drv1alpha1.VolumeReplicationGroup{cluster: vrg("app-1", drv1alpha1.Primary, drv1alpha1.PrimaryState)}}
+	s, vmi, direct := stoppedWithVMI(&d, "primary", cluster, cluster)
 	r := &Reconciler{}
 
 	done, err := r.ensureSecondary(ctx, s, cluster)
@@ -64,23 +51,9 @@ func TestSecondaryWaitsForVMIGone(t *testing.T) {
 func TestFailoverWaitsForSourceVMIGone(t *testing.T) {
 	const src, tgt = "primary", "dr"
 	ctx := context.Background()
-	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "vm-1"},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running}}
-	srcDirect := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vmi).Build()
-	tgtDirect := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-
 	d := drpc("app-1", drv1alpha1.ActionFailover, tgt, src)
 	d.Status.Phase = drv1alpha1.DRStateFailingOver
-	d.Status.PreferredDecision.ClusterName = src
-	group := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-1"},
-		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: "apps", Name: "vm-1"}}}}
-	stopped := group.DeepCopy()
-	stopped.Generation, stopped.Spec.DesiredState = 1, srv1alpha1.StateStopped
-	stopped.Status.ObservedGeneration, stopped.Status.CurrentState = 1, srv1alpha1.StateStopped
-	s := &scope{drpc: &d, policy: &drv1alpha1.DRPolicy{}, group: group, vrgNamespace: "apps", clusters: []string{src, tgt},
-		remotes:     map[string]*remote.Remote{src: {Direct: srcDirect}, tgt: {Direct: tgtDirect}},
-		unreachable: map[string]error{}, copies: map[string]*srv1alpha1.ProtectionGroup{src: stopped},
-		vrgs: map[string]*drv1alpha1.VolumeReplicationGroup{src: vrg("app-1", drv1alpha1.Primary, drv1alpha1.PrimaryState)}}
+	s, vmi, srcDirect := stoppedWithVMI(&d, src, tgt, src)
 	r := &Reconciler{}
 
 	_, err := r.failover(ctx, s, src, tgt)
@@ -93,4 +66,28 @@ func TestFailoverWaitsForSourceVMIGone(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, s.vrgs[tgt])
 	require.Equal(t, drv1alpha1.Primary, s.vrgs[tgt].Spec.ReplicationState, "the target is promoted once the source's VMI is gone")
+}
+
+// stoppedWithVMI is the scope of d, placed on current, whose one-VM group's
+// workload copy on cluster says Stopped while that cluster's API server still
+// has the VM's running VMI; both clusters answer, the other through an empty
+// client. It returns the VMI and cluster's client.
+func stoppedWithVMI(d *drv1alpha1.DRPlacementControl, current, other, cluster string) (*scope, *kubevirtv1.VirtualMachineInstance, client.Client) {
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "vm-1"},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running}}
+	direct := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vmi).Build()
+	remotes := map[string]*remote.Remote{current: {Direct: fake.NewClientBuilder().WithScheme(scheme.New()).Build()},
+		other: {Direct: fake.NewClientBuilder().WithScheme(scheme.New()).Build()}}
+	remotes[cluster] = &remote.Remote{Direct: direct}
+
+	d.Status.PreferredDecision.ClusterName = current
+	group := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-1"},
+		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: "apps", Name: "vm-1"}}}}
+	stopped := group.DeepCopy()
+	stopped.Generation, stopped.Spec.DesiredState = 1, srv1alpha1.StateStopped
+	stopped.Status.ObservedGeneration, stopped.Status.CurrentState = 1, srv1alpha1.StateStopped
+	s := &scope{drpc: d, policy: &drv1alpha1.DRPolicy{}, group: group, vrgNamespace: "apps", clusters: []string{current, other},
+		remotes: remotes, unreachable: map[string]error{}, copies: map[string]*srv1alpha1.ProtectionGroup{cluster: stopped},
+		vrgs: map[string]*drv1alpha1.VolumeReplicationGroup{cluster: vrg("app-1", drv1alpha1.Primary, drv1alpha1.PrimaryState)}}
+	return s, vmi, direct
 }
