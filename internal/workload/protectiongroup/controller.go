@@ -42,9 +42,12 @@ const ControllerName = "protectiongroup"
 
 // Reconciler runs or stops the VMs of local ProtectionGroups.
 type Reconciler struct {
-	Client   client.Client
-	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// APIReader reads past the cache where a decision must rest on what
+	// exists now (a demotion's VMIs); nil reads the cache only.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
 
 	// status writes the groups' status; its throttle spaces out the writes
 	// that only report progress (progressOnly). Made on first use.
@@ -60,9 +63,10 @@ type Reconciler struct {
 // SetupWithManager registers the controller and the VM index it needs.
 func SetupWithManager(mgr ctrl.Manager) error {
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock:    clock.RealClock{},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor(ControllerName),
+		Clock:     clock.RealClock{},
 	}
 	if err := indexVMs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -80,7 +84,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&srv1alpha1.ProtectionGroup{}, flow.DelayedHandler(&handler.EnqueueRequestForObject{}, replicaEventDelay), builder.WithPredicates(sameGeneration)).
 		Watches(&kubevirtv1.VirtualMachine{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf)).
-		Watches(&srv1alpha1.DRBDResource{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay)).
+		Watches(&srv1alpha1.DRBDResource{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), replicaEventDelay), builder.WithPredicates(predicate.Not(promoted))).
+		// A promotion at once: the group's VMs may wait for it to start.
+		Watches(&srv1alpha1.DRBDResource{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), builder.WithPredicates(promoted)).
 		Watches(&corev1.Node{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
 		Complete(r)
 }
@@ -146,6 +152,13 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 	desired := s.group.Spec.DesiredState
 	if desired == "" {
 		return ctrl.Result{}, nil
+	}
+	if desired == srv1alpha1.StateRunning {
+		if hold := startHold(s); hold != "" {
+			// The replicas' promotion events wake the group (promoted).
+			s.holds = append(s.holds, hold)
+			return ctrl.Result{}, nil
+		}
 	}
 	type change struct {
 		v       *vmState

@@ -43,10 +43,25 @@ func (r *Reconciler) loadDRBD(ctx context.Context, s *scope) (ctrl.Result, error
 // carry it. Writing the role here, on the cluster itself, is what lets a
 // failover step cost one write per group across sites instead of one per VM.
 func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.group.Spec.DRBD == nil {
+	in := s.group.Spec.DRBD
+	if in == nil {
 		return ctrl.Result{}, nil
 	}
-	if err := ApplyDRBDIntent(ctx, r.Client, s.group.Spec.DRBD, s.replicas); err != nil {
+	if Demotes(in, s.replicas) {
+		held := vmsWithInstance(s)
+		if len(held) == 0 {
+			var err error
+			if held, err = r.liveInstances(ctx, s); err != nil {
+				return ctrl.Result{}, flow.Transient("ReadFailed", err)
+			}
+		}
+		if len(held) > 0 {
+			// The VMIs' deletion events wake the group.
+			s.holds = append(s.holds, demotionHold(held))
+			return ctrl.Result{}, nil
+		}
+	}
+	if err := ApplyDRBDIntent(ctx, r.Client, in, s.replicas); err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", err)
 	}
 	s.applied = true

@@ -27,6 +27,8 @@ type scope struct {
 	drbdLoaded   bool
 	// applied is true once every replica carries spec.drbd.
 	applied bool
+	// holds says why a half of the spec waits for the other (gates.go).
+	holds []string
 }
 
 // vmState is one VM of the group as the cluster shows it.

@@ -129,6 +129,9 @@ func setReadyCondition(s *scope) {
 		}
 		cond.Message = fmt.Sprintf("%d/%d VMs %s", len(done), len(s.vms), g.Spec.DesiredState)
 	}
+	if len(s.holds) > 0 {
+		cond.Message += "; " + strings.Join(s.holds, "; ")
+	}
 	meta.SetStatusCondition(&g.Status.Conditions, cond)
 }
 
