@@ -84,7 +84,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	if promote {
-		if err := setIntent(ctx, tgt, s.req.Namespace, s.group.Name, promotionIntent(s)); err != nil {
+		if err := r.promote(ctx, s, tgt); err != nil {
 			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 		}
 	}
@@ -102,13 +102,17 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// dropTargetQuorum gives the new primaries the quorum of their role (off, see
-// QuorumForRole) where their promotion did not carry it: after an unplanned
-// failover (promotionIntent), which also stops allowing force from then on. It
-// runs once they are all Primary, while the VMs start, and writes nothing
-// after a planned one.
-func (r *Reconciler) dropTargetQuorum(ctx context.Context, tgt *remote.Remote, namespace, group string) error {
-	return setIntent(ctx, tgt, namespace, group, primaryIntent())
+// promote asks the target's replicas to be Primary. A planned failover asks
+// them to run in the same write (promoteAndRun): the target's pg-controller
+// starts the VMs once every replica is Primary. An unplanned one asks a
+// forced promotion alone, and the VMs to run only once it is done
+// (startingOnTarget): a forced promotion keeps each replica's quorum until
+// then.
+func (r *Reconciler) promote(ctx context.Context, s *scope, tgt *remote.Remote) error {
+	if s.unplanned() {
+		return setIntent(ctx, tgt, s.req.Namespace, s.group.Name, promotionIntent(s))
+	}
+	return r.asked.ask(ctx, s, tgt, promoteAndRun())
 }
 
 // demoteSource asks every source replica to be Secondary. A planned failover
@@ -120,7 +124,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		return s.unplanned(), fmt.Sprintf("cannot reach source %s to demote DRBD: %s", s.source(), err.Error())
 	}
 	want := secondaryIntent()
-	if err := setIntent(ctx, src, s.req.Namespace, s.group.Name, want); err != nil {
+	if err := r.asked.ask(ctx, s, src, stopAndDemote()); err != nil {
 		return s.unplanned(), err.Error()
 	}
 	res, err := drbdResources(ctx, src, s.group.Name)

@@ -106,7 +106,7 @@ func fencingMessage(s *scope, blocked []blockedReplica, health remote.Health, si
 func (r *Reconciler) demoteReturnedSource(ctx context.Context, s *scope) error {
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err == nil {
-		_, err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped)
+		err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped)
 	}
 	if err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %s", s.source(), s.group.Name, err.Error())

@@ -68,7 +68,7 @@ func (r *Reconciler) cancel(ctx context.Context, s *scope) error {
 		}
 		src, err := r.Remote.Get(s.key(s.source()))
 		if err == nil {
-			_, err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning)
+			_, err = setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain())
 		}
 		if err != nil {
 			return flow.Waiting(ReasonClusterUnreachable, unreachableRetry,

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -47,25 +45,19 @@ func promotionIntent(s *scope) srv1alpha1.GroupDRBDIntent {
 }
 
 // setIntent applies spec.drbd of the group's copy on a cluster, unless the
-// copy, as cached, asks it already. A cache a few milliseconds behind costs
-// one apply that changes nothing.
+// API server's copy asks it already. It applies under StepFieldOwner, with
+// the desiredState the copy has (so that the manager keeps it), and fails
+// rather than overwrites one changed since it was read.
 func setIntent(ctx context.Context, rc *remote.Remote, namespace, group string, want srv1alpha1.GroupDRBDIntent) error {
-	if pg, err := workloadGroup(ctx, rc, namespace, group); err == nil && asks(pg, want) {
+	pg := &srv1alpha1.ProtectionGroup{}
+	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err != nil {
+		return fmt.Errorf("reading ProtectionGroup %s on %s to ask DRBD role %s: %w", group, rc.Key.Cluster, want.Role, err)
+	}
+	if asks(pg, want) {
 		return nil
 	}
-	intent, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": namespace, "name": group},
-		"spec":     map[string]any{"drbd": intent},
-	}}
-	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
-	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(IntentFieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("asking DRBD role %s of group %s on %s: %w", want.Role, group, rc.Key.Cluster, err)
-	}
-	return nil
+	_, err := applyStep(ctx, rc, namespace, group, groupStep{state: pg.Spec.DesiredState, drbd: want}, pg.ResourceVersion)
+	return err
 }
 
 // asks reports whether a workload copy asks want of its replicas.

@@ -78,8 +78,10 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	return ctrl.Result{}, nil
 }
 
-// stoppingOnSource asks the source's ProtectionGroup to stop and waits until it
-// reports stopped. An unplanned failover asks, but does not wait.
+// stoppingOnSource asks the source's ProtectionGroup to stop and demote its
+// replicas (stopAndDemote: its pg-controller demotes once every VM stopped)
+// and waits until it reports stopped. An unplanned failover asks, but does
+// not wait.
 func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadGroupAndZone(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -87,7 +89,7 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Resul
 	group := s.group.Name
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err == nil {
-		err = r.asked.ask(ctx, s, src, srv1alpha1.StateStopped)
+		err = r.asked.ask(ctx, s, src, stopAndDemote())
 	}
 	if s.unplanned() {
 		if err != nil {
@@ -125,11 +127,13 @@ func (r *Reconciler) drainLeft(s *scope) time.Duration {
 
 // abortDrain ends a planned failover whose VMs did not stop in time (a Stalled
 // error). Nothing was promoted, so the safe state is the one before the request:
-// the group is asked to run on the source again and the target is left untouched.
+// the group is asked to run on the source again, its replicas Primary there
+// (they may have been demoted if the last VM stopped at the deadline), and
+// the target is left untouched.
 func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remote) error {
 	restored := "the source could not be reached to restart it"
 	if src != nil {
-		if _, err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
+		if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
 			return err
 		}
 		restored = "the group was asked to run on " + s.source() + " again"
@@ -139,8 +143,11 @@ func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remot
 		s.group.Name, s.source(), s.req.Spec.DrainTimeoutSeconds, s.target(), restored)
 }
 
-// startingOnTarget asks the target's ProtectionGroup to run and waits until every
-// VM runs.
+// startingOnTarget asks the target's ProtectionGroup to run with its replicas
+// Primary (promoteAndRun, already asked by a planned failover's promotion)
+// and waits until every VM runs. After an unplanned failover the same write
+// gives the new primaries the quorum of their role (off, see QuorumForRole),
+// which their forced promotion did not carry, and stops allowing force.
 func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadGroupAndZone(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -149,10 +156,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 	left := s.trail.EnteredAt(srv1alpha1.FailoverStartingOnTarget).Add(limit).Sub(s.now)
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err == nil {
-		err = r.asked.ask(ctx, s, tgt, srv1alpha1.StateRunning)
-	}
-	if err == nil {
-		err = r.dropTargetQuorum(ctx, tgt, s.req.Namespace, s.group.Name)
+		err = r.asked.ask(ctx, s, tgt, promoteAndRun())
 	}
 	var pg *srv1alpha1.ProtectionGroup
 	if err == nil {

@@ -141,7 +141,9 @@ func (f *fixture) pgControllers(t *testing.T) {
 			pg := &groups.Items[i]
 			replicas, err := protectiongroup.Replicas(f.ctx, c, pg)
 			require.NoError(t, err)
-			if pg.Spec.DRBD != nil {
+			// It demotes only once the group's VMs have stopped.
+			held := pg.Spec.DRBD != nil && protectiongroup.Demotes(pg.Spec.DRBD, replicas) && pg.Status.CurrentState != srv1alpha1.StateStopped
+			if pg.Spec.DRBD != nil && !held {
 				require.NoError(t, protectiongroup.ApplyDRBDIntent(f.ctx, c, pg.Spec.DRBD, replicas))
 			}
 			tainted, err := protectiongroup.TaintedNodes(f.ctx, c, replicas)

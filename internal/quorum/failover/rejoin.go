@@ -89,7 +89,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach %s, which was fenced off during an unplanned failover, to rejoin it before failing back: %s", s.target(), err.Error())
 	}
 	// 1. Its VMs may have run on while it was cut off.
-	if _, err := setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped); err != nil {
+	if err := setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped); err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "rejoining %s: %s", s.target(), err.Error())
 	}
 	pg, err := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)

@@ -81,7 +81,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	// demotes it again (restoring).
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
 		"the target did not become UpToDate within drainTimeoutSeconds; restoring the source"+behind)
-	if err := setIntent(ctx, tgt, s.req.Namespace, s.group.Name, secondaryIntent()); err != nil {
+	if _, err := setStep(ctx, tgt, s.req.Namespace, s.group.Name, stopAndDemote()); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %s", s.target(), err.Error())
 	}
 	var primaries []string
@@ -101,7 +101,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	if err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
 	}
-	if err := setIntent(ctx, src, s.req.Namespace, s.group.Name, primaryIntent()); err != nil {
+	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, stoppedAs(primaryIntent())); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
 	}
 	srcRes, err := drbdResources(ctx, src, s.group.Name)
@@ -118,7 +118,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 		sort.Strings(waiting)
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), strings.Join(waiting, ", "), refusals(srcRes))
 	}
-	if _, err := setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateRunning); err != nil {
+	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,

@@ -201,7 +201,7 @@ func (r *StandDown) standDownCluster(ctx context.Context, rc *remote.Remote, g *
 	}
 	var asked []string
 	if pg.Spec.DesiredState != srv1alpha1.StateStopped {
-		if _, err := setDesiredState(ctx, rc, g.Namespace, g.Name, srv1alpha1.StateStopped); err != nil {
+		if err := setDesiredState(ctx, rc, g.Namespace, g.Name, srv1alpha1.StateStopped); err != nil {
 			return standDownPass{}, err
 		}
 		asked = append(asked, "stopping its VMs")

@@ -17,36 +17,28 @@ import (
 // DRBDResource.spec.fencedPeers (merge patch) on the workload clusters.
 const FieldOwner = "siterecovery-failover"
 
-// IntentFieldOwner is the field manager of ProtectionGroup.spec.drbd on the
-// workload clusters (server-side apply). It is not FieldOwner: an apply drops
-// the fields its manager applied before and leaves out, so desiredState and
-// the DRBD intent, applied apart, need a manager each.
-const IntentFieldOwner = "siterecovery-failover-drbd"
-
 // setDesiredState applies spec.desiredState of the group's copy on a cluster,
 // unless the API server's copy asks it already: a phase calls it on each of
 // its reconciles, and a read costs the server less than an apply. The check
 // reads through the API server, never the cache: a cache still showing the
 // state of before would skip the write for good when the request ends in the
-// same reconcile (a failed failover's restart of its source). It returns the
-// copy as the API server has it, asking state.
-func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) (*srv1alpha1.ProtectionGroup, error) {
+// same reconcile (a failed failover's restart of its source).
+func setDesiredState(ctx context.Context, rc *remote.Remote, namespace, group string, state srv1alpha1.GroupState) error {
 	pg := &srv1alpha1.ProtectionGroup{}
 	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err == nil && pg.Spec.DesiredState == state {
-		return pg, nil
+		return nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
 	u.SetNamespace(namespace)
 	u.SetName(group)
 	if err := unstructured.SetNestedField(u.Object, string(state), "spec", "desiredState"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
+		return fmt.Errorf("setting desiredState=%s on %s: %w", state, rc.Key.Cluster, err)
 	}
-	pg.UID, pg.Generation = u.GetUID(), u.GetGeneration()
-	return pg, nil
+	return nil
 }
 
 // workloadGroup reads the group's copy on a cluster from the remote cache.

@@ -26,25 +26,27 @@ import (
 // cluster):
 //
 //  1. stop: one intent write on the source's local ProtectionGroup (the quorum
-//     tier must tell the source cluster to stop the group: nothing there knows
-//     a failover began); per VM the run strategy write that asks KubeVirt to
-//     stop it, and KubeVirt's deletion of the VMI and its VM status write
-//     (KubeVirt makes these whoever asks).
-//  2. demote: one intent write on the source's group (the source's replicas
-//     must be Secondary before the target's may be Primary, and only the
-//     quorum tier knows when every VM of the group stopped); per VM the
-//     replica's role write and the status writes of both agents (the local
-//     agent reports the new role, the peer's agent the peer's role: the target
-//     may promote only on a status that shows its peer Secondary).
-//  3. promote: one intent write on the target's group; per VM the role write
-//     and both agents' status writes.
-//  4. start: one intent write on the target's group; per VM the run strategy
-//     write, KubeVirt's VMI creation and its VM status write.
+//     tier must tell the source cluster that a failover began: nothing there
+//     knows it); per VM the run strategy write that asks KubeVirt to stop it,
+//     and KubeVirt's deletion of the VMI and its VM status write (KubeVirt
+//     makes these whoever asks).
+//  2. demote: per VM the replica's role write and the status writes of both
+//     agents (the local agent reports the new role, the peer's agent the
+//     peer's role: the target may promote only on a status that shows its
+//     peer Secondary). No intent write: the source cluster sees for itself
+//     when its VMs have stopped, so the stop's intent can carry the demotion.
+//  3. promote: one intent write on the target's group (only the quorum tier
+//     sees both clusters, so only it knows when the source is Secondary and
+//     the target up to date); per VM the role write and both agents' status
+//     writes.
+//  4. start: per VM the run strategy write, KubeVirt's VMI creation and its
+//     VM status write. No intent write: the target cluster sees for itself
+//     when its replicas are Primary, so the promotion's intent can carry it.
 //
-// That is 12 writes per VM and 4 per group. No events, no group or request
-// status, no reads: objects are read before the clock starts, and each write's
-// answer feeds the next. A design that folds two steps into one intent write
-// saves one write per group of the 12 per VM.
+// That is 12 writes per VM and 2 per group: one intent write per step that
+// needs the quorum tier's knowledge. No events, no group or request status,
+// no reads: objects are read before the clock starts, and each write's answer
+// feeds the next.
 //
 // The floor's objects are copies of the zone's (same specs and statuses, so
 // the same sizes) in a namespace of their own, which no controller acts on:
@@ -182,22 +184,24 @@ func (f *floorRound) run(ctx context.Context) error {
 		intent func(g int) error
 		vm     func(i int) error
 	}{
-		{func(g int) error { return setIntent(ctx, f.src, f.srcPGs[g], "stop") },
+		{func(g int) error { return setIntent(ctx, f.src, f.srcPGs[g], "stop-and-demote") },
 			func(i int) error { return stopVM(ctx, f.src, f.srcVMs[i], f.srcVMIs[i]) }},
-		{func(g int) error { return setIntent(ctx, f.src, f.srcPGs[g], "secondary") },
+		{nil,
 			func(i int) error {
 				return moveRole(ctx, f.src, f.srcDRBD[i], srv1alpha1.RoleSecondary, f.tgt, f.tgtDRBD[i], true)
 			}},
-		{func(g int) error { return setIntent(ctx, f.tgt, f.tgtPGs[g], "primary") },
+		{func(g int) error { return setIntent(ctx, f.tgt, f.tgtPGs[g], "promote-and-run") },
 			func(i int) error {
 				return moveRole(ctx, f.tgt, f.tgtDRBD[i], srv1alpha1.RolePrimary, f.src, f.srcDRBD[i], false)
 			}},
-		{func(g int) error { return setIntent(ctx, f.tgt, f.tgtPGs[g], "start") },
+		{nil,
 			func(i int) error { return startVM(ctx, f.tgt, f.tgtVMs[i], f.srcVMIs[i]) }},
 	}
 	for _, s := range steps {
-		if err := flow.ForEach(parallelWrites, len(f.srcPGs), s.intent); err != nil {
-			return err
+		if s.intent != nil {
+			if err := flow.ForEach(parallelWrites, len(f.srcPGs), s.intent); err != nil {
+				return err
+			}
 		}
 		if err := flow.ForEach(parallelWrites, n, s.vm); err != nil {
 			return err
