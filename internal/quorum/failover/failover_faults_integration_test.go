@@ -39,6 +39,12 @@ func TestUnplannedFailoverWithPrimaryDown(t *testing.T) {
 	for _, vm := range z.vms {
 		require.Equal(t, "Primary", z.drbd(env.DR, vm).Status.Role)
 	}
+	// The step that starts the VMs ends the forced promotion's intent: no
+	// force is allowed from then on, and the primaries have their role's quorum.
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(t, z.Client(env.DR).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
+	q := srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+	require.Equal(t, &srv1alpha1.GroupDRBDIntent{Role: srv1alpha1.RolePrimary, Quorum: &q}, pg.Spec.DRBD)
 	z.assertLockReleased()
 }
 
