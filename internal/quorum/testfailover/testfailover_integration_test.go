@@ -47,7 +47,7 @@ func TestTestFailover(t *testing.T) {
 		require.NotNil(t, tf.Status.CompletionTime)
 		z.assertLeavesNothing(tf)
 		z.assertProductionUntouched(prod)
-		require.GreaterOrEqual(t, resultCount("succeeded"), 1.0, "siterecovery_test_failover_results_total counts the pass")
+		waitResultCount(t, "succeeded")
 	})
 
 	t.Run("probe fails", func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestTestFailover(t *testing.T) {
 			}
 		}
 		require.Equal(t, len(z.vms), probes)
-		require.GreaterOrEqual(t, resultCount("failed"), 1.0)
+		waitResultCount(t, "failed")
 		z.assertLeavesNothing(tf)
 		z.assertProductionUntouched(prod)
 	})
@@ -314,6 +314,19 @@ func (z *zone) assertProductionUntouched(before prodState) {
 		require.Equal(t, "Secondary", r.Status.Role, "DR replica of %s stays Secondary", name)
 		require.Len(t, r.Status.Peers, 1, "replication of %s keeps running", name)
 	}
+}
+
+// waitResultCount waits until siterecovery_test_failover_results_total
+// counts a test of the group with result: the controller counts it just
+// after it wrote the terminal phase the test saw.
+func waitResultCount(t *testing.T, result string) {
+	t.Helper()
+	env.Eventually(t, timeout, "siterecovery_test_failover_results_total{result="+result+"} counted", func() error {
+		if n := resultCount(result); n < 1 {
+			return fmt.Errorf("%s: %v", result, n)
+		}
+		return nil
+	})
 }
 
 // resultCount reads siterecovery_test_failover_results_total for the group.
