@@ -173,8 +173,10 @@ func (z *zone) waitGroup(cluster string, state srv1alpha1.GroupState) {
 		if err := z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg); err != nil {
 			return err
 		}
-		if pg.Status.CurrentState != state {
-			return fmt.Errorf("currentState %q", pg.Status.CurrentState)
+		// A state reported for an older spec (the Running written just
+		// before a stop took effect) does not count.
+		if pg.Status.CurrentState != state || pg.Status.ObservedGeneration != pg.Generation {
+			return fmt.Errorf("currentState %q (generation %d observed %d)", pg.Status.CurrentState, pg.Generation, pg.Status.ObservedGeneration)
 		}
 		return nil
 	})
