@@ -45,10 +45,15 @@ func promotionIntent(s *scope) srv1alpha1.GroupDRBDIntent {
 }
 
 // setIntent applies spec.drbd of the group's copy on a cluster, unless the
-// API server's copy asks it already. It applies under StepFieldOwner, with
-// the desiredState the copy has (so that the manager keeps it), and fails
-// rather than overwrites one changed since it was read.
+// copy asks it already: the cached copy first (a phase calls this on each of
+// its reconciles), then the API server's, which the apply needs anyway. It
+// applies under StepFieldOwner, with the desiredState the copy has (so that
+// the manager keeps it), and fails rather than overwrites one changed since
+// it was read.
 func setIntent(ctx context.Context, rc *remote.Remote, namespace, group string, want srv1alpha1.GroupDRBDIntent) error {
+	if cached, err := workloadGroup(ctx, rc, namespace, group); err == nil && asks(cached, want) {
+		return nil
+	}
 	pg := &srv1alpha1.ProtectionGroup{}
 	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err != nil {
 		return fmt.Errorf("reading ProtectionGroup %s on %s to ask DRBD role %s: %w", group, rc.Key.Cluster, want.Role, err)
