@@ -129,7 +129,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 		case err != nil:
 			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachine %s: %w", key, err))
 		default:
-			v.vm = vm
+			v.vm, v.ask = vm, asked(vm)
 		}
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		switch err := r.Client.Get(ctx, key, vmi); {
@@ -175,6 +175,10 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		if r.patched.behind(v.vm) {
+			v.ask = askedHalt
+			if desired == srv1alpha1.StateRunning {
+				v.ask = askedRun
+			}
 			continue
 		}
 		patched := v.vm.DeepCopy()
@@ -187,7 +191,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 		switch err := r.Client.Patch(ctx, c.patched, client.MergeFrom(c.v.vm)); {
 		case err == nil:
 			r.patched.sent(c.patched)
-			c.v.vm = c.patched
+			c.v.vm, c.v.ask = c.patched, asked(c.patched)
 		case apierrors.IsNotFound(err):
 			c.v.vm = nil // deleted since it was read
 		default:

@@ -65,3 +65,36 @@ func setAnnotation(vm *kubevirtv1.VirtualMachine, key, value string) {
 	}
 	vm.Annotations[key] = value
 }
+
+// runAsk is what a VM's spec asks of KubeVirt, as far as the group's state
+// can tell from it.
+type runAsk int
+
+const (
+	// askedOther: a strategy whose outcome depends on the guest or on a
+	// user (Manual, RerunOnFailure, Once); KubeVirt's status alone tells.
+	askedOther runAsk = iota
+	askedRun
+	askedHalt
+)
+
+// asked reads a VM's run fields: spec.running, or spec.runStrategy Always
+// and Halted. A VM with neither field is left to KubeVirt's status.
+func asked(vm *kubevirtv1.VirtualMachine) runAsk {
+	if vm.Spec.Running != nil {
+		if *vm.Spec.Running {
+			return askedRun
+		}
+		return askedHalt
+	}
+	if vm.Spec.RunStrategy == nil {
+		return askedOther
+	}
+	switch *vm.Spec.RunStrategy {
+	case kubevirtv1.RunStrategyAlways:
+		return askedRun
+	case kubevirtv1.RunStrategyHalted:
+		return askedHalt
+	}
+	return askedOther
+}

@@ -38,6 +38,9 @@ type vmState struct {
 	vm *kubevirtv1.VirtualMachine
 	// hasVMI is true while a VirtualMachineInstance exists for the VM.
 	hasVMI bool
+	// ask is what the VM's spec asks of KubeVirt, or what this controller's
+	// last patch asked where the cached VM does not show that patch yet.
+	ask runAsk
 	// problem explains why the controller could not act on the VM.
 	problem string
 }
@@ -51,12 +54,30 @@ func (v vmState) printableStatus() string {
 	return string(v.vm.Status.PrintableStatus)
 }
 
+// running: KubeVirt reports the VM running and ready, and its spec does not
+// ask it to stop. A VM just asked to stop is stopping, not running, although
+// KubeVirt has not said so yet: the group's state moves with the ask, in the
+// same status write, instead of one write later.
 func (v vmState) running() bool {
-	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && v.vm.Status.Ready
+	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && v.vm.Status.Ready &&
+		v.ask != askedHalt
 }
 
+// stopped: the VM has no VirtualMachineInstance, and either KubeVirt reports
+// it Stopped or its spec asks it to stay halted (KubeVirt's own status of a
+// halted VM without an instance trails the instance's deletion). A VM asked
+// to run is not stopped, whatever KubeVirt reports yet: it is starting.
 func (v vmState) stopped() bool {
-	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && !v.hasVMI
+	if v.vm == nil || v.hasVMI {
+		return false
+	}
+	switch v.ask {
+	case askedRun:
+		return false
+	case askedHalt:
+		return true
+	}
+	return v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped
 }
 
 // failed reports the printable statuses from which KubeVirt does not recover
