@@ -101,9 +101,7 @@ type GroupDRBDStatus struct {
 	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
 	// replicas is the state of each VM's DRBDResource on this cluster.
 	// +optional
-	// +listType=map
-	// +listMapKey=namespace
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=500
 	Replicas []ReplicaRoleStatus `json:"replicas,omitempty"`
 	// taintedNodes are the nodes of the replicas that carry the
@@ -211,9 +209,7 @@ type ProtectionGroupStatus struct {
 
 	// virtualMachines holds the per-VM state (workload copies).
 	// +optional
-	// +listType=map
-	// +listMapKey=namespace
-	// +listMapKey=name
+	// +listType=atomic
 	VirtualMachines []VMStatus `json:"virtualMachines,omitempty"`
 
 	// drbd is the state of the group's replicas on this cluster (workload
