@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ResConfig is the part of a DRBD resource file the simulator needs.
@@ -42,11 +43,11 @@ func loadInto(path string, out map[string]*ResConfig, depth int) error {
 	if depth > 8 {
 		return fmt.Errorf("%s: includes nested too deeply", path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return err
 	}
-	stmts, err := parsed(string(data))
+	stmts, err := parsed(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -72,6 +73,46 @@ func loadInto(path string, out map[string]*ResConfig, depth int) error {
 		}
 	}
 	return nil
+}
+
+// readFiles keeps each config file's content with the file's stamp when it
+// was read: every drbdadm call reads the node's whole config, one file per
+// resource, so a node of N resources read N files per call, N² per step of
+// a group of N VMs. A file whose stamp is unchanged is not read again. The
+// agent replaces a file by renaming a new one over it, which changes its
+// inode and ctime.
+var readFiles sync.Map // path → readFile
+
+type fileStamp struct {
+	size, mtime, ctime int64
+	ino                uint64
+}
+
+type readFile struct {
+	stamp   fileStamp
+	content string
+}
+
+// readConfigFile is a config file's content, read again only when its stamp
+// changed.
+func readConfigFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	stamp := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		stamp.ino, stamp.ctime = st.Ino, st.Ctim.Nano()
+	}
+	if f, ok := readFiles.Load(path); ok && f.(readFile).stamp == stamp {
+		return f.(readFile).content, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	readFiles.Store(path, readFile{stamp, string(data)})
+	return string(data), nil
 }
 
 // parsedFiles caches the statements of each file content parsed: every
