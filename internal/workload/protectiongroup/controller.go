@@ -117,14 +117,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return flow.Result(res, err)
 }
 
-// loadVMs reads every VM of the group and whether its VMI exists, from the cache.
+// readOnly skips the deep copy of a cache read. A group reconciles on every
+// event of its VMs, instances and replicas, and reads all of them each time:
+// copying them was most of a reconcile's work in a large group. What it
+// returns shares its lists, maps and pointers with the cache: this
+// controller only reads it, and patches a copy of its own (applyDesiredState)
+// or an object built for the patch (ApplyDRBDIntent).
+var readOnly = client.UnsafeDisableDeepCopy
+
+// loadVMs reads every VM of the group and whether its VMI exists, from the
+// cache, read-only (readOnly).
 func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.vms = make([]vmState, 0, len(s.group.Spec.VirtualMachines))
 	for _, ref := range s.group.Spec.VirtualMachines {
 		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 		v := vmState{ref: ref}
 		vm := &kubevirtv1.VirtualMachine{}
-		switch err := r.Client.Get(ctx, key, vm); {
+		switch err := r.Client.Get(ctx, key, vm, readOnly); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachine %s: %w", key, err))
@@ -132,7 +141,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 			v.vm, v.ask = vm, asked(vm)
 		}
 		vmi := &kubevirtv1.VirtualMachineInstance{}
-		switch err := r.Client.Get(ctx, key, vmi); {
+		switch err := r.Client.Get(ctx, key, vmi, readOnly); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachineInstance %s: %w", key, err))

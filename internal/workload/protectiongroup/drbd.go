@@ -25,12 +25,12 @@ const FieldOwner = "siterecovery-pg-controller"
 // loadDRBD reads the group's replicas on this cluster and which of their
 // nodes carry the lost-quorum taint, from the cache.
 func (r *Reconciler) loadDRBD(ctx context.Context, s *scope) (ctrl.Result, error) {
-	replicas, err := Replicas(ctx, r.Client, s.group)
+	replicas, err := Replicas(ctx, r.Client, s.group, readOnly)
 	if err != nil {
 		return ctrl.Result{}, flow.Transient("ReadFailed", err)
 	}
 	s.replicas = replicas
-	s.taintedNodes, err = TaintedNodes(ctx, r.Client, replicas)
+	s.taintedNodes, err = TaintedNodes(ctx, r.Client, replicas, readOnly)
 	if err != nil {
 		return ctrl.Result{}, flow.Transient("ReadFailed", err)
 	}
@@ -70,9 +70,10 @@ func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result
 
 // Replicas lists the group's DRBDResources on the cluster: those labelled with
 // its name, except those a DR namespace label gives to another namespace's group.
-func Replicas(ctx context.Context, c client.Reader, group *srv1alpha1.ProtectionGroup) ([]srv1alpha1.DRBDResource, error) {
+// opts add to the list's options (readOnly).
+func Replicas(ctx context.Context, c client.Reader, group *srv1alpha1.ProtectionGroup, opts ...client.ListOption) ([]srv1alpha1.DRBDResource, error) {
 	list := &srv1alpha1.DRBDResourceList{}
-	if err := c.List(ctx, list, client.MatchingLabels{srv1alpha1.ProtectionGroupLabel: group.Name}); err != nil {
+	if err := c.List(ctx, list, append(opts, client.MatchingLabels{srv1alpha1.ProtectionGroupLabel: group.Name})...); err != nil {
 		return nil, fmt.Errorf("listing DRBDResources of %s: %w", group.Name, err)
 	}
 	out := list.Items[:0]
@@ -186,7 +187,7 @@ func replicaStatus(res *srv1alpha1.DRBDResource) srv1alpha1.ReplicaRoleStatus {
 
 // TaintedNodes lists, sorted, the replicas' nodes that carry the lost-quorum
 // taint. A node that does not exist carries none.
-func TaintedNodes(ctx context.Context, c client.Reader, replicas []srv1alpha1.DRBDResource) ([]string, error) {
+func TaintedNodes(ctx context.Context, c client.Reader, replicas []srv1alpha1.DRBDResource, opts ...client.GetOption) ([]string, error) {
 	var out []string
 	for _, res := range replicas {
 		n := res.Spec.NodeName
@@ -194,7 +195,7 @@ func TaintedNodes(ctx context.Context, c client.Reader, replicas []srv1alpha1.DR
 			continue
 		}
 		node := &corev1.Node{}
-		switch err := c.Get(ctx, client.ObjectKey{Name: n}, node); {
+		switch err := c.Get(ctx, client.ObjectKey{Name: n}, node, opts...); {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
