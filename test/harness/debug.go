@@ -45,31 +45,49 @@ func (c *Cluster) serveDebugSocket(args *envtest.Arguments) {
 // owes (GOGC off, GOMEMLIMIT; see serverMemoryLimit) falls outside the window
 // rather than inside it.
 func (c *Cluster) CollectGarbage(ctx context.Context) error {
+	// The heap profile endpoint runs runtime.GC before it writes the profile.
+	if err := c.debugGet(ctx, "/debug/pprof/heap?gc=1", io.Discard); err != nil {
+		return fmt.Errorf("cluster %s: collecting garbage: %w", c.Name, err)
+	}
+	return nil
+}
+
+// CPUProfile writes a CPU profile of the cluster's kube-apiserver over the
+// next seconds (whole seconds: the endpoint's unit) to w, for `go tool pprof
+// <kube-apiserver binary> <file>`.
+func (c *Cluster) CPUProfile(ctx context.Context, seconds int, w io.Writer) error {
+	if err := c.debugGet(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), w); err != nil {
+		return fmt.Errorf("cluster %s: CPU profile: %w", c.Name, err)
+	}
+	return nil
+}
+
+// debugGet copies what the debug socket serves at path to w.
+func (c *Cluster) debugGet(ctx context.Context, path string, w io.Writer) error {
 	sock := c.DebugSocket()
 	if sock == "" {
-		return fmt.Errorf("cluster %s: no debug socket (directory %s is too deep)", c.Name, c.Dir)
+		return fmt.Errorf("no debug socket (directory %s is too deep)", c.Dir)
 	}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	hc := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		},
 	}}
 	defer hc.CloseIdleConnections()
-	// The heap profile endpoint runs runtime.GC before it writes the profile.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://apiserver/debug/pprof/heap?gc=1", http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://apiserver"+path, http.NoBody)
 	if err != nil {
 		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("cluster %s: collecting garbage: %w", c.Name, err)
+		return err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cluster %s: collecting garbage: %s", c.Name, resp.Status)
+		return fmt.Errorf("%s: %s", path, resp.Status)
 	}
-	return nil
+	_, err = io.Copy(w, resp.Body)
+	return err
 }
 
 // CollectGarbage runs CollectGarbage on every cluster of the zone whose API

@@ -2,11 +2,13 @@ package failover_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +34,9 @@ import (
 // failover and the API requests it made on each cluster;
 // FAILOVER_BENCH_PROFILE=DIR writes a CPU profile of this process (every
 // in-process controller, agent and simulator) per measured round into DIR,
-// product-N.pprof and floor-N.pprof, for `go tool pprof DIR/product-*`.
+// product-N.pprof and floor-N.pprof, for `go tool pprof DIR/product-*`;
+// FAILOVER_BENCH_APISERVER_PROFILE=DIR one of each cluster's kube-apiserver,
+// product-<cluster>-N.pprof and floor-<cluster>-N.pprof (see apiProfiler).
 func BenchmarkFailover20VMs(b *testing.B) { benchOneGroup(b, 20, 10) }
 
 // BenchmarkFailover100VMs and BenchmarkFailover200VMs are the scale curve of
@@ -68,6 +72,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 	}
 	ctx := context.Background()
 	prof := newRoundProfiler(b, os.Getenv("FAILOVER_BENCH_PROFILE"))
+	apiProf := newAPIProfiler(b, z, os.Getenv("FAILOVER_BENCH_APISERVER_PROFILE"))
 	floor := func(i int, m *benchpair.Meter) {
 		src, tgt := env.Primary, env.DR
 		if i%2 == 1 {
@@ -79,11 +84,13 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 		}
 		m.Start()
 		prof.start("floor", i)
+		apiProf.start("floor", i)
 		if err := f.run(ctx); err != nil {
 			b.Fatal(err)
 		}
 		m.Stop()
 		prof.stop()
+		apiProf.wait()
 	}
 	var rounds int
 	product := func(i int, m *benchpair.Meter) {
@@ -106,6 +113,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 		names := map[string]string{} // request → group
 		m.Start()
 		prof.start("product", i)
+		apiProf.start("product", i)
 		start := time.Now()
 		for _, g := range fs.names {
 			name := fmt.Sprintf("bench-%s-%d", g, i)
@@ -124,6 +132,7 @@ func runFailoverPairs(b *testing.B, z *zone, fs *floorSet, pairs int) {
 		}
 		m.Stop()
 		prof.stop()
+		apiProf.wait()
 		if len(done) != len(names) {
 			b.Fatalf("round %d: %d of %d requests completed", i, len(done), len(names))
 		}
@@ -203,6 +212,55 @@ func (p *roundProfiler) stop() {
 		p.b.Fatal(err)
 	}
 	p.f = nil
+}
+
+// apiProfiler writes a CPU profile of each cluster's kube-apiserver from the
+// start of each measured round into dir; it does nothing when dir is empty.
+// The endpoint profiles whole seconds: a profile covers the round's first
+// second, so a shorter round's profile also holds the start of what follows
+// it (the settling before the next round). Compare product and floor
+// profiles of rounds of similar length, or with -diff_base.
+type apiProfiler struct {
+	b   *testing.B
+	z   *zone
+	dir string
+	wg  sync.WaitGroup
+	err error
+	mu  sync.Mutex
+}
+
+func newAPIProfiler(b *testing.B, z *zone, dir string) *apiProfiler {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &apiProfiler{b: b, z: z, dir: dir}
+}
+
+func (p *apiProfiler) start(kind string, i int) {
+	if p.dir == "" {
+		return
+	}
+	for _, c := range []string{env.Quorum, env.Primary, env.DR} {
+		p.wg.Go(func() {
+			f, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("%s-%s-%d.pprof", kind, c, i)))
+			if err == nil {
+				err = errors.Join(p.z.Clusters[c].CPUProfile(context.Background(), 1, f), f.Close())
+			}
+			p.mu.Lock()
+			p.err = errors.Join(p.err, err)
+			p.mu.Unlock()
+		})
+	}
+}
+
+// wait waits for the round's profiles, after its window closed.
+func (p *apiProfiler) wait() {
+	p.wg.Wait()
+	if p.err != nil {
+		p.b.Fatal(p.err)
+	}
 }
 
 // failoverGroup creates a FailoverRequest for group g.
