@@ -265,12 +265,17 @@ func (r *Reconciler) statusWriter() *flow.StatusWriter {
 	return r.status
 }
 
-// loadGroupAndZone reads the quorum copy of the group and its zone. A reference
-// that cannot be resolved is a Stalled error: the request fails.
+// loadGroupAndZone reads the quorum copy of the group and its zone, once per
+// reconcile: the checks before a phase and the phase itself all ask for them,
+// and a phase that writes the group keeps the copy its write returned. A
+// reference that cannot be resolved is a Stalled error: the request fails.
 func (r *Reconciler) loadGroupAndZone(ctx context.Context, s *scope) error {
 	ref := s.req.Spec.ProtectionGroupRef
 	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
 		return flow.Stalled(srv1alpha1.ReasonInvalidSpec, "protectionGroupRef.namespace %q must be the request's namespace %q: a DR namespace only fails over its own groups", ref.Namespace, s.req.Namespace)
+	}
+	if s.loaded {
+		return nil
 	}
 	s.group = &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.req.Namespace, Name: ref.Name}, s.group); err != nil {
@@ -289,6 +294,7 @@ func (r *Reconciler) loadGroupAndZone(ctx context.Context, s *scope) error {
 		}
 		return err
 	}
+	s.loaded = true
 	return nil
 }
 

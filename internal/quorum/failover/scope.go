@@ -16,6 +16,8 @@ type scope struct {
 
 	group *srv1alpha1.ProtectionGroup
 	zone  *srv1alpha1.ProtectionZone
+	// loaded: group and zone were read in this reconcile (loadGroupAndZone).
+	loaded bool
 	// trail is the request's audit trail: its phase, history, conditions, and
 	// the events recorded once the status is written.
 	trail *flow.Trail[srv1alpha1.FailoverPhase]

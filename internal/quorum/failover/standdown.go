@@ -101,16 +101,27 @@ func (r *StandDown) groupsFencingOff(ctx context.Context, key remote.Key) []reco
 	return out
 }
 
-func (r *StandDown) groupOfRemote(_ context.Context, key remote.Key, obj client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: obj.GetName()}}}
+func (r *StandDown) groupOfRemote(ctx context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+	return r.ifConcerned(ctx, types.NamespacedName{Namespace: key.Namespace, Name: obj.GetName()})
 }
 
-func (r *StandDown) groupOfReplica(_ context.Context, key remote.Key, obj client.Object) []reconcile.Request {
+func (r *StandDown) groupOfReplica(ctx context.Context, key remote.Key, obj client.Object) []reconcile.Request {
 	g := obj.GetLabels()[srv1alpha1.ProtectionGroupLabel]
 	if g == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: g}}}
+	return r.ifConcerned(ctx, types.NamespacedName{Namespace: key.Namespace, Name: g})
+}
+
+// ifConcerned wakes the group only when it has something to stand down (or
+// a condition to clear): every replica event of every group passes here,
+// and almost no group fences anything off. A group that comes to record a
+// fenced-off cluster is woken by that change of its own.
+func (r *StandDown) ifConcerned(ctx context.Context, key types.NamespacedName) []reconcile.Request {
+	if quiet, err := r.concernsNothing(ctx, key); quiet && err == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
 }
 
 // Reconcile stands the group's fenced-off cluster down, once it answers.
@@ -171,7 +182,7 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 // fences nothing off.
 func (r *StandDown) concernsNothing(ctx context.Context, key types.NamespacedName) (bool, error) {
 	g := &srv1alpha1.ProtectionGroup{}
-	if err := r.Client.Get(ctx, key, g); err != nil {
+	if err := r.Client.Get(ctx, key, g, readOnly); err != nil {
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

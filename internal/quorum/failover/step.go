@@ -64,12 +64,20 @@ func asksStep(pg *srv1alpha1.ProtectionGroup, st groupStep) bool {
 // setStep applies st to the group's copy on a cluster, unless the API
 // server's copy asks it already (read through the API server, as
 // setDesiredState does, so that a cache behind never skips the write for
-// good). It returns the copy as the API server has it, asking st.
+// good). A cached copy that does not ask st yet is applied to at once: the
+// read would only spare an apply that changes nothing, and it cost each
+// step a round trip before its one write. It returns the copy as the API
+// server has it, asking st.
 func setStep(ctx context.Context, rc *remote.Remote, namespace, group string, st groupStep) (*srv1alpha1.ProtectionGroup, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: group}
 	pg := &srv1alpha1.ProtectionGroup{}
-	if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: group}, pg); err == nil && asksStep(pg, st) {
-		return pg, nil
+	if err := rc.Cached.Get(ctx, key, pg, readOnly); err != nil || asksStep(pg, st) {
+		pg = &srv1alpha1.ProtectionGroup{}
+		if err := rc.Direct.Get(ctx, key, pg); err == nil && asksStep(pg, st) {
+			return pg, nil
+		}
 	}
+	pg = &srv1alpha1.ProtectionGroup{}
 	u, err := applyStep(ctx, rc, namespace, group, st, "")
 	if err != nil {
 		return nil, err
