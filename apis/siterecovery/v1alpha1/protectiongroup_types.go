@@ -188,9 +188,7 @@ type ClusterGroupState struct {
 	// state of its standby elsewhere, without reading the workload clusters.
 	// Empty while the cluster cannot be read.
 	// +optional
-	// +listType=map
-	// +listMapKey=namespace
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=500
 	VirtualMachines []VMStatus `json:"virtualMachines,omitempty"`
 }
