@@ -60,7 +60,7 @@ type Reconciler struct {
 	patched patchedVMs
 }
 
-// SetupWithManager registers the controller and the VM index it needs.
+// SetupWithManager registers the controller and the indexes its mappers need.
 func SetupWithManager(mgr ctrl.Manager) error {
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
@@ -72,6 +72,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := indexReplicaNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := indexNames(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

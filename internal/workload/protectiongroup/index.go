@@ -29,11 +29,21 @@ func indexVMs(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
+// nameIndex indexes ProtectionGroups by name, so that a replica event reaches
+// the groups of its label's name without listing every group of the cluster.
+const nameIndex = "metadata.name"
+
+func indexNames(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &srv1alpha1.ProtectionGroup{}, nameIndex, func(obj client.Object) []string {
+		return []string{obj.GetName()}
+	})
+}
+
 // groupsOf maps a VirtualMachine or its VirtualMachineInstance (same name) to the
 // groups that list it.
 func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	groups := &srv1alpha1.ProtectionGroupList{}
-	if err := r.Client.List(ctx, groups, client.MatchingFields{vmIndex: obj.GetNamespace() + "/" + obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, groups, readOnly, client.MatchingFields{vmIndex: obj.GetNamespace() + "/" + obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing ProtectionGroups of a VirtualMachine", "vm", client.ObjectKeyFromObject(obj))
 		return nil
 	}
@@ -65,15 +75,13 @@ func (r *Reconciler) groupsOfReplica(ctx context.Context, obj client.Object) []r
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
 	}
 	groups := &srv1alpha1.ProtectionGroupList{}
-	if err := r.Client.List(ctx, groups); err != nil {
+	if err := r.Client.List(ctx, groups, readOnly, client.MatchingFields{nameIndex: name}); err != nil {
 		log.FromContext(ctx).Error(err, "listing ProtectionGroups of a DRBDResource", "drbdresource", client.ObjectKeyFromObject(obj))
 		return nil
 	}
-	var reqs []reconcile.Request
+	reqs := make([]reconcile.Request, 0, len(groups.Items))
 	for _, g := range groups.Items {
-		if g.Name == name {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
 	}
 	return reqs
 }
@@ -81,7 +89,7 @@ func (r *Reconciler) groupsOfReplica(ctx context.Context, obj client.Object) []r
 // groupsOnNode maps a Node to the groups with a replica on it.
 func (r *Reconciler) groupsOnNode(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &srv1alpha1.DRBDResourceList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{replicaNodeIndex: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, list, readOnly, client.MatchingFields{replicaNodeIndex: obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing DRBDResources of a node", "node", obj.GetName())
 		return nil
 	}
