@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 )
 
 // object is one events2 object: its identity ("peer-device name:r ...")
@@ -15,14 +14,12 @@ type object struct {
 // in drbd-utils order: resource, devices, then per connection the
 // connection, its path and its peer devices.
 func (w *World) objects(host, only string) []object {
-	names := make([]string, 0, len(w.Resources))
-	for name := range w.Resources {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var out []object
-	for _, name := range names {
+	for _, name := range w.namesOn(host) {
 		r := w.Resources[name]
+		if r == nil {
+			continue
+		}
 		n := r.Nodes[host]
 		if n == nil || !n.Up || (only != "" && only != "all" && only != name) {
 			continue

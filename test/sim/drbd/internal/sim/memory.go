@@ -14,6 +14,12 @@ type memWorld struct {
 	mu      sync.Mutex
 	w       *World
 	version uint64
+	// still is whether time alone changes nothing (World.timeDriven is false):
+	// advance then only moves the clock. Worked out after each change, not on
+	// every call: each node's event stream reads the world after every change,
+	// and walking every resource on each read made a step of N replicas cost
+	// N² walks.
+	still bool
 	// observers see the world after every change, under its lock.
 	observers []func(*World)
 }
@@ -40,9 +46,19 @@ func memoryWorld(dir string) (*memWorld, bool) {
 // change; the clock alone does not.
 func (m *memWorld) update(fn func(w *World) error, notify bool) error {
 	m.mu.Lock()
-	m.w.advance(time.Now())
+	if now := time.Now(); m.still {
+		m.w.LastTick = now
+	} else {
+		m.w.advance(now)
+	}
 	err := fn(m.w)
+	// Every change notifies; a call that does not can only have moved time,
+	// which ends a resync but never starts one.
+	if notify || !m.still {
+		m.still = !m.w.timeDriven()
+	}
 	if notify {
+		m.w.onHost = nil
 		m.version++
 		for _, o := range m.observers {
 			o(m.w)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,27 @@ type World struct {
 	// the nodes is down, for every resource, those created since too.
 	LinksCut  bool
 	Resources map[string]*Res
+
+	// onHost lists, sorted, the names of the resources each host has: an
+	// event stream reads only its own node's, after every change of any node.
+	// Built on first use; a world kept in memory drops it with every change.
+	onHost map[string][]string
+}
+
+// namesOn is onHost[host], built for every host on first use.
+func (w *World) namesOn(host string) []string {
+	if w.onHost == nil {
+		w.onHost = map[string][]string{}
+		for name, r := range w.Resources {
+			for h := range r.Nodes {
+				w.onHost[h] = append(w.onHost[h], name)
+			}
+		}
+		for _, names := range w.onHost {
+			sort.Strings(names)
+		}
+	}
+	return w.onHost[host]
 }
 
 // Res is one resource as seen by all nodes.
