@@ -15,6 +15,20 @@ import (
 // fsync the directory so the rename survives a crash. If the content is
 // already identical nothing is written and changed is false.
 func WriteFileAtomic(dir, name string, data []byte) (changed bool, err error) {
+	return replaceFile(dir, name, data, true)
+}
+
+// ReplaceDerivedFile is WriteFileAtomic without the fsyncs, for a file
+// rendered from the API that its writer renders and compares again on every
+// start (a resource file): readers still never see a torn file while the node
+// runs; a power loss may leave it old or damaged, and the agent's start
+// rewrites it before it brings the resource up. A failover changes every
+// replica's resource file, and two fsyncs each would sit on its path.
+func ReplaceDerivedFile(dir, name string, data []byte) (changed bool, err error) {
+	return replaceFile(dir, name, data, false)
+}
+
+func replaceFile(dir, name string, data []byte, durable bool) (changed bool, err error) {
 	if name == "" || filepath.Base(name) != name {
 		return false, fmt.Errorf("write %q: name must be a plain file name", name)
 	}
@@ -39,7 +53,7 @@ func WriteFileAtomic(dir, name string, data []byte) (changed bool, err error) {
 	if _, err = tmp.Write(data); err == nil {
 		err = tmp.Chmod(0o644)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -50,6 +64,9 @@ func WriteFileAtomic(dir, name string, data []byte) (changed bool, err error) {
 	}
 	if err := os.Rename(tmp.Name(), target); err != nil {
 		return false, err
+	}
+	if !durable {
+		return true, nil
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		_ = d.Sync() // best effort: some filesystems refuse directory fsync

@@ -137,24 +137,30 @@ func TestRenderAcceptedByDrbdadm(t *testing.T) {
 }
 
 func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	changed, err := WriteFileAtomic(dir, "r.res", []byte("a"))
-	require.NoError(t, err)
-	assert.True(t, changed)
-	changed, err = WriteFileAtomic(dir, "r.res", []byte("a"))
-	require.NoError(t, err)
-	assert.False(t, changed)
-	changed, err = WriteFileAtomic(dir, "r.res", []byte("b"))
-	require.NoError(t, err)
-	assert.True(t, changed)
-	got, _ := os.ReadFile(filepath.Join(dir, "r.res"))
-	assert.Equal(t, "b", string(got))
-	entries, _ := os.ReadDir(dir)
-	assert.Len(t, entries, 1, "no temp files left behind")
-	_, err = WriteFileAtomic(dir, "../escape", []byte("x"))
-	assert.Error(t, err)
-	_, err = WriteFileAtomic(filepath.Join(dir, "missing"), "r.res", []byte("x"))
-	assert.Error(t, err)
+	for name, write := range map[string]func(dir, name string, data []byte) (bool, error){
+		"durable": WriteFileAtomic, "derived": ReplaceDerivedFile,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			changed, err := write(dir, "r.res", []byte("a"))
+			require.NoError(t, err)
+			assert.True(t, changed)
+			changed, err = write(dir, "r.res", []byte("a"))
+			require.NoError(t, err)
+			assert.False(t, changed)
+			changed, err = write(dir, "r.res", []byte("b"))
+			require.NoError(t, err)
+			assert.True(t, changed)
+			got, _ := os.ReadFile(filepath.Join(dir, "r.res"))
+			assert.Equal(t, "b", string(got))
+			entries, _ := os.ReadDir(dir)
+			assert.Len(t, entries, 1, "no temp files left behind")
+			_, err = write(dir, "../escape", []byte("x"))
+			assert.Error(t, err)
+			_, err = write(filepath.Join(dir, "missing"), "r.res", []byte("x"))
+			assert.Error(t, err)
+		})
+	}
 }
 
 // TestRenderStandalone: a resource whose every peer is fenced has no

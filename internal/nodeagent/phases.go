@@ -61,7 +61,7 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, err,
 			fmt.Sprintf("the spec cannot be turned into a DRBD resource file; fix the spec: %v", unwrapAll(err)))
 	}
-	if _, err := drbd.WriteFileAtomic(r.Config.ResourceDir, resFile(s.obj.Name), data); err != nil {
+	if _, err := drbd.ReplaceDerivedFile(r.Config.ResourceDir, resFile(s.obj.Name), data); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(r.Config.ResourceDir, resFile(s.obj.Name)), err)
 	}
 	// Adjust whenever the file differs from the one last applied by this agent:
