@@ -15,6 +15,14 @@ import (
 // This controller is the only writer of history; the patch touches no other
 // status field.
 func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverRequest) error {
+	// A record the cache already shows is on the server: records only go
+	// when newer ones push them out. A finished request reconciles again on
+	// its own status and finalizer writes, and each would read the group.
+	key := client.ObjectKey{Namespace: fr.Namespace, Name: fr.Spec.ProtectionGroupRef.Name}
+	cached := &srv1alpha1.ProtectionGroup{}
+	if err := r.Client.Get(ctx, key, cached, readOnly); err == nil && hasRecord(cached, fr) {
+		return nil
+	}
 	// Read through the API server: the write below is optimistically locked,
 	// and a cache that lags (its watch resuming after the quorum API server
 	// came back) would fail it with a conflict until it catches up.
@@ -23,13 +31,11 @@ func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverR
 		reader = r.Client
 	}
 	group := &srv1alpha1.ProtectionGroup{}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: fr.Namespace, Name: fr.Spec.ProtectionGroupRef.Name}, group); err != nil {
+	if err := reader.Get(ctx, key, group); err != nil {
 		return client.IgnoreNotFound(err) // a request for a missing group has nothing to record on
 	}
-	for _, h := range group.Status.History {
-		if h.UID == string(fr.UID) {
-			return nil
-		}
+	if hasRecord(group, fr) {
+		return nil
 	}
 	before := group.DeepCopy()
 	group.Status.History = append([]srv1alpha1.RequestRecord{recordOf(fr)}, group.Status.History...)
@@ -37,6 +43,15 @@ func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverR
 		group.Status.History = group.Status.History[:srv1alpha1.GroupHistoryLength]
 	}
 	return r.Client.Status().Patch(ctx, group, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+func hasRecord(g *srv1alpha1.ProtectionGroup, fr *srv1alpha1.FailoverRequest) bool {
+	for _, h := range g.Status.History {
+		if h.UID == string(fr.UID) {
+			return true
+		}
+	}
+	return false
 }
 
 // historyPhases bounds the phases a record keeps to the API's limit.
