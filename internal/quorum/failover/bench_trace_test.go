@@ -135,7 +135,7 @@ func (tr *tracer) print(b testing.TB, z *zone) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, c := range []string{env.Quorum, env.Primary, env.DR} {
-		total, kinds := requestCounts(b, z, c).Since(tr.reqs[c], 5)
+		total, kinds := requestCounts(b, z, c).Since(tr.reqs[c], 1)
 		for _, k := range kinds {
 			b.Logf("trace: %s %s", c, k)
 		}
