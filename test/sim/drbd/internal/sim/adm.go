@@ -47,7 +47,7 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 	if cmd == "" || res == "" {
 		return fail(20, "USAGE: drbdadm [-c FILE] COMMAND RESOURCE")
 	}
-	cfgs, err := LoadConfig(cfgPath)
+	cfgs, err := LoadResource(cfgPath, res)
 	if err != nil {
 		return fail(10, "%v", err)
 	}

@@ -36,10 +36,25 @@ type stmt struct {
 // relative to the including file, and returns its resources.
 func LoadConfig(path string) (map[string]*ResConfig, error) {
 	out := map[string]*ResConfig{}
-	return out, loadInto(path, out, 0)
+	return out, loadInto(path, "", out, 0)
 }
 
-func loadInto(path string, out map[string]*ResConfig, depth int) error {
+// LoadResource is LoadConfig for a command on one resource: where an include
+// glob matches a file named after it (<name>.res, the agent's layout), only
+// that file is read, and the whole config only when it does not define the
+// resource. drbdadm itself reads every file; the simulator skips them, or a
+// command on each of a node's N resources would read N files, N² per step.
+func LoadResource(path, name string) (map[string]*ResConfig, error) {
+	out := map[string]*ResConfig{}
+	if err := loadInto(path, name, out, 0); err == nil && out[name] != nil {
+		return out, nil
+	}
+	return LoadConfig(path)
+}
+
+// loadInto loads path into out; with want set, an include glob that matches
+// want's own file loads that file alone.
+func loadInto(path, want string, out map[string]*ResConfig, depth int) error {
 	if depth > 8 {
 		return fmt.Errorf("%s: includes nested too deeply", path)
 	}
@@ -58,9 +73,19 @@ func loadInto(path string, out map[string]*ResConfig, depth int) error {
 			if !filepath.IsAbs(pat) {
 				pat = filepath.Join(filepath.Dir(path), pat)
 			}
-			matches, _ := filepath.Glob(pat)
+			var matches []string
+			if own := filepath.Join(filepath.Dir(pat), want+".res"); want != "" {
+				if ok, _ := filepath.Match(pat, own); ok {
+					if _, err := os.Stat(own); err == nil {
+						matches = []string{own}
+					}
+				}
+			}
+			if matches == nil {
+				matches, _ = filepath.Glob(pat)
+			}
 			for _, m := range matches {
-				if err := loadInto(m, out, depth+1); err != nil {
+				if err := loadInto(m, want, out, depth+1); err != nil {
 					return err
 				}
 			}
