@@ -60,6 +60,9 @@ type Change struct {
 	// ProgressOnly: the change is a progress message alone (what a wait still
 	// waits on), which a Throttle holds back.
 	ProgressOnly bool
+	// Items is how many entries the status lists (VMs, replicas), for a
+	// Throttle that spaces the progress writes of a larger status further.
+	Items int
 	// Want and Current are the status to write and the one read (pointers to
 	// the status struct), for a Coalescer.
 	Want, Current any

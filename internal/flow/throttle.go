@@ -14,6 +14,10 @@ import (
 // the reconcile after it writes the then-current message.
 type Throttle struct {
 	interval time.Duration
+	// perItems, when set, widens the interval for a status of more items
+	// (Change.Items): one interval per perItems items.
+	perItems int
+	longest  time.Duration
 
 	mu   sync.Mutex
 	last map[string]time.Time
@@ -22,6 +26,17 @@ type Throttle struct {
 // NewThrottle allows one progress-only write per key per interval.
 func NewThrottle(interval time.Duration) *Throttle {
 	return &Throttle{interval: interval, last: map[string]time.Time{}}
+}
+
+// ScaledPer widens the interval with the size of the status: a change of
+// Items items waits one interval per n items, never less than one interval
+// nor more than longest. Each write of a status costs the API server and
+// every watcher in proportion to its size, and a status of N items reports
+// progress for a time that grows with N: at a fixed interval its progress
+// would cost N² bytes.
+func (t *Throttle) ScaledPer(n int, longest time.Duration) *Throttle {
+	t.perItems, t.longest = n, longest
+	return t
 }
 
 // Decide implements Pacer: a change is written unless it is progress only and
@@ -33,10 +48,17 @@ func (t *Throttle) Decide(key string, c Change, now time.Time) (bool, time.Durat
 	if !c.ProgressOnly || len(c.Events) > 0 {
 		return true, 0
 	}
-	if held := t.Hold(key, now); held > 0 {
+	if held := t.hold(key, now, t.intervalFor(c.Items)); held > 0 {
 		return false, held
 	}
 	return true, 0
+}
+
+func (t *Throttle) intervalFor(items int) time.Duration {
+	if t.perItems <= 0 || items <= t.perItems {
+		return t.interval
+	}
+	return min(t.interval*time.Duration(items)/time.Duration(t.perItems), max(t.longest, t.interval))
 }
 
 // Written implements Pacer.
@@ -45,13 +67,17 @@ func (t *Throttle) Written(key string, _ Change, now time.Time) { t.written(key,
 // Hold returns how long a progress-only write of key must wait at now; zero
 // means write it now.
 func (t *Throttle) Hold(key string, now time.Time) time.Duration {
+	return t.hold(key, now, t.interval)
+}
+
+func (t *Throttle) hold(key string, now time.Time, interval time.Duration) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	last, ok := t.last[key]
 	if !ok {
 		return 0
 	}
-	if wait := t.interval - now.Sub(last); wait > 0 {
+	if wait := interval - now.Sub(last); wait > 0 {
 		return wait
 	}
 	return 0

@@ -233,6 +233,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 	out, err := r.statusWriter().Write(ctx, s.group, flow.Change{
 		Changed:      changed,
 		ProgressOnly: changed && progressOnly(&s.before.Status, &s.group.Status),
+		Items:        len(s.group.Status.VirtualMachines),
 		At:           s.now,
 	})
 	if err != nil {
@@ -247,13 +248,19 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 // progressInterval is the least time between two status writes of a group
 // that only report progress: in a large group the VMs and replicas move one
 // by one, and each write costs the API server and every watcher of the group
-// (quorum-manager's caches among them).
-const progressInterval = time.Second
+// (quorum-manager's caches among them). A group of more than
+// progressPerVMs VMs waits longer, in proportion, up to longestProgress: its
+// status grows with its VMs, and so does the time a step reports progress.
+const (
+	progressInterval = time.Second
+	progressPerVMs   = 50
+	longestProgress  = 10 * time.Second
+)
 
 func (r *Reconciler) statusWriter() *flow.StatusWriter {
 	r.statusOnce.Do(func() {
 		if r.status == nil {
-			r.status = flow.NewStatusWriter(r.Client, nil, flow.WithPacer(flow.NewThrottle(progressInterval)))
+			r.status = flow.NewStatusWriter(r.Client, nil, flow.WithPacer(flow.NewThrottle(progressInterval).ScaledPer(progressPerVMs, longestProgress)))
 		}
 	})
 	return r.status
