@@ -150,6 +150,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachineInstance %s: %w", key, err))
 		default:
 			v.hasVMI = true
+			v.vmiRunning = vmi.Status.Phase == kubevirtv1.Running && vmi.DeletionTimestamp.IsZero()
 		}
 		s.vms = append(s.vms, v)
 	}

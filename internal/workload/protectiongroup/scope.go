@@ -36,8 +36,9 @@ type vmState struct {
 	ref srv1alpha1.VirtualMachineReference
 	// vm is nil when the VirtualMachine does not exist.
 	vm *kubevirtv1.VirtualMachine
-	// hasVMI is true while a VirtualMachineInstance exists for the VM.
-	hasVMI bool
+	// hasVMI is true while a VirtualMachineInstance exists for the VM, and
+	// vmiRunning while that instance runs and is not being deleted.
+	hasVMI, vmiRunning bool
 	// ask is what the VM's spec asks of KubeVirt, or what this controller's
 	// last patch asked where the cached VM does not show that patch yet.
 	ask runAsk
@@ -54,13 +55,16 @@ func (v vmState) printableStatus() string {
 	return string(v.vm.Status.PrintableStatus)
 }
 
-// running: KubeVirt reports the VM running and ready, and its spec does not
-// ask it to stop. A VM just asked to stop is stopping, not running, although
-// KubeVirt has not said so yet: the group's state moves with the ask, in the
-// same status write, instead of one write later.
+// running: KubeVirt reports the VM running and ready, its instance runs,
+// and its spec does not ask it to stop. A VM just asked to stop is stopping,
+// not running, although KubeVirt has not said so yet: the group's state moves
+// with the ask, in the same status write, instead of one write later. The
+// instance is checked too because the VM's own status trails it: a VM
+// stopped and at once asked to run again can still report the Running of
+// its previous instance, which is gone or not started yet.
 func (v vmState) running() bool {
 	return v.vm != nil && v.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning && v.vm.Status.Ready &&
-		v.ask != askedHalt
+		v.vmiRunning && v.ask != askedHalt
 }
 
 // stopped: the VM has no VirtualMachineInstance, and either KubeVirt reports
