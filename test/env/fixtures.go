@@ -7,12 +7,14 @@ import (
 )
 
 // DRBDReplica is one side of a VM's DRBD resource pair, as the protection flow
-// creates it: named "vm-<vm>" in AppNS, labelled with its group, one volume,
-// Secondary, the peer on the other workload cluster on the same port.
+// creates it: named "vm-<vm>" in AppNS, labelled with its group and the DR
+// namespace that owns it (a group of the same name in another namespace must
+// not claim it), one volume, Secondary, the peer on the other workload cluster
+// on the same port.
 func DRBDReplica(group, vm, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: AppNS, Name: srv1alpha1.DRBDResourceName(vm),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: Namespace}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
 			Role:    srv1alpha1.RoleSecondary,

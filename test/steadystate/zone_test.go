@@ -176,7 +176,7 @@ func replica(group, vm string, local, peer node, peerCluster string, nodeID, i i
 	port := 7000 + i
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: drNamespace}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: local.name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
 			Role:    srv1alpha1.RoleSecondary,
