@@ -144,7 +144,8 @@ func (f *fixture) pgControllers(t *testing.T) {
 			// It demotes only once the group's VMs have stopped.
 			held := pg.Spec.DRBD != nil && protectiongroup.Demotes(pg.Spec.DRBD, replicas) && pg.Status.CurrentState != srv1alpha1.StateStopped
 			if pg.Spec.DRBD != nil && !held {
-				require.NoError(t, protectiongroup.ApplyDRBDIntent(f.ctx, c, pg.Spec.DRBD, replicas))
+				_, err := protectiongroup.ApplyDRBDIntent(f.ctx, c, pg.Spec.DRBD, replicas)
+				require.NoError(t, err)
 			}
 			tainted, err := protectiongroup.TaintedNodes(f.ctx, c, replicas)
 			require.NoError(t, err)

@@ -54,6 +54,10 @@ type Reconciler struct {
 	status     *flow.StatusWriter
 	statusOnce sync.Once
 
+	// settling holds back the status of a group in transition for a moment
+	// after this controller asked its VMs or replicas to change (settle.go).
+	settling settleWindows
+
 	// patched is the VMs' run fields as this controller's patches left them:
 	// a cached VM older than that has not caught up with the patch, which its
 	// watch event will wake the group for, and is not patched again.
@@ -101,6 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statusWriter().Forget(req.String())
+			r.settling.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -199,6 +204,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 			changes = append(changes, change{v, patched})
 		}
 	}
+	s.asked = s.asked || len(changes) > 0
 	err := flow.ForEach(parallelPatches, len(changes), func(i int) error {
 		c := changes[i]
 		switch err := r.Client.Patch(ctx, c.patched, client.MergeFrom(c.v.vm)); {
@@ -228,9 +234,21 @@ const parallelPatches = 10
 // changes do not requeue the group). A group deleted meanwhile is no error.
 // A change that only reports progress (progressOnly) is held back to one
 // write per progressInterval; it returns how long, and the reconcile after
-// that writes the status then current.
+// that writes the status then current. So is the status of a group in
+// transition right after this controller asked its VMs or replicas to change
+// (settleWindows): their answers usually follow within the window, and the
+// state they lead to is written once instead of each step on the way.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)
+	key := client.ObjectKeyFromObject(s.group).String()
+	if s.asked {
+		r.settling.asked(key, s.now)
+	}
+	if changed && inTransition(s.group) {
+		if wait := r.settling.wait(key, s.now); wait > 0 {
+			return wait, nil
+		}
+	}
 	out, err := r.statusWriter().Write(ctx, s.group, flow.Change{
 		Changed:      changed,
 		ProgressOnly: changed && progressOnly(&s.before.Status, &s.group.Status),
@@ -241,6 +259,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 		return 0, fmt.Errorf("writing status: %w", err)
 	}
 	if out.Wrote {
+		r.settling.wrote(key)
 		r.recordTransitions(s)
 	}
 	return out.Hold, nil

@@ -34,6 +34,12 @@ const (
 // the KubeVirt simulator, and returns a client to it.
 func startCluster(t *testing.T) client.Client {
 	t.Helper()
+	return startClusterWith(t, kubevirtsim.Options{StartDelay: 20 * time.Millisecond, StopDelay: 20 * time.Millisecond})
+}
+
+// startClusterWith is startCluster with the simulator's options.
+func startClusterWith(t *testing.T, sim kubevirtsim.Options) client.Client {
+	t.Helper()
 	s := scheme.New()
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, "primary")
 	cluster := zone.Clusters["primary"]
@@ -42,7 +48,7 @@ func startCluster(t *testing.T) client.Client {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	require.NoError(t, err)
 	require.NoError(t, protectiongroup.SetupWithManager(mgr))
-	require.NoError(t, kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 20 * time.Millisecond, StopDelay: 20 * time.Millisecond}))
+	require.NoError(t, kubevirtsim.SetupWithManager(mgr, sim))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -61,7 +61,11 @@ func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, nil
 		}
 	}
-	if err := ApplyDRBDIntent(ctx, r.Client, in, s.replicas); err != nil {
+	patched, err := ApplyDRBDIntent(ctx, r.Client, in, s.replicas)
+	if patched > 0 {
+		s.asked = true
+	}
+	if err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", err)
 	}
 	s.applied = true
@@ -117,8 +121,9 @@ func WantedSpec(in *srv1alpha1.GroupDRBDIntent, res *srv1alpha1.DRBDResource) (s
 }
 
 // ApplyDRBDIntent patches, in one merge patch each, the replicas whose role,
-// forcePromotion or quorum differ from what intent asks (WantedSpec).
-func ApplyDRBDIntent(ctx context.Context, c client.Client, in *srv1alpha1.GroupDRBDIntent, replicas []srv1alpha1.DRBDResource) error {
+// forcePromotion or quorum differ from what intent asks (WantedSpec), and
+// returns how many it asked to change.
+func ApplyDRBDIntent(ctx context.Context, c client.Client, in *srv1alpha1.GroupDRBDIntent, replicas []srv1alpha1.DRBDResource) (int, error) {
 	var patch []int
 	for i := range replicas {
 		role, force, q := WantedSpec(in, &replicas[i])
@@ -127,7 +132,7 @@ func ApplyDRBDIntent(ctx context.Context, c client.Client, in *srv1alpha1.GroupD
 			patch = append(patch, i)
 		}
 	}
-	return flow.ForEach(parallelPatches, len(patch), func(i int) error {
+	return len(patch), flow.ForEach(parallelPatches, len(patch), func(i int) error {
 		res := &replicas[patch[i]]
 		role, force, q := WantedSpec(in, res)
 		body, err := json.Marshal(map[string]any{"spec": map[string]any{

@@ -29,6 +29,8 @@ type scope struct {
 	applied bool
 	// holds says why a half of the spec waits for the other (gates.go).
 	holds []string
+	// asked is true when this reconcile asked a VM or a replica to change.
+	asked bool
 }
 
 // vmState is one VM of the group as the cluster shows it.

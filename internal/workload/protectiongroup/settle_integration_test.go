@@ -1,0 +1,43 @@
+package protectiongroup_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+)
+
+// A group holds its status for a moment after it asks its VMs to change, so
+// that a quick transition is written once. A slow one must still show: VMs
+// that take seconds to stop or start report Stopping and Starting while they
+// do, and the group reaches its desired state afterwards.
+func TestSlowTransitionsAreReported(t *testing.T) {
+	c := startClusterWith(t, kubevirtsim.Options{StartDelay: 3 * time.Second, StopDelay: 3 * time.Second})
+	ctx := context.Background()
+	var refs []srv1alpha1.VirtualMachineReference
+	for i := range 3 {
+		name := fmt.Sprintf("vm-%d", i)
+		require.NoError(t, c.Create(ctx, newVM(name, false, kubevirtv1.RunStrategyAlways)))
+		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: appNS})
+	}
+	require.NoError(t, c.Create(ctx, &srv1alpha1.ProtectionGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: groupNS},
+		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: refs},
+	}))
+	eventually(t, "group running", groupState(ctx, c, srv1alpha1.StateRunning))
+
+	setDesired(t, ctx, c, srv1alpha1.StateStopped)
+	eventually(t, "group reported stopping", groupState(ctx, c, srv1alpha1.StateStopping))
+	eventually(t, "group stopped", groupState(ctx, c, srv1alpha1.StateStopped))
+
+	setDesired(t, ctx, c, srv1alpha1.StateRunning)
+	eventually(t, "group reported starting", groupState(ctx, c, srv1alpha1.StateStarting))
+	eventually(t, "group running again", groupState(ctx, c, srv1alpha1.StateRunning))
+}
