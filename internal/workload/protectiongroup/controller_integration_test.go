@@ -100,6 +100,17 @@ func groupState(ctx context.Context, c client.Client, want srv1alpha1.GroupState
 	}
 }
 
+// createRunningGroup creates the group "pg" of refs, asked to run, and waits
+// until it runs.
+func createRunningGroup(t *testing.T, ctx context.Context, c client.Client, refs []srv1alpha1.VirtualMachineReference) {
+	t.Helper()
+	require.NoError(t, c.Create(ctx, &srv1alpha1.ProtectionGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: groupNS},
+		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: refs},
+	}))
+	eventually(t, "group running", groupState(ctx, c, srv1alpha1.StateRunning))
+}
+
 func setDesired(t *testing.T, ctx context.Context, c client.Client, state srv1alpha1.GroupState, mutate ...func(*srv1alpha1.ProtectionGroup)) {
 	t.Helper()
 	g := &srv1alpha1.ProtectionGroup{}
@@ -133,11 +144,7 @@ func TestGroupOfTwentyVMsStopsAndStarts(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newVM(name, deprecated, strategy)))
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: appNS})
 	}
-	require.NoError(t, c.Create(ctx, &srv1alpha1.ProtectionGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: groupNS},
-		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: refs},
-	}))
-	eventually(t, "group running", groupState(ctx, c, srv1alpha1.StateRunning))
+	createRunningGroup(t, ctx, c, refs)
 
 	setDesired(t, ctx, c, srv1alpha1.StateStopped)
 	eventually(t, "group stopped", groupState(ctx, c, srv1alpha1.StateStopped))
@@ -192,11 +199,7 @@ func TestVMDeletedMidTransitionAndVMAdded(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newVM(name, i == 0, kubevirtv1.RunStrategyAlways)))
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: appNS})
 	}
-	require.NoError(t, c.Create(ctx, &srv1alpha1.ProtectionGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: groupNS},
-		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: refs},
-	}))
-	eventually(t, "group running", groupState(ctx, c, srv1alpha1.StateRunning))
+	createRunningGroup(t, ctx, c, refs)
 
 	// A VM deleted while the group stops: the group is Degraded and says which VM,
 	// and the others still stop.

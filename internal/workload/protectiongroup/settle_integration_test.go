@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -27,11 +26,7 @@ func TestSlowTransitionsAreReported(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newVM(name, false, kubevirtv1.RunStrategyAlways)))
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: appNS})
 	}
-	require.NoError(t, c.Create(ctx, &srv1alpha1.ProtectionGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: groupNS},
-		Spec:       srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: refs},
-	}))
-	eventually(t, "group running", groupState(ctx, c, srv1alpha1.StateRunning))
+	createRunningGroup(t, ctx, c, refs)
 
 	setDesired(t, ctx, c, srv1alpha1.StateStopped)
 	eventually(t, "group reported stopping", groupState(ctx, c, srv1alpha1.StateStopping))
