@@ -7,7 +7,7 @@
 //     when, terminal or not, and what it waits on, shown the same way on every
 //     kind;
 //   - a StatusWriter writes the status with an update that carries the
-//     resourceVersion it was read with, paced by a Throttle or a Coalescer;
+//     resourceVersion it was read with, paced by a Throttle, a Settle or a Coalescer;
 //   - DelayedSource and DelayedHandler merge a burst of events about one
 //     object into one reconcile.
 //

@@ -15,7 +15,7 @@ type Event struct{ Type, Reason, Message string }
 
 // StatusWriter is the one way a controller writes a status: an update of the
 // status subresource carrying the resourceVersion the object was read with,
-// optionally paced per object by a Pacer (a Throttle or a Coalescer).
+// optionally paced per object by a Pacer (a Throttle, a Settle or a Coalescer).
 //
 // The update is an optimistic lock: a stale read fails with a conflict and is
 // retried with a fresh copy, so a write never overwrites what another reconcile
@@ -66,6 +66,12 @@ type Change struct {
 	// Want and Current are the status to write and the one read (pointers to
 	// the status struct), for a Coalescer.
 	Want, Current any
+	// Asked: the reconcile asked the object's dependents to change, whose
+	// answers a Settle waits for.
+	Asked bool
+	// Transitional: the status shows a state on the way to the one asked
+	// for, which a Settle holds back while the dependents answer.
+	Transitional bool
 	// Events to record once the status is written.
 	Events []Event
 	// At is when the reconcile computed the change, for the pacer; the

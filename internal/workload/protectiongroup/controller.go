@@ -54,10 +54,6 @@ type Reconciler struct {
 	status     *flow.StatusWriter
 	statusOnce sync.Once
 
-	// settling holds back the status of a group in transition for a moment
-	// after this controller asked its VMs or replicas to change (settle.go).
-	settling settleWindows
-
 	// patched is the VMs' run fields as this controller's patches left them:
 	// a cached VM older than that has not caught up with the patch, which its
 	// watch event will wake the group for, and is not patched again.
@@ -105,7 +101,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statusWriter().Forget(req.String())
-			r.settling.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -236,30 +231,24 @@ const parallelPatches = 10
 // write per progressInterval; it returns how long, and the reconcile after
 // that writes the status then current. So is the status of a group in
 // transition right after this controller asked its VMs or replicas to change
-// (settleWindows): their answers usually follow within the window, and the
-// state they lead to is written once instead of each step on the way.
+// (settle.go): their answers usually follow within the window, and the state
+// they lead to is written once instead of each step on the way. Both are
+// decided at the write, not at the start of the reconcile: a large group's
+// reconcile takes longer than the window, which opens with its last ask.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)
-	key := client.ObjectKeyFromObject(s.group).String()
-	if s.asked {
-		r.settling.asked(key, s.now)
-	}
-	if changed && inTransition(s.group) {
-		if wait := r.settling.wait(key, s.now); wait > 0 {
-			return wait, nil
-		}
-	}
 	out, err := r.statusWriter().Write(ctx, s.group, flow.Change{
 		Changed:      changed,
 		ProgressOnly: changed && progressOnly(&s.before.Status, &s.group.Status),
 		Items:        len(s.group.Status.VirtualMachines),
-		At:           s.now,
+		Asked:        s.asked,
+		Transitional: inTransition(s.group),
+		At:           r.Clock.Now(),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("writing status: %w", err)
 	}
 	if out.Wrote {
-		r.settling.wrote(key)
 		r.recordTransitions(s)
 	}
 	return out.Hold, nil
@@ -280,7 +269,8 @@ const (
 func (r *Reconciler) statusWriter() *flow.StatusWriter {
 	r.statusOnce.Do(func() {
 		if r.status == nil {
-			r.status = flow.NewStatusWriter(r.Client, nil, flow.WithPacer(flow.NewThrottle(progressInterval).ScaledPer(progressPerVMs, longestProgress)))
+			r.status = flow.NewStatusWriter(r.Client, nil, flow.WithPacer(flow.NewSettle(
+				flow.NewThrottle(progressInterval).ScaledPer(progressPerVMs, longestProgress), settleWait, longestSettle)))
 		}
 	})
 	return r.status

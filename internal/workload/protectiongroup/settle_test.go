@@ -8,43 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
-
-// A window opens when the controller asks and holds writes until settleWait
-// has passed since the last ask; a write is never held longer than
-// longestSettle, however often the controller asks.
-func TestSettleWindows(t *testing.T) {
-	var w settleWindows
-	t0 := time.Unix(1000, 0)
-	require.Zero(t, w.wait("ns/g", t0), "no window before anything was asked")
-
-	w.asked("ns/g", t0)
-	require.Equal(t, settleWait, w.wait("ns/g", t0))
-	require.Zero(t, w.wait("ns/other", t0), "windows are per group")
-	require.Zero(t, w.wait("ns/g", t0.Add(settleWait)), "the window closes settleWait after the ask")
-
-	// A controller that asks at every reconcile (every 100 ms here) still
-	// writes once a write has waited longestSettle: the first held at 0 s goes
-	// out at 1 s, the next, first held at 1.1 s, at 2.1 s.
-	at := t0.Add(time.Minute)
-	var written []time.Duration
-	for step := time.Duration(0); step <= 3*longestSettle; step += settleWait / 2 {
-		w.asked("ns/g", at.Add(step))
-		if w.wait("ns/g", at.Add(step)) == 0 {
-			written = append(written, step)
-		}
-	}
-	require.Equal(t, []time.Duration{longestSettle, 2*longestSettle + settleWait/2}, written)
-
-	w.asked("ns/g", t0)
-	w.forget("ns/g")
-	require.Zero(t, w.wait("ns/g", t0))
-}
 
 // Inside a window, a group in transition keeps its status; a group that
 // reaches its desired state is written at once, because the quorum tier waits
@@ -57,14 +27,16 @@ func TestTransitionStatusSettlesButTheDesiredStateIsWrittenAtOnce(t *testing.T) 
 		Status:     srv1alpha1.ProtectionGroupStatus{CurrentState: srv1alpha1.StateRunning, ObservedGeneration: 1},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(g).WithStatusSubresource(g).Build()
-	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(10)}
 	t0 := time.Unix(1000, 0)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	r := &Reconciler{Client: c, Recorder: record.NewFakeRecorder(10), Clock: clk}
 
 	write := func(now time.Time, asked bool, state srv1alpha1.GroupState) time.Duration {
 		t.Helper()
 		read := &srv1alpha1.ProtectionGroup{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(g), read))
-		s := &scope{group: read, before: read.DeepCopy(), now: now, asked: asked}
+		clk.SetTime(now) // the write's time, which the window counts from
+		s := &scope{group: read, before: read.DeepCopy(), now: t0, asked: asked}
 		s.group.Status.CurrentState, s.group.Status.ObservedGeneration = state, s.group.Generation
 		held, err := r.writeStatus(ctx, s)
 		require.NoError(t, err)
