@@ -217,9 +217,10 @@ func (p *roundProfiler) stop() {
 // apiProfiler writes a CPU profile of each cluster's kube-apiserver from the
 // start of each measured round into dir; it does nothing when dir is empty.
 // The endpoint profiles whole seconds: a profile covers the round's first
-// second, so a shorter round's profile also holds the start of what follows
-// it (the settling before the next round). Compare product and floor
-// profiles of rounds of similar length, or with -diff_base.
+// second per 50 VMs of the zone (about a round's length), so a shorter
+// round's profile also holds the start of what follows it (the settling
+// before the next round). Compare product and floor profiles of rounds of
+// similar length, or with -diff_base.
 type apiProfiler struct {
 	b   *testing.B
 	z   *zone
@@ -246,7 +247,7 @@ func (p *apiProfiler) start(kind string, i int) {
 		p.wg.Go(func() {
 			f, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("%s-%s-%d.pprof", kind, c, i)))
 			if err == nil {
-				err = errors.Join(p.z.Clusters[c].CPUProfile(context.Background(), 1, f), f.Close())
+				err = errors.Join(p.z.Clusters[c].CPUProfile(context.Background(), 1+len(p.z.vms)/50, f), f.Close())
 			}
 			p.mu.Lock()
 			p.err = errors.Join(p.err, err)
