@@ -137,6 +137,24 @@ func (t *Tracker) Get(name string) (ResourceStatus, bool) {
 	return r.Clone(), true
 }
 
+// Matching returns the names, sorted, of the resources match holds for,
+// without copying them: it runs on every DRBD event (the node's taint), and a
+// deep copy of every resource per event cost a node of N resources N² copies
+// in a failover. match reads the tracker's state under its lock and must
+// neither keep nor change it.
+func (t *Tracker) Matching(match func(*ResourceStatus) bool) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for name, r := range t.resources {
+		if match(r) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Snapshot returns deep copies of all resources, sorted by name.
 func (t *Tracker) Snapshot() []ResourceStatus {
 	t.mu.Lock()

@@ -157,6 +157,30 @@ func TestTrackerResyncAfterRestart(t *testing.T) {
 	assert.Empty(t, tr.Snapshot())
 }
 
+// Matching names, sorted, the resources in the state the predicate asks for:
+// the node's taint follows the resources that lack quorum.
+func TestMatchingNamesTheResourcesThatLackQuorum(t *testing.T) {
+	tr := NewTracker()
+	for _, line := range []string{
+		"exists resource name:vm-b role:Secondary suspended:no",
+		"exists device name:vm-b volume:0 minor:1001 disk:UpToDate client:no quorum:no",
+		"exists resource name:vm-a role:Secondary suspended:quorum",
+		"exists resource name:vm-c role:Primary suspended:no",
+		"exists device name:vm-c volume:0 minor:1002 disk:UpToDate client:no quorum:yes",
+		"exists -",
+	} {
+		ev, err := ParseEvent(line)
+		require.NoError(t, err)
+		tr.Apply(ev)
+	}
+	lacks := func(r *ResourceStatus) bool { return r.LacksQuorum() }
+	assert.Equal(t, []string{"vm-a", "vm-b"}, tr.Matching(lacks))
+	ev, err := ParseEvent("change device name:vm-b volume:0 minor:1001 quorum:yes")
+	require.NoError(t, err)
+	tr.Apply(ev)
+	assert.Equal(t, []string{"vm-a"}, tr.Matching(lacks))
+}
+
 func TestSnapshotIsDeepCopy(t *testing.T) {
 	tr := NewTracker()
 	applyFile(t, tr, "testdata/events2_connected.txt")

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 )
 
 // RBAC on the workload cluster: the agent reads its own Node uncached and
@@ -98,13 +99,7 @@ func (t *Taints) Start(ctx context.Context) error {
 
 // lacksQuorum lists the DRBD resources on the node that have lost quorum.
 func lacksQuorum(w *Watcher) []string {
-	var out []string
-	for _, r := range w.Snapshot() {
-		if r.LacksQuorum() {
-			out = append(out, r.Name)
-		}
-	}
-	return out
+	return w.tracker.Matching(func(r *drbd.ResourceStatus) bool { return r.LacksQuorum() })
 }
 
 func isLostQuorumTaint(t corev1.Taint) bool {

@@ -87,9 +87,6 @@ func (w *Watcher) Synced() bool { return w.synced.Load() }
 // Get returns the tracked state of one DRBD resource.
 func (w *Watcher) Get(name string) (drbd.ResourceStatus, bool) { return w.tracker.Get(name) }
 
-// Snapshot returns the tracked state of every DRBD resource on the node.
-func (w *Watcher) Snapshot() []drbd.ResourceStatus { return w.tracker.Snapshot() }
-
 // ReadyCheck is a healthz.Checker: ready once the DRBD state has been loaded.
 func (w *Watcher) ReadyCheck(_ *http.Request) error {
 	if !w.Synced() {
