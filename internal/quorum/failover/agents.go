@@ -39,7 +39,7 @@ func (r *Reconciler) holdForSilentAgents(ctx context.Context, s *scope) error {
 		if err != nil {
 			return // the phase reports a cluster it cannot reach
 		}
-		replicas, err := drbdResources(ctx, rc, s.group.Name)
+		replicas, err := s.replicasOf(ctx, rc)
 		if err != nil {
 			return
 		}

@@ -28,7 +28,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
-	targetRes, err := drbdResources(ctx, tgt, s.group.Name)
+	targetRes, err := s.replicasOf(ctx, tgt)
 	if err != nil {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
@@ -95,7 +95,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		if len(notReady) > 0 {
 			recheck = r.drainLeft(s) // no DRBD event may come while the link is down
 		}
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, recheck, "waiting for DRBD on %s to be promotable and promoted: %s%s%s", s.target(), strings.Join(pending, ", "), refusals(targetRes), describeGaps(gaps))
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, recheck, "waiting for DRBD on %s to be promotable and promoted: %s%s%s", s.target(), flow.Listed(pending), refusals(targetRes), describeGaps(gaps))
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionTrue, "Promoted", fmt.Sprintf("%d DRBD resources are Primary on %s", len(targetRes), s.target()))
 	s.trail.Enter(srv1alpha1.FailoverStartingOnTarget, "DRBD primary on %s; starting group %s there", s.target(), s.group.Name)
@@ -127,7 +127,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 	if err := r.asked.ask(ctx, s, src, stopAndDemote()); err != nil {
 		return s.unplanned(), err.Error()
 	}
-	res, err := drbdResources(ctx, src, s.group.Name)
+	res, err := s.replicasOf(ctx, src)
 	if err != nil {
 		return s.unplanned(), err.Error()
 	}
@@ -144,7 +144,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		// Sorted: the message changes, and the status is written, only when the
 		// set does, not with the order the cache lists them in.
 		sort.Strings(primaries)
-		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), strings.Join(primaries, ", "))
+		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), flow.Listed(primaries))
 	}
 	if pg, _ := workloadGroup(ctx, src, s.req.Namespace, s.group.Name); !carries(pg, res, want) {
 		return false, fmt.Sprintf("waiting for pg-controller on %s to ask every replica of %s to be Secondary", s.source(), s.group.Name)
@@ -217,5 +217,5 @@ func refusals(res []srv1alpha1.DRBDResource) string {
 	if len(out) == 0 {
 		return ""
 	}
-	return "; refused: " + strings.Join(out, "; ")
+	return "; refused: " + flow.ListedWith(out, "; ")
 }

@@ -149,7 +149,7 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 	for _, b := range blocked {
 		names = append(names, b.res.Name)
 	}
-	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "source %s confirmed fenced: waiting for DRBD on %s to disconnect from it: %s", s.source(), s.target(), strings.Join(names, ", "))
+	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "source %s confirmed fenced: waiting for DRBD on %s to disconnect from it: %s", s.source(), s.target(), flow.Listed(names))
 }
 
 // parallelWrites bounds the writes to one workload cluster in flight at once.
@@ -218,7 +218,7 @@ func (r *Reconciler) reportLag(ctx context.Context, s *scope, targetRes []srv1al
 	res := targetRes
 	side := s.target()
 	if src, err := r.Remote.Get(s.key(s.source())); err == nil {
-		if sr, err := drbdResources(ctx, src, s.group.Name); err == nil && len(sr) > 0 {
+		if sr, err := s.replicasOf(ctx, src); err == nil && len(sr) > 0 {
 			res, side = sr, s.source()
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +71,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		}
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach source %s to rejoin %s: %s", s.source(), s.target(), err.Error())
 	}
-	srcRes, err := drbdResources(ctx, src, s.group.Name)
+	srcRes, err := s.replicasOf(ctx, src)
 	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
 	}
@@ -100,7 +99,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, 0, "rejoining %s, which was fenced off: waiting for group %s to stop there, where its VMs may have kept running (currentState %q); it keeps running on %s",
 			s.target(), s.group.Name, pg.Status.CurrentState, s.source())
 	}
-	tgtRes, err := drbdResources(ctx, tgt, s.group.Name)
+	tgtRes, err := s.replicasOf(ctx, tgt)
 	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
 	}
@@ -136,7 +135,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		sort.Strings(discarding)
 		s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonRejoining,
 			fmt.Sprintf("confirmed; discarding the diverged data of %s and resyncing it from %s", s.target(), s.source()))
-		return flow.Waiting(srv1alpha1.ReasonRejoining, 0, "rejoining %s: waiting for DRBD there to be Secondary and discard its diverged data: %s", s.target(), strings.Join(discarding, ", "))
+		return flow.Waiting(srv1alpha1.ReasonRejoining, 0, "rejoining %s: waiting for DRBD there to be Secondary and discard its diverged data: %s", s.target(), flow.Listed(discarding))
 	}
 	// 4. Reconnect: the source's replicas let the target back in.
 	idx := make([]int, 0, len(fenced))
@@ -156,7 +155,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	behind := describeGaps(gaps)
 	if notUpToDate := staleReplicas(tgtRes); behind != "" || len(notUpToDate) > 0 {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, rejoinRecheck, "rejoining %s: resyncing it from %s, where group %s keeps running; not yet UpToDate on %s: %s%s",
-			s.target(), s.source(), s.group.Name, s.target(), strings.Join(notUpToDate, ", "), behind)
+			s.target(), s.source(), s.group.Name, s.target(), flow.Listed(notUpToDate), behind)
 	}
 	if err := flow.ForEach(parallelWrites, len(tgtRes), func(i int) error {
 		return clearDiscard(ctx, tgt, &tgtRes[i])

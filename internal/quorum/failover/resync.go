@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +31,7 @@ func (r *Reconciler) sourceGaps(ctx context.Context, s *scope) (map[string]syncG
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach source %s to read its replication state: %w", s.source(), err)
 	}
-	res, err := drbdResources(ctx, src, s.group.Name)
+	res, err := s.replicasOf(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func describeGaps(gaps map[string]syncGap) string {
 		return ""
 	}
 	sort.Strings(out)
-	return "; " + strings.Join(out, ", ")
+	return "; " + flow.Listed(out)
 }
 
 // abortResync ends a planned failover whose target did not become UpToDate
@@ -92,7 +91,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	}
 	if len(primaries) > 0 {
 		sort.Strings(primaries)
-		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for %s to be Secondary again before restoring %s: %s", s.target(), s.source(), strings.Join(primaries, ", "))
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for %s to be Secondary again before restoring %s: %s", s.target(), s.source(), flow.Listed(primaries))
 	}
 	if pg, _ := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name); !carries(pg, targetRes, secondaryIntent()) {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for pg-controller on %s to ask every replica to be Secondary again before restoring %s", s.target(), s.source())
@@ -104,7 +103,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, stoppedAs(primaryIntent())); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
 	}
-	srcRes, err := drbdResources(ctx, src, s.group.Name)
+	srcRes, err := s.replicasOf(ctx, src)
 	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "%s", err.Error())
 	}
@@ -116,7 +115,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	}
 	if len(waiting) > 0 {
 		sort.Strings(waiting)
-		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), strings.Join(waiting, ", "), refusals(srcRes))
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), flow.Listed(waiting), refusals(srcRes))
 	}
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
 		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"context"
 	"time"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -24,6 +25,31 @@ type scope struct {
 	// wake, when set, is the latest a reconcile should look again although
 	// nothing it watches changes (wakeAt).
 	wake time.Time
+	// replicas are the group's DRBDResources per cluster, as this reconcile
+	// read them (replicasOf).
+	replicas map[string][]srv1alpha1.DRBDResource
+}
+
+// replicasOf lists the group's DRBDResources on rc's cluster from its cache,
+// once per reconcile. A reconcile in WaitingForDRBD asks for each cluster's
+// two or three times (silent agents, the source's gaps and roles, the
+// target's roles), each list walks the cluster's cached replicas, and the
+// request wakes on every replica's change: in a group of N VMs that was N²
+// reads per step, several times over. The copies are the cache's own
+// (readOnly): read them, never change them.
+func (s *scope) replicasOf(ctx context.Context, rc *remote.Remote) ([]srv1alpha1.DRBDResource, error) {
+	if res, ok := s.replicas[rc.Key.Cluster]; ok {
+		return res, nil
+	}
+	res, err := drbdResources(ctx, rc, s.group.Name)
+	if err != nil {
+		return nil, err
+	}
+	if s.replicas == nil {
+		s.replicas = map[string][]srv1alpha1.DRBDResource{}
+	}
+	s.replicas[rc.Key.Cluster] = res
+	return res, nil
 }
 
 // wakeAt asks for a reconcile no later than t.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // A failover step asks a cluster for a run state and a DRBD role in one write
@@ -71,7 +71,7 @@ func (r *Reconciler) liveInstances(ctx context.Context, s *scope) ([]string, err
 // demotionHold is the Ready condition's note for a demotion held by VMs.
 func demotionHold(vms []string) string {
 	return fmt.Sprintf("holding DRBD Secondary until every VM has stopped: %s still %s a VirtualMachineInstance",
-		listed(vms), plural(len(vms), "has", "have"))
+		flow.Listed(vms), plural(len(vms), "has", "have"))
 }
 
 // startHold says why no VM of the group may start yet, or "" when they may:
@@ -95,7 +95,7 @@ func startHold(s *scope) string {
 		return ""
 	}
 	return fmt.Sprintf("holding VM starts until every DRBD replica is Primary (%d of %d are): waiting for %s",
-		len(s.replicas)-len(waiting), len(s.replicas), listed(waiting))
+		len(s.replicas)-len(waiting), len(s.replicas), flow.Listed(waiting))
 }
 
 func plural(n int, one, many string) string {
@@ -105,11 +105,3 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// listed joins names, the first ten of them in a large group.
-func listed(names []string) string {
-	const most = 10
-	if len(names) <= most {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
-}

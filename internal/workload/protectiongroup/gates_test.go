@@ -59,12 +59,12 @@ func TestDemotesAndStartHold(t *testing.T) {
 		startHold(group(&srv1alpha1.GroupDRBDIntent{Role: pri}, res("a", pri, "Primary"), res("b", pri, "Secondary"), res("c", pri, ""))))
 }
 
-func TestListedCapsLongLists(t *testing.T) {
+func TestDemotionHoldCapsLongLists(t *testing.T) {
 	var many []string
 	for i := range 12 {
-		many = append(many, fmt.Sprintf("vm-%02d", i))
+		many = append(many, fmt.Sprintf("apps/vm-%02d", i))
 	}
-	require.Equal(t, "vm-00, vm-01, vm-02, vm-03, vm-04, vm-05, vm-06, vm-07, vm-08, vm-09 and 2 more", listed(many))
+	require.Equal(t, "holding DRBD Secondary until every VM has stopped: apps/vm-00, apps/vm-01, apps/vm-02, apps/vm-03, apps/vm-04, apps/vm-05, apps/vm-06, apps/vm-07, apps/vm-08, apps/vm-09 and 2 more still have a VirtualMachineInstance", demotionHold(many))
 	require.Equal(t, "holding DRBD Secondary until every VM has stopped: apps/a still has a VirtualMachineInstance", demotionHold([]string{"apps/a"}))
 	require.Equal(t, "holding DRBD Secondary until every VM has stopped: apps/a, apps/b still have a VirtualMachineInstance", demotionHold([]string{"apps/a", "apps/b"}))
 }
