@@ -104,4 +104,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
