@@ -59,6 +59,7 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 		return fail(10, "'%s' not defined in your config (for this host).", res)
 	}
 	return Update(env.StateDir, func(w *World) error {
+		w.touch(res) // a command changes its own resource alone
 		r := w.syncConfig(rc)
 		n := r.Nodes[env.Node]
 		// Quorum options are the local node's: each node applies its own file.

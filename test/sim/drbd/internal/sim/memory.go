@@ -46,12 +46,17 @@ func memoryWorld(dir string) (*memWorld, bool) {
 // change; the clock alone does not.
 func (m *memWorld) update(fn func(w *World) error, notify bool) error {
 	m.mu.Lock()
+	advanced := !m.still
 	if now := time.Now(); m.still {
 		m.w.LastTick = now
 	} else {
 		m.w.advance(now)
 	}
+	m.w.touched = nil
 	err := fn(m.w)
+	if advanced {
+		m.w.touched = nil // time moved every resource in resync
+	}
 	// Every change notifies; a call that does not can only have moved time,
 	// which ends a resync but never starts one.
 	if notify || !m.still {
@@ -60,6 +65,7 @@ func (m *memWorld) update(fn func(w *World) error, notify bool) error {
 	if notify {
 		m.w.onHost = nil
 		m.version++
+		m.w.changed(m.version)
 		for _, o := range m.observers {
 			o(m.w)
 		}

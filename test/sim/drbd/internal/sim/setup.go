@@ -65,13 +65,26 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	mem, inMemory := memoryWorld(env.StateDir)
 	var seen os.FileInfo
 	var seenVersion uint64
+	// In memory, a stream renders again only the resources changed since its
+	// last snapshot (objectsSince), unless time was moving them then or now.
+	var cache map[string][]object
+	var rendered uint64
 	snapshot := func() ([]object, error) {
 		var objs []object
 		if inMemory {
 			seenVersion = mem.currentVersion()
 		}
 		err := update(env.StateDir, func(w *World) error {
-			objs, busy = w.objects(env.Node, only), w.timeDriven()
+			if !inMemory {
+				objs, busy = w.objects(env.Node, only), w.timeDriven()
+				return nil
+			}
+			moving := w.timeDriven()
+			if busy || moving {
+				cache = nil
+			}
+			objs, cache = w.objectsSince(env.Node, only, rendered, cache)
+			rendered, busy = w.version, moving
 			return nil
 		}, false)
 		if !inMemory {

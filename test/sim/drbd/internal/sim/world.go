@@ -36,6 +36,40 @@ type World struct {
 	// event stream reads only its own node's, after every change of any node.
 	// Built on first use; a world kept in memory drops it with every change.
 	onHost map[string][]string
+
+	// For the event streams of a world kept in memory (memory.go), which
+	// render again only what changed: touched names the resources the
+	// running update changed (nil: it may have changed any), changedAt the
+	// version of each resource's last change, allChangedAt that of the last
+	// change that may have touched any, and version the current one.
+	touched      map[string]bool
+	changedAt    map[string]uint64
+	allChangedAt uint64
+	version      uint64
+}
+
+// touch records that the running update changes resource name alone (or
+// with the others it touches); an update that touches none may change any.
+func (w *World) touch(name string) {
+	if w.touched == nil {
+		w.touched = map[string]bool{}
+	}
+	w.touched[name] = true
+}
+
+// changed records the version of the update that just ran.
+func (w *World) changed(version uint64) {
+	w.version = version
+	if w.touched == nil {
+		w.allChangedAt = version
+		return
+	}
+	if w.changedAt == nil {
+		w.changedAt = map[string]uint64{}
+	}
+	for name := range w.touched {
+		w.changedAt[name] = version
+	}
 }
 
 // namesOn is onHost[host], built for every host on first use.
