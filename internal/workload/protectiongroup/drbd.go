@@ -62,9 +62,7 @@ func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	patched, err := ApplyDRBDIntent(ctx, r.Client, in, s.replicas)
-	if patched > 0 {
-		s.asked = true
-	}
+	s.asked = s.asked || patched > 0
 	if err != nil {
 		return ctrl.Result{}, flow.Transient("PatchFailed", err)
 	}

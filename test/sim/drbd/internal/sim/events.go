@@ -10,23 +10,14 @@ type object struct {
 	key, fields string
 }
 
-// objects lists what `events2 --statistics` would report for node host,
-// in drbd-utils order: resource, devices, then per connection the
-// connection, its path and its peer devices.
-func (w *World) objects(host, only string) []object {
-	var out []object
-	for _, name := range w.namesOn(host) {
-		out = append(out, w.resourceObjects(host, only, name)...)
-	}
-	return out
-}
-
-// objectsSince is objects for a stream that rendered them at version since,
-// each resource's into cache: it renders again only the resources changed
-// after since, as DRBD's own stream reports only what changed. Rendering every
-// resource of the node after each change of any made a failover of N replicas
-// cost N² renderings, which benchmarks charged to the product. A world that
-// may have changed anywhere since renders whole. It returns the new cache.
+// objectsSince lists what `events2 --statistics` would report for node host,
+// in drbd-utils order, for a stream that rendered them at version since, each
+// resource's into cache (nil: none yet). It renders again only the resources
+// changed after since, as DRBD's own stream reports only what changed:
+// rendering every resource of the node after each change of any made a
+// failover of N replicas cost N² renderings, which benchmarks charged to the
+// product. A world that may have changed anywhere since renders whole. It
+// returns the new cache.
 func (w *World) objectsSince(host, only string, since uint64, cache map[string][]object) ([]object, map[string][]object) {
 	if w.allChangedAt > since {
 		cache = nil
@@ -45,7 +36,8 @@ func (w *World) objectsSince(host, only string, since uint64, cache map[string][
 	return out, next
 }
 
-// resourceObjects is what objects reports of one resource.
+// resourceObjects is what events2 reports of one resource: the resource, its
+// devices, then per connection the connection, its path and its peer devices.
 func (w *World) resourceObjects(host, only, name string) []object {
 	r := w.Resources[name]
 	if r == nil {

@@ -66,7 +66,8 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	var seen os.FileInfo
 	var seenVersion uint64
 	// In memory, a stream renders again only the resources changed since its
-	// last snapshot (objectsSince), unless time was moving them then or now.
+	// last snapshot (objectsSince), unless time was moving them then or now; a
+	// world read from its file has no versions and renders whole.
 	var cache map[string][]object
 	var rendered uint64
 	snapshot := func() ([]object, error) {
@@ -75,12 +76,8 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 			seenVersion = mem.currentVersion()
 		}
 		err := update(env.StateDir, func(w *World) error {
-			if !inMemory {
-				objs, busy = w.objects(env.Node, only), w.timeDriven()
-				return nil
-			}
 			moving := w.timeDriven()
-			if busy || moving {
+			if !inMemory || busy || moving {
 				cache = nil
 			}
 			objs, cache = w.objectsSince(env.Node, only, rendered, cache)
