@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	if s.trail.Terminal() {
-		return ctrl.Result{}, nil
+		return r.firstRecheck(req), nil
 	}
 	return flow.Result(flow.Soonest(res, flow.After(s.requeueAfter)), err)
 }

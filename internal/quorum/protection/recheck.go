@@ -127,6 +127,19 @@ func (r *Reconciler) recheckClaim(ctx context.Context, req *srv1alpha1.Protectio
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
+// firstRecheck schedules the claim re-check of a request that has just become
+// Protected, one interval from now. Its own status write does not wake it (the
+// watch passes spec and annotation changes only), so without this a request
+// whose workload objects settled before it ended would never re-check until
+// the manager restarts.
+func (r *Reconciler) firstRecheck(req *srv1alpha1.ProtectionRequest) ctrl.Result {
+	if req.Status.Phase != srv1alpha1.ProtectionProtected || req.Status.Port == 0 {
+		return ctrl.Result{}
+	}
+	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
+	return ctrl.Result{RequeueAfter: r.rechecks.checked(key, req.UID, r.now(), r.recheckEvery())}
+}
+
 func (r *Reconciler) recheckEvery() time.Duration {
 	if r.Options.ClaimRecheckInterval > 0 {
 		return r.Options.ClaimRecheckInterval
