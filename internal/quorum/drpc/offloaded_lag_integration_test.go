@@ -34,13 +34,18 @@ func TestOffloadedGroupLag(t *testing.T) {
 	const app = "lag-app"
 	z.addAppWith(app, env.Primary, lagPolicy, srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: lagObjective})
 
-	status := func() *srv1alpha1.ReplicationGroupStatus {
+	// status reads the group's ReplicationGroupStatus, which the monitor
+	// creates shortly after the group: until then the poll goes on.
+	status := func() (srv1alpha1.ReplicationGroupStatusStatus, error) {
 		st := &srv1alpha1.ReplicationGroupStatus{}
-		require.NoError(t, z.Client(env.Quorum).Get(ctx, keyOf(app), st))
-		return st
+		err := z.Client(env.Quorum).Get(ctx, keyOf(app), st)
+		return st.Status, err
 	}
 	env.Eventually(t, timeout, "a healthy group with the array's sync time", func() error {
-		st := status().Status
+		st, err := status()
+		if err != nil {
+			return err
+		}
 		if st.Health != srv1alpha1.HealthHealthy || !st.FailoverReady || st.MaxLagSeconds > lagObjective {
 			return fmt.Errorf("status %+v", st)
 		}
@@ -53,13 +58,18 @@ func TestOffloadedGroupLag(t *testing.T) {
 		}
 		return nil
 	})
-	require.Empty(t, status().Status.ActiveRPOEvent)
+	st, err := status()
+	require.NoError(t, err)
+	require.Empty(t, st.ActiveRPOEvent)
 
 	// The link goes down: no cycle ends, the lag grows past the objective.
 	link.Pause()
 	var event string
 	env.Eventually(t, timeout, "an RPOEvent while the link is down", func() error {
-		st := status().Status
+		st, err := status()
+		if err != nil {
+			return err
+		}
 		if st.Health != srv1alpha1.HealthDegraded || st.ActiveRPOEvent == "" {
 			return fmt.Errorf("status %+v", st)
 		}
@@ -77,7 +87,10 @@ func TestOffloadedGroupLag(t *testing.T) {
 	// The link is back: cycles end again and the event is resolved.
 	link.Resume()
 	env.Eventually(t, timeout, "the RPOEvent resolved once the link is back", func() error {
-		st := status().Status
+		st, err := status()
+		if err != nil {
+			return err
+		}
 		ev := &srv1alpha1.RPOEvent{}
 		if err := z.Client(env.Quorum).Get(ctx, keyOf(event), ev); err != nil {
 			return err
