@@ -31,12 +31,22 @@ func TestCLI(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("status shows clusters, group, VMs on both sides and replication", func(t *testing.T) {
-		r := z.cli(ctx, "status")
-		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		for _, want := range []string{group, "direct", "apps/vm-00", env.Primary + "=Running", env.DR + "=Stopped", "Established"} {
-			assert.Contains(t, r.stdout, want)
-		}
-		r = z.cli(ctx, "status", group, "-o", "json")
+		// The zone is ready when the primary runs and replication is healthy;
+		// the DR copy's VM states reach the quorum group through pg-sync,
+		// which may come a moment later.
+		env.Eventually(t, timeout, "status with every cluster's VM state", func() error {
+			r := z.cli(ctx, "status")
+			if r.code != cli.ExitOK {
+				return fmt.Errorf("exit %d: %s", r.code, r.stderr)
+			}
+			for _, want := range []string{group, "direct", "apps/vm-00", env.Primary + "=Running", env.DR + "=Stopped", "Established"} {
+				if !strings.Contains(r.stdout, want) {
+					return fmt.Errorf("no %q in the output", want)
+				}
+			}
+			return nil
+		})
+		r := z.cli(ctx, "status", group, "-o", "json")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		var rep cli.StatusReport
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
