@@ -90,7 +90,7 @@ func (c *claimRechecks) forget(key types.NamespacedName) {
 // reach is tried at the next interval.
 func (r *Reconciler) recheckClaim(ctx context.Context, req *srv1alpha1.ProtectionRequest) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
-	if req.Status.Phase != srv1alpha1.ProtectionProtected || req.Status.Port == 0 {
+	if !holdsClaim(req) {
 		r.rechecks.forget(key)
 		return ctrl.Result{}, nil
 	}
@@ -133,11 +133,16 @@ func (r *Reconciler) recheckClaim(ctx context.Context, req *srv1alpha1.Protectio
 // whose workload objects settled before it ended would never re-check until
 // the manager restarts.
 func (r *Reconciler) firstRecheck(req *srv1alpha1.ProtectionRequest) ctrl.Result {
-	if req.Status.Phase != srv1alpha1.ProtectionProtected || req.Status.Port == 0 {
+	if !holdsClaim(req) {
 		return ctrl.Result{}
 	}
 	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
 	return ctrl.Result{RequeueAfter: r.rechecks.checked(key, req.UID, r.now(), r.recheckEvery())}
+}
+
+// holdsClaim reports whether req is Protected with a claim to re-check.
+func holdsClaim(req *srv1alpha1.ProtectionRequest) bool {
+	return req.Status.Phase == srv1alpha1.ProtectionProtected && req.Status.Port != 0
 }
 
 func (r *Reconciler) recheckEvery() time.Duration {
