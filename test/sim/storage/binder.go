@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -26,7 +28,16 @@ type Options struct {
 	// SkipRestores leaves claims with a dataSource to whoever restores them (the
 	// snapshot simulator), so that their data is restored before they bind.
 	SkipRestores bool
+	// DeviceDir, when set, holds a sparse file per block volume, of the claim's
+	// requested size (DeviceFile names it), and the kubelet links point at it:
+	// the volume then has contents that the DRBD simulator and the guest read
+	// and write. It must lie under /dev/ (a /dev/shm folder), as the agent
+	// accepts only device paths there. Empty: links point at /dev/null.
+	DeviceDir string
 }
+
+// DeviceFile is the file that holds the contents of block volume pv in dir.
+func DeviceFile(dir, pv string) string { return filepath.Join(dir, pv) }
 
 // SetupWithManager registers the binder with mgr.
 func SetupWithManager(mgr ctrl.Manager, o Options) error {
@@ -102,6 +113,13 @@ func (b *binder) stage(pvName string, pvc *corev1.PersistentVolumeClaim) error {
 	if pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeBlock {
 		return nil
 	}
+	target := "/dev/null"
+	if b.opts.DeviceDir != "" {
+		target = DeviceFile(b.opts.DeviceDir, pvName)
+		if err := createSparse(target, pvc.Spec.Resources.Requests.Storage().Value()); err != nil {
+			return err
+		}
+	}
 	for _, dir := range b.opts.KubeletDirs {
 		devDir := filepath.Join(dir, "plugins", "kubernetes.io", "csi", "volumeDevices", pvName, "dev")
 		if err := os.MkdirAll(devDir, 0o755); err != nil {
@@ -111,11 +129,27 @@ func (b *binder) stage(pvName string, pvc *corev1.PersistentVolumeClaim) error {
 		if _, err := os.Lstat(link); err == nil {
 			continue
 		}
-		// The DRBD simulator never opens the device; the link only has to point
-		// into /dev like a real one.
-		if err := os.Symlink("/dev/null", link); err != nil {
+		// The link only has to point into /dev like a real one.
+		if err := os.Symlink(target, link); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// createSparse makes path a sparse file of size bytes, once: a volume keeps its
+// contents when its claim is reconciled again.
+func createSparse(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
