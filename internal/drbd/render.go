@@ -40,7 +40,11 @@ type VolumeConfig struct {
 	Number   int
 	Minor    int
 	Disk     string // backing block device path
-	MetaDisk string // "internal" (the only supported layout); "" means internal
+	// MetaDisk is where DRBD keeps the volume's metadata: "internal" ("" too)
+	// puts it at the end of Disk, which shrinks the device below the disk; a
+	// /dev/ path puts it on a device of its own (flex-external, see
+	// ExternalMetaSize), and the device then exposes all of Disk.
+	MetaDisk string
 }
 
 // Port range reserved for DRBD replication links by this project.
@@ -141,8 +145,12 @@ func validateVolumes(vols []VolumeConfig) []error {
 		if !strings.HasPrefix(v.Disk, "/dev/") || strings.ContainsAny(v.Disk, " \t\n\";{}#") {
 			errs = append(errs, fmt.Errorf("%s: disk %q must be a /dev/ path without spaces or quotes", where, v.Disk))
 		}
-		if v.MetaDisk != "" && v.MetaDisk != "internal" {
-			errs = append(errs, fmt.Errorf("%s: meta-disk %q: only internal is supported", where, v.MetaDisk))
+		switch {
+		case v.MetaDisk == "" || v.MetaDisk == "internal":
+		case !strings.HasPrefix(v.MetaDisk, "/dev/") || strings.ContainsAny(v.MetaDisk, " \t\n\";{}#"):
+			errs = append(errs, fmt.Errorf("%s: meta-disk %q must be internal or a /dev/ path without spaces or quotes", where, v.MetaDisk))
+		case v.MetaDisk == v.Disk:
+			errs = append(errs, fmt.Errorf("%s: meta-disk %q is the data disk itself; use internal", where, v.MetaDisk))
 		}
 	}
 	return errs
@@ -203,8 +211,12 @@ func (c *ResourceConfig) Render() ([]byte, error) {
 	}
 	b.WriteString("    }\n")
 	for _, v := range vols {
-		fmt.Fprintf(&b, "    volume %d {\n        device minor %d;\n        disk %s;\n        meta-disk internal;\n    }\n",
-			v.Number, v.Minor, v.Disk)
+		meta := v.MetaDisk
+		if meta == "" {
+			meta = "internal"
+		}
+		fmt.Fprintf(&b, "    volume %d {\n        device minor %d;\n        disk %s;\n        meta-disk %s;\n    }\n",
+			v.Number, v.Minor, v.Disk, meta)
 	}
 	hosts := make([]string, 0, len(nodes))
 	for _, n := range nodes {

@@ -80,7 +80,8 @@ func TestValidate(t *testing.T) {
 		{"bad quorum", func(c *ResourceConfig) { c.Quorum.Quorum = "all" }, "must be majority or off"},
 		{"bad on-no-quorum", func(c *ResourceConfig) { c.Quorum.OnNoQuorum = "freeze" }, "io-error or suspend-io"},
 		{"disk not in /dev", func(c *ResourceConfig) { c.Volumes[0].Disk = "disk.img" }, "must be a /dev/ path"},
-		{"external meta-disk", func(c *ResourceConfig) { c.Volumes[0].MetaDisk = "/dev/md" }, "only internal"},
+		{"meta-disk not in /dev", func(c *ResourceConfig) { c.Volumes[0].MetaDisk = "meta.img" }, "internal or a /dev/ path"},
+		{"meta-disk is the disk", func(c *ResourceConfig) { c.Volumes[0].MetaDisk = c.Volumes[0].Disk }, "the data disk itself"},
 		{"bad hostname", func(c *ResourceConfig) { c.Nodes[0].Hostname = "a;b" }, "hostname"},
 	}
 	for _, tt := range tests {
@@ -114,6 +115,7 @@ func TestRenderAcceptedByDrbdadm(t *testing.T) {
 	host, _, _ = strings.Cut(host, ".") // drbdadm matches `uname -n`
 	cfg := sampleConfig()
 	cfg.Nodes[1].Hostname = host
+	cfg.Volumes[0].MetaDisk = "/dev/siterecovery-meta-0" // flex-external: the data disk stays whole
 	data, err := cfg.Render()
 	require.NoError(t, err)
 
@@ -134,6 +136,8 @@ func TestRenderAcceptedByDrbdadm(t *testing.T) {
 	require.NoError(t, err, "drbdadm --dry-run up: %s", out)
 	assert.Contains(t, string(out), "drbdsetup new-resource "+cfg.Name)
 	assert.Contains(t, string(out), "--protocol=A")
+	assert.Regexp(t, `drbdsetup attach \S+ \S+ /dev/siterecovery-meta-0 flexible`, string(out),
+		"drbdadm attaches the external metadata device as flex-external")
 }
 
 func TestWriteFileAtomic(t *testing.T) {
