@@ -99,6 +99,13 @@ type DRBDVolume struct {
 	// backingPVC is the local block-mode PVC that stores this replica.
 	// +optional
 	BackingPVC *LocalObjectReference `json:"backingPVC,omitempty"`
+	// metaPVC is the local block-mode PVC that holds DRBD's metadata for this
+	// volume (flex-external meta-disk), so that the backing device holds data
+	// only and the DRBD device exposes all of it. Unset: the metadata lives at
+	// the end of the backing device (internal), which makes the DRBD device
+	// smaller than it.
+	// +optional
+	MetaPVC *LocalObjectReference `json:"metaPVC,omitempty"`
 	// devicePath is the backing block device on the node. When empty the agent
 	// resolves it from backingPVC through the kubelet's volumeDevices folder.
 	// +optional

@@ -71,6 +71,10 @@ type ProtectedVolume struct {
 	// frontendPVC is the DRBD-backed PVC the VM's disk names after protection.
 	// +optional
 	FrontendPVC string `json:"frontendPVC,omitempty"`
+	// metaPVC is the PVC, of the same name on both clusters, that holds DRBD's
+	// metadata for this disk, so that no metadata is written into the disk.
+	// +optional
+	MetaPVC string `json:"metaPVC,omitempty"`
 	// sizeBytes of the disk.
 	// +optional
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
