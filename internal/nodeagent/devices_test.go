@@ -54,8 +54,10 @@ func TestResourceConfigMapping(t *testing.T) {
 		Volumes: []srv1alpha1.DRBDVolume{{Number: 1, Minor: 11, BackingPVC: &srv1alpha1.LocalObjectReference{Name: "d1"}}, {Number: 0, Minor: 10, DevicePath: "/dev/sdb"}},
 		Peers:   []srv1alpha1.DRBDPeer{{NodeName: "node-b", NodeID: 1, Address: "10.0.0.2", Port: 7005}},
 	}}
-	rc := resourceConfig(obj, "10.0.0.1", map[int32]string{0: "/dev/sdb", 1: "/dev/block/8:16"})
+	rc := resourceConfig(obj, "10.0.0.1", map[int32]string{0: "/dev/sdb", 1: "/dev/block/8:16"}, map[int32]string{1: "/dev/block/8:32"})
 	require.NoError(t, rc.Validate())
+	assert.Equal(t, "/dev/block/8:32", rc.Volumes[0].MetaDisk, "volume 1 keeps its metadata on its metadata PVC")
+	assert.Equal(t, "internal", rc.Volumes[1].MetaDisk, "volume 0 names no metadata PVC")
 	assert.Equal(t, "A", rc.Protocol, "CRD default")
 	assert.Equal(t, "majority", rc.Quorum.Quorum)
 	assert.Equal(t, "io-error", rc.Quorum.OnNoQuorum)
@@ -64,7 +66,7 @@ func TestResourceConfigMapping(t *testing.T) {
 	assert.Equal(t, "/dev/block/8:16", rc.Volumes[0].Disk)
 
 	obj.Spec.Peers[0].NodeName = "node-a" // the CRD cannot know the local node's name
-	rc = resourceConfig(obj, "10.0.0.1", map[int32]string{0: "/dev/sdb", 1: "/dev/sdc"})
+	rc = resourceConfig(obj, "10.0.0.1", map[int32]string{0: "/dev/sdb", 1: "/dev/sdc"}, nil)
 	assert.ErrorContains(t, rc.Validate(), "duplicate hostname")
 	assert.Contains(t, string(topLevelConfig("/etc/drbd.d/sr")), `include "/etc/drbd.d/sr/*.res";`)
 }

@@ -40,8 +40,9 @@ func writeTopLevelConfig(dir string) error {
 }
 
 // resourceConfig maps the spec onto a renderer config. devices holds the resolved
-// backing device per volume number. The caller validates the result.
-func resourceConfig(obj *srv1alpha1.DRBDResource, localAddr string, devices map[int32]string) drbd.ResourceConfig {
+// backing device per volume number, meta the metadata device of the volumes that
+// keep it apart (the others keep it internal). The caller validates the result.
+func resourceConfig(obj *srv1alpha1.DRBDResource, localAddr string, devices, meta map[int32]string) drbd.ResourceConfig {
 	spec := &obj.Spec
 	protocol := string(spec.Protocol)
 	if protocol == "" {
@@ -73,8 +74,12 @@ func resourceConfig(obj *srv1alpha1.DRBDResource, localAddr string, devices map[
 	}
 	rc.Standalone = len(rc.Nodes) == 1 && len(spec.Peers) > 0
 	for _, v := range spec.Volumes {
+		metaDisk := "internal"
+		if m := meta[v.Number]; m != "" {
+			metaDisk = m
+		}
 		rc.Volumes = append(rc.Volumes, drbd.VolumeConfig{Number: int(v.Number), Minor: int(v.Minor),
-			Disk: devices[v.Number], MetaDisk: "internal"})
+			Disk: devices[v.Number], MetaDisk: metaDisk})
 	}
 	return rc
 }

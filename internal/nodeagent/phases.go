@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -48,14 +47,14 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 	// Devices are looked up again only when the volumes change: a role change,
 	// the step a failover waits on, then costs no API read.
 	if vk := volumesKey(s.obj.Spec.Volumes); s.memo.devices == nil || s.memo.volumes != vk {
-		devices, err := r.resolveDevices(ctx, s.obj)
+		devices, meta, err := r.resolveDevices(ctx, s.obj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		s.memo.devices, s.memo.volumes = devices, vk
+		s.memo.devices, s.memo.metaDevices, s.memo.volumes = devices, meta, vk
 	}
 	s.devices = s.memo.devices
-	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices)
+	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices, s.memo.metaDevices)
 	data, err := rc.Render()
 	if err != nil {
 		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, err,
@@ -75,28 +74,45 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 // volumesKey identifies the volumes of a spec, to notice when they change.
 func volumesKey(vols []srv1alpha1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
 
-func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDResource) (map[int32]string, error) {
-	out := make(map[int32]string, len(obj.Spec.Volumes))
+// resolveDevices resolves each volume's backing device and, where the volume
+// keeps its metadata on a PVC of its own, that PVC's device.
+func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDResource) (devices, meta map[int32]string, err error) {
+	devices, meta = make(map[int32]string, len(obj.Spec.Volumes)), map[int32]string{}
 	for _, v := range obj.Spec.Volumes {
 		if v.DevicePath != "" {
-			out[v.Number] = v.DevicePath
-			continue
-		}
-		if v.BackingPVC == nil {
-			return nil, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, nil,
-				fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number)))
-		}
-		p, err := r.Devices.DevicePath(ctx, obj.Namespace, v)
-		if err != nil {
-			if errors.Is(err, ErrDeviceMissing) {
-				return nil, waitOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonBackingDeviceMissing, deviceRetry, err,
-					fmt.Sprintf("%s: %v", volumeName(v.Number), err))
+			devices[v.Number] = v.DevicePath
+		} else {
+			if v.BackingPVC == nil {
+				return nil, nil, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, nil,
+					fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number)))
 			}
-			return nil, fmt.Errorf("%s: resolving backing PVC: %w", volumeName(v.Number), err)
+			if devices[v.Number], err = r.resolvePVC(ctx, obj.Namespace, v, "backing"); err != nil {
+				return nil, nil, err
+			}
 		}
-		out[v.Number] = p
+		if v.MetaPVC != nil {
+			mv := v
+			mv.BackingPVC, mv.DevicePath = v.MetaPVC, ""
+			if meta[v.Number], err = r.resolvePVC(ctx, obj.Namespace, mv, "metadata"); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
-	return maps.Clone(out), nil
+	return devices, meta, nil
+}
+
+// resolvePVC is the device of the PVC vol.BackingPVC names; what says which of
+// the volume's PVCs it is in messages.
+func (r *Reconciler) resolvePVC(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume, what string) (string, error) {
+	p, err := r.Devices.DevicePath(ctx, namespace, vol)
+	switch {
+	case errors.Is(err, ErrDeviceMissing):
+		return "", waitOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonBackingDeviceMissing, deviceRetry, err,
+			fmt.Sprintf("%s: %s PVC: %v", volumeName(vol.Number), what, err))
+	case err != nil:
+		return "", fmt.Errorf("%s: resolving %s PVC: %w", volumeName(vol.Number), what, err)
+	}
+	return p, nil
 }
 
 // createMetadata runs "drbdadm create-md" once in the life of the resource on this

@@ -62,12 +62,15 @@ type Reconciler struct {
 
 // memo is what the agent remembers about a resource between reconciles.
 type memo struct {
-	volumes   string           // volumesKey the devices were resolved for
-	devices   map[int32]string // resolved backing devices; nil: none yet
-	applied   string           // resource file last applied by up or adjust
-	upIssued  time.Time        // last successful "drbdadm up", until events2 shows it
-	promotion retryGate        // backoff of refused promotions
-	adm       retryGate        // backoff of failed drbdadm configuration commands
+	volumes string           // volumesKey the devices were resolved for
+	devices map[int32]string // resolved backing devices; nil: none yet
+	// metaDevices are the resolved metadata devices of the volumes that keep
+	// their metadata on a PVC of their own.
+	metaDevices map[int32]string
+	applied     string    // resource file last applied by up or adjust
+	upIssued    time.Time // last successful "drbdadm up", until events2 shows it
+	promotion   retryGate // backoff of refused promotions
+	adm         retryGate // backoff of failed drbdadm configuration commands
 }
 
 // scope carries one reconcile's inputs and findings between phases and setters.
