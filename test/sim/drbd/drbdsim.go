@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/siterecovery/siterecovery/test/sim/drbd/internal/sim"
 )
@@ -163,4 +164,57 @@ func (f *Fabric) Node(res, node string) (NodeState, error) {
 		return nil
 	})
 	return st, err
+}
+
+// WriteDevice writes data at off through /dev/drbd<minor> on node. Refused
+// with an error wrapping ErrIO when DRBD would fail the I/O: the device is not
+// up, the node is not Primary, it has no quorum with on-no-quorum io-error, or
+// off+len exceeds the device size. On a volume whose disk is a regular file
+// the bytes land in it (below the metadata) and replicate per protocol; on
+// other volumes only the KiB counters move.
+func (f *Fabric) WriteDevice(node string, minor int, off int64, data []byte) error {
+	return f.update(func(w *sim.World) error { return w.WriteDevice(node, minor, off, data) })
+}
+
+// ReadDevice reads n bytes at off through /dev/drbd<minor> on node (a Secondary
+// may not be read: ErrIO, as DRBD refuses opens on a Secondary; a Primary whose
+// local disk is not UpToDate reads from an UpToDate peer if connected).
+func (f *Fabric) ReadDevice(node string, minor int, off int64, n int) ([]byte, error) {
+	var out []byte
+	err := f.update(func(w *sim.World) error {
+		var err error
+		out, err = w.ReadDevice(node, minor, off, n)
+		return err
+	})
+	return out, err
+}
+
+// DeviceSize is the size /dev/drbd<minor> exposes on node.
+func (f *Fabric) DeviceSize(node string, minor int) (int64, error) {
+	var size int64
+	err := f.update(func(w *sim.World) error {
+		var err error
+		size, err = w.DeviceSize(node, minor)
+		return err
+	})
+	return size, err
+}
+
+// OpenDevice / CloseDevice count an opener of /dev/drbd<minor> on node (a VM,
+// a loop device). CloseDevice leaves it open for SetCloseLinger's time more.
+// While open, drbdadm secondary and down fail as DRBD's do (exit 11, "(-12)
+// Device is held open by someone").
+func (f *Fabric) OpenDevice(node string, minor int, holder string) error {
+	return f.update(func(w *sim.World) error { return w.OpenDevice(node, minor, holder) })
+}
+
+// CloseDevice ends holder's open of /dev/drbd<minor> on node.
+func (f *Fabric) CloseDevice(node string, minor int, holder string) error {
+	return f.update(func(w *sim.World) error { return w.CloseDevice(node, minor, holder, time.Now()) })
+}
+
+// SetCloseLinger keeps a closed device open d longer (default 0), as a
+// process that exits still holds the device a moment.
+func (f *Fabric) SetCloseLinger(d time.Duration) error {
+	return f.update(func(w *sim.World) error { w.CloseLingerNs = int64(d); return nil })
 }

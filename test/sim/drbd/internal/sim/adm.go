@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // cmdError is a failed command: message for stderr plus exit code.
@@ -23,7 +25,7 @@ func fail(code int, format string, a ...any) error {
 func Drbdadm(args []string, env Env, stdout io.Writer) error {
 	cfgPath := "/etc/drbd.conf"
 	var cmd, res string
-	force := false
+	force, discard, maxPeers := false, false, 1
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -37,6 +39,14 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			cfgPath = strings.TrimPrefix(a, "--config-file=")
 		case a == "--force":
 			force = true
+		case a == "--discard-my-data":
+			discard = true
+		case strings.HasPrefix(a, "--max-peers="):
+			n, err := strconv.Atoi(strings.TrimPrefix(a, "--max-peers="))
+			if err != nil || n < 1 || n > 31 {
+				return fail(20, "drbdadm: bad --max-peers %q", a)
+			}
+			maxPeers = n
 		case strings.HasPrefix(a, "-"): // --max-peers=N and friends: accepted, not modelled
 		case cmd == "":
 			cmd = a
@@ -66,7 +76,7 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 		n.Quorum, n.OnNoQuorum = rc.Quorum, rc.OnNoQuorum
 		switch cmd {
 		case "create-md":
-			return createMD(w, r, n, force)
+			return createMD(w, r, n, force, maxPeers)
 		case "up":
 			if n.Up {
 				return fail(10, "%s: Failure: (161) Minor or volume exists already (delete it first)\nCommand 'drbdsetup new-minor %s %d 0' terminated with exit code 10", res, res, firstMinor(r))
@@ -85,9 +95,33 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			if !n.Up {
 				return fail(10, "%s: No such resource", res)
 			}
+			if n.Role == "Primary" && n.anyOpen(time.Now()) {
+				return deviceInUse(r, "secondary")
+			}
 			n.Role = "Secondary"
 			return nil
+		case "disconnect":
+			if !n.Up {
+				return fail(10, "%s: No such resource", res)
+			}
+			if n.StandAlone == nil {
+				n.StandAlone = map[string]bool{}
+			}
+			for _, m := range r.Peers(n) {
+				n.StandAlone[m.Host] = true
+			}
+			return nil
+		case "connect":
+			if !n.Up {
+				return fail(10, "%s: No such resource", res)
+			}
+			n.StandAlone = nil
+			n.DiscardMyData = discard
+			return nil
 		case "down":
+			if n.Up && n.anyOpen(time.Now()) {
+				return deviceInUse(r, "down")
+			}
 			if n.Up {
 				r.DrainLag() // a graceful down flushes in-flight writes
 			}
@@ -107,6 +141,7 @@ func (w *World) syncConfig(rc *ResConfig) *Res {
 		w.Resources[rc.Name] = r
 	}
 	r.Protocol = rc.Protocol
+	r.AfterSB = rc.AfterSB
 	r.Volumes = maps.Clone(rc.Volumes)
 	for host, h := range rc.Hosts {
 		n := r.Nodes[host]
@@ -131,14 +166,25 @@ func configuredPeers(rc *ResConfig, self string) map[string]bool {
 	return out
 }
 
-func createMD(w *World, r *Res, n *Node, force bool) error {
+// deviceInUse is DRBD's SS_DEVICE_IN_USE refusal (drbd kernel drbd_state.c,
+// message from drbd_strings.c), as drbdadm relays drbdsetup's failure.
+func deviceInUse(r *Res, cmd string) error {
+	return fail(11, "%s: State change failed: (-12) Device is held open by someone\nCommand 'drbdsetup %s %s' terminated with exit code 11", r.Name, cmd, r.Name)
+}
+
+func createMD(w *World, r *Res, n *Node, force bool, maxPeers int) error {
 	if n.Up {
 		return fail(10, "Device '%d' is configured!\nCommand 'drbdmeta %d v09 %s internal create-md' terminated with exit code 20", firstMinor(r), firstMinor(r), r.Volumes[0].Disk)
 	}
 	if n.MD && !force {
 		return fail(10, "Found valid meta data in the expected location.\nDo you really want to overwrite the existing meta-data?\nOperation canceled.")
 	}
+	devs, err := layoutDevs(r, maxPeers)
+	if err != nil {
+		return err
+	}
 	n.MD = true
+	n.Devs = devs
 	for v := range r.Volumes {
 		n.Disk[v] = "Inconsistent"
 	}
@@ -190,9 +236,22 @@ func primary(w *World, r *Res, n *Node, force bool) error {
 		// Forcing makes our data the truth; every peer needs a full sync.
 		for v := range r.Volumes {
 			n.Disk[v] = "UpToDate"
+			r.rotateUUID(n, v)
 		}
 		for _, m := range r.Peers(n) {
 			w.StartSync(r, n, m)
+		}
+	} else if !connectedToAny(r, n) {
+		// A forced promotion apart from every peer starts a new data
+		// generation at once.
+		for v := range r.Volumes {
+			r.rotateUUID(n, v)
+		}
+	}
+	if !force && !connectedToAll(r, n) {
+		// Promoted with a peer away: a new generation with the first write.
+		for _, d := range n.Devs {
+			d.NewCur = true
 		}
 	}
 	n.Role = "Primary"
@@ -229,4 +288,76 @@ func firstMinor(r *Res) int {
 		}
 	}
 	return best
+}
+
+func connectedToAny(r *Res, n *Node) bool {
+	for _, m := range r.Peers(n) {
+		if r.Connected(n, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func connectedToAll(r *Res, n *Node) bool {
+	for _, m := range r.Peers(n) {
+		if n.configures(m) && !r.Connected(n, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// layoutDevs is create-md's work for every volume of the resource: a volume
+// whose disk (and external meta-disk) are regular files gets its metadata
+// written where drbdmeta puts it, after drbdmeta's check for a file system
+// that the metadata would truncate; other volumes only counters.
+func layoutDevs(r *Res, maxPeers int) (map[int]*Dev, error) {
+	devs := map[int]*Dev{}
+	for _, v := range sortedVols(r) {
+		vol := r.Volumes[v]
+		d := &Dev{Backing: vol.Disk, Meta: vol.Meta, Current: uuidJustCreated}
+		devs[v] = d
+		size, ok := regularSize(vol.Disk)
+		if !ok {
+			continue
+		}
+		metaPath := vol.Disk
+		if vol.Meta != "" {
+			metaSize, ok := regularSize(vol.Meta)
+			if !ok {
+				continue
+			}
+			if metaSize < soMuch {
+				return nil, fail(10, "%s is only %d bytes. That's not enough.\nCommand 'drbdmeta %d v09 %s flex-external create-md' terminated with exit code 10",
+					vol.Meta, metaSize, vol.Minor, vol.Meta)
+			}
+			d.Layout = ExternalLayout(size, metaSize, maxPeers)
+			metaPath = vol.Meta
+		} else {
+			if size < soMuch {
+				return nil, fail(10, "%s is only %d bytes. That's not enough.\nCommand 'drbdmeta %d v09 %s internal create-md' terminated with exit code 10",
+					vol.Disk, size, vol.Minor, vol.Disk)
+			}
+			d.Layout = InternalLayout(size, maxPeers)
+		}
+		if err := checkExistingData(metaPath, d.Layout); err != nil {
+			return nil, err
+		}
+		d.File = true
+	}
+	for _, v := range sortedVols(r) {
+		d := devs[v]
+		if !d.File {
+			continue
+		}
+		metaPath := d.Backing
+		if d.Meta != "" {
+			metaPath = d.Meta
+		}
+		if err := writeMetadata(metaPath, d.Layout, d.Current); err != nil {
+			return nil, fail(20, "writing meta data to %s: %v", metaPath, err)
+		}
+	}
+	return devs, nil
 }

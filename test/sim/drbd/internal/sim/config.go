@@ -16,6 +16,7 @@ type ResConfig struct {
 	Protocol   string
 	Quorum     string
 	OnNoQuorum string
+	AfterSB    [3]string // after-sb-0pri, -1pri, -2pri
 	Volumes    map[int]Vol
 	Hosts      map[string]HostConfig
 }
@@ -170,6 +171,16 @@ func resource(s stmt) (*ResConfig, error) {
 				if len(o.words) == 2 && o.words[0] == "protocol" {
 					rc.Protocol = o.words[1]
 				}
+				if len(o.words) == 2 && strings.HasPrefix(o.words[0], "after-sb-") {
+					switch o.words[0] {
+					case "after-sb-0pri":
+						rc.AfterSB[0] = o.words[1]
+					case "after-sb-1pri":
+						rc.AfterSB[1] = o.words[1]
+					case "after-sb-2pri":
+						rc.AfterSB[2] = o.words[1]
+					}
+				}
 			}
 		case c.words[0] == "options":
 			for _, o := range c.block {
@@ -192,6 +203,9 @@ func resource(s stmt) (*ResConfig, error) {
 				}
 				if len(o.words) == 2 && o.words[0] == "disk" {
 					v.Disk = o.words[1]
+				}
+				if len(o.words) == 2 && o.words[0] == "meta-disk" && o.words[1] != "internal" {
+					v.Meta = o.words[1] // flex-external
 				}
 			}
 			rc.Volumes[n] = v

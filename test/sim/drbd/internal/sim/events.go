@@ -56,8 +56,8 @@ func (w *World) resourceObjects(host, only, name string) []object {
 	for _, v := range sortedVols(r) {
 		vol := r.Volumes[v]
 		out = append(out, object{fmt.Sprintf("device name:%s volume:%d minor:%d", name, v, vol.Minor), fmt.Sprintf(
-			"backing_dev:%s disk:%s client:no open:no quorum:%s size:%d read:%d written:%d al-writes:0 bm-writes:0 upper-pending:0 lower-pending:0 al-suspended:no blocked:no",
-			vol.Disk, r.DiskView(n, v), quorum, w.SizeKiB, n.Read[v], n.Written[v])})
+			"backing_dev:%s disk:%s client:no open:%s quorum:%s size:%d read:%d written:%d al-writes:0 bm-writes:0 upper-pending:0 lower-pending:0 al-suspended:no blocked:no",
+			vol.Disk, r.DiskView(n, v), yesNo(r.deviceOpen(n, v)), quorum, r.sizeKiB(n, v, w.SizeKiB), n.Read[v], n.Written[v])})
 	}
 	for _, c := range r.Conns(n, w.SizeKiB) {
 		id := fmt.Sprintf("name:%s peer-node-id:%d conn-name:%s", name, c.Peer.NodeID, c.Peer.Host)

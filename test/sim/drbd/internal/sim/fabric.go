@@ -37,6 +37,20 @@ func (w *World) Write(res, node string, kib uint64) error {
 		return fmt.Errorf("drbdsim: %s on %s has no quorum (%s): %w", res, node, n.OnNoQuorum, ErrIO)
 	}
 	const v = 0
+	if d := n.dev(v); d != nil && d.File {
+		// A volume with contents: kib KiB of a pattern through the device,
+		// at a rolling offset.
+		size := d.Layout.DataSize
+		data := make([]byte, min(int64(kib)*1024, size))
+		for i := range data {
+			data[i] = byte(n.Written[v] + uint64(i)/4096)
+		}
+		off := int64(n.Written[v]*1024) % max(size-int64(len(data))+1, 1) &^ (bmGranule - 1)
+		return w.WriteDevice(n.Host, r.Volumes[v].Minor, off, data)
+	}
+	if d := n.dev(v); d != nil && d.NewCur {
+		r.rotateUUID(n, v)
+	}
 	n.Written[v] += kib
 	for _, m := range r.Peers(n) {
 		p := r.Pair(n.Host, m.Host)
@@ -103,6 +117,9 @@ func (w *World) MarkUpToDate(res, node string) error {
 	}
 	for v := range r.Volumes {
 		n.Disk[v] = "UpToDate"
+		if d := n.dev(v); d != nil && d.Current == uuidJustCreated {
+			d.Current = newUUID() // new-current-uuid --clear-bitmap
+		}
 	}
 	for _, m := range r.Peers(n) {
 		if !allUpToDate(r, m) {

@@ -54,6 +54,7 @@ func (m *memWorld) update(fn func(w *World) error, notify bool) error {
 	}
 	m.w.touched = nil
 	err := fn(m.w)
+	m.w.settle()
 	if advanced {
 		m.w.touched = nil // time moved every resource in resync
 	}

@@ -11,6 +11,7 @@ func (w *World) advance(now time.Time) {
 	}
 	secs := now.Sub(w.LastTick).Seconds()
 	w.LastTick = now
+	w.dropExpiredOpeners(now)
 	for _, r := range w.Resources {
 		for _, a := range r.Nodes {
 			for _, b := range r.Nodes {
@@ -29,7 +30,21 @@ func (w *World) progressPair(r *Res, a, b *Node, secs float64) {
 		src, dst = b, a
 	}
 	budget := uint64(float64(w.SyncRateKiBps) * secs)
+	for v := range r.Volumes {
+		if byteMode(a, b, v) {
+			w.progressBytes(r, src, dst, v, int64(budget)*1024)
+			if w.DrainRateKiBps > 0 {
+				drain := int64(float64(w.DrainRateKiBps)*secs) * 1024
+				deliverWindow(a, b, v, drain)
+				deliverWindow(b, a, v, drain)
+				r.syncCounters(a, b, v)
+			}
+		}
+	}
 	for v, oos := range p.OOS {
+		if byteMode(a, b, v) {
+			continue
+		}
 		if oos == 0 || src.Disk[v] != "UpToDate" {
 			continue
 		}
@@ -39,13 +54,16 @@ func (w *World) progressPair(r *Res, a, b *Node, secs float64) {
 		p.OOS[v] = oos - moved
 		transfer(src, dst, moved)
 		if p.OOS[v] == 0 {
-			dst.Disk[v] = "UpToDate"
+			finishResync(src, dst, v)
 			p.Total[v] = 0
 		}
 	}
 	if w.DrainRateKiBps > 0 {
 		drain := uint64(float64(w.DrainRateKiBps) * secs)
 		for v, lag := range p.Lag {
+			if byteMode(a, b, v) {
+				continue
+			}
 			moved := min(lag, drain)
 			p.Lag[v] = lag - moved
 			transfer(src, dst, moved)
@@ -59,9 +77,65 @@ func (w *World) StartSync(r *Res, source, peer *Node) {
 	p := r.Pair(source.Host, peer.Host)
 	p.Source = source.Host
 	for v := range r.Volumes {
+		if r.Connected(source, peer) {
+			adoptUUIDs(source, peer, v)
+		}
+		if byteMode(source, peer, v) {
+			ds, dd := source.dev(v), peer.dev(v)
+			ds.markOOS(peer.Host, 0, ds.Layout.DataSize)
+			ds.BM[peer.Host] = ds.BM[peer.Host].Union(dd.BM[source.Host]).Clip(min(ds.Layout.DataSize, dd.Layout.DataSize))
+			delete(dd.BM, source.Host)
+			r.syncCounters(source, peer, v)
+			p.Total[v] = p.OOS[v]
+			continue
+		}
 		p.OOS[v] = w.SizeKiB
 		p.Total[v] = w.SizeKiB
 	}
+}
+
+// progressBytes copies up to budget bytes of the blocks src and dst differ
+// in (the union of their bitmaps), lowest offsets first as DRBD's resync
+// walks the bitmap, and clears them: a block changed behind DRBD's back
+// after the resync passed it is never sent.
+func (w *World) progressBytes(r *Res, src, dst *Node, v int, budget int64) {
+	if src.Disk[v] != "UpToDate" || r.oosBytes(src, dst, v) == 0 {
+		return
+	}
+	ds, dd := src.dev(v), dst.dev(v)
+	oos := ds.BM[dst.Host].Union(dd.BM[src.Host])
+	dst.Disk[v] = "Inconsistent" // a SyncTarget is never consistent mid-resync
+	chunk := oos.Lowest(budget &^ (bmGranule - 1))
+	if err := copyBlocks(ds, dd, chunk); err != nil {
+		return // the files went away: the resync stalls, as on an I/O error
+	}
+	for _, c := range chunk {
+		ds.BM[dst.Host] = ds.BM[dst.Host].Remove(c[0], c[1])
+		dd.BM[src.Host] = dd.BM[src.Host].Remove(c[0], c[1])
+	}
+	transfer(src, dst, uint64(chunk.Bytes()/1024))
+	r.syncCounters(src, dst, v)
+	if r.oosBytes(src, dst, v) == 0 {
+		finishResync(src, dst, v)
+	}
+}
+
+// deliverWindow delivers up to budget bytes of src's protocol A blocks in
+// flight to dst.
+func deliverWindow(src, dst *Node, v int, budget int64) {
+	ds, dd := src.dev(v), dst.dev(v)
+	win := ds.Window[dst.Host]
+	if len(win) == 0 || budget <= 0 {
+		return
+	}
+	chunk := win.Lowest(budget)
+	if copyBlocks(ds, dd, chunk) != nil {
+		return
+	}
+	for _, c := range chunk {
+		ds.Window[dst.Host] = ds.Window[dst.Host].Remove(c[0], c[1])
+	}
+	transfer(src, dst, uint64(chunk.Bytes()/1024))
 }
 
 // DrainLag delivers all protocol A lag of the resource immediately.
@@ -77,6 +151,12 @@ func (r *Res) DrainLag() {
 				src, dst = b, a
 			}
 			for v, lag := range p.Lag {
+				if byteMode(a, b, v) {
+					deliverWindow(a, b, v, 1<<62)
+					deliverWindow(b, a, v, 1<<62)
+					r.syncCounters(a, b, v)
+					continue
+				}
 				transfer(src, dst, lag)
 				p.Lag[v] = 0
 			}
@@ -89,6 +169,9 @@ func (r *Res) DrainLag() {
 func (r *Res) LoseLag() {
 	for _, p := range r.Pairs {
 		for v, lag := range p.Lag {
+			if r.pairByteMode(p, v) {
+				continue // linkLost moves the window into the bitmap
+			}
 			p.OOS[v] += lag
 			p.Lag[v] = 0
 		}
@@ -108,6 +191,15 @@ func transfer(src, dst *Node, kib uint64) {
 // not, a reader can skip re-reading a state file that did not change.
 func (w *World) timeDriven() bool {
 	for _, r := range w.Resources {
+		for _, n := range r.Nodes {
+			for _, d := range n.Devs {
+				for _, until := range d.Openers {
+					if until != 0 {
+						return true // a closed opener's linger ends with time
+					}
+				}
+			}
+		}
 		for _, a := range r.Nodes {
 			for _, b := range r.Nodes {
 				if a.Host >= b.Host || !r.Connected(a, b) {
@@ -125,6 +217,23 @@ func (w *World) timeDriven() bool {
 							return true
 						}
 					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// pairByteMode is byteMode for the nodes of p.
+func (r *Res) pairByteMode(p *Pair, v int) bool {
+	for k, q := range r.Pairs {
+		if q != p {
+			continue
+		}
+		for _, a := range r.Nodes {
+			for _, b := range r.Nodes {
+				if a.Host < b.Host && pairKey(a.Host, b.Host) == k {
+					return byteMode(a, b, v)
 				}
 			}
 		}

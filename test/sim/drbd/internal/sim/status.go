@@ -34,16 +34,16 @@ func (w *World) writeStatusJSON(out io.Writer, host, only string) error {
 				b.WriteString(",\n")
 			}
 			fmt.Fprintf(&b, "    {\n      \"volume\": %d,\n      \"minor\": %d,\n      \"disk-state\": %q,\n      \"client\": false,\n"+
-				"      \"open\": false,\n      \"quorum\": %t,\n      \"size\": %d,\n      \"read\": %d,\n      \"written\": %d,\n"+
+				"      \"open\": %t,\n      \"quorum\": %t,\n      \"size\": %d,\n      \"read\": %d,\n      \"written\": %d,\n"+
 				"      \"al-writes\": 0,\n      \"bm-writes\": 0,\n      \"upper-pending\": 0,\n      \"lower-pending\": 0\n    }",
-				v, r.Volumes[v].Minor, r.DiskView(n, v), r.HasQuorum(n), w.SizeKiB, n.Read[v], n.Written[v])
+				v, r.Volumes[v].Minor, r.DiskView(n, v), r.deviceOpen(n, v), r.HasQuorum(n), r.sizeKiB(n, v, w.SizeKiB), n.Read[v], n.Written[v])
 		}
 		b.WriteString(" ],\n  \"connections\": [\n")
 		for i, c := range r.Conns(n, w.SizeKiB) {
 			if i > 0 {
 				b.WriteString(",\n")
 			}
-			writeConnJSON(&b, n, c, w.SizeKiB)
+			writeConnJSON(&b, n, c, func(v int) uint64 { return r.sizeKiB(n, v, w.SizeKiB) })
 		}
 		b.WriteString(" ]\n}")
 	}
@@ -52,7 +52,7 @@ func (w *World) writeStatusJSON(out io.Writer, host, only string) error {
 	return err
 }
 
-func writeConnJSON(b *strings.Builder, n *Node, c ConnView, size uint64) {
+func writeConnJSON(b *strings.Builder, n *Node, c ConnView, sizeOf func(v int) uint64) {
 	fmt.Fprintf(b, "    {\n      \"peer-node-id\": %d,\n      \"name\": %q,\n      \"connection-state\": %q, \n"+
 		"      \"congested\": false,\n      \"peer-role\": %q,\n      \"ap-in-flight\": 0,\n      \"rs-in-flight\": 0,\n",
 		c.Peer.NodeID, c.Peer.Host, c.State, c.PeerRole)
@@ -67,7 +67,7 @@ func writeConnJSON(b *strings.Builder, n *Node, c ConnView, size uint64) {
 		if i > 0 {
 			b.WriteString(",\n")
 		}
-		pct := 100.0
+		pct, size := 100.0, sizeOf(pv.Volume)
 		if size > 0 {
 			pct = 100 * (1 - float64(min(pv.OOS, size))/float64(size))
 		}

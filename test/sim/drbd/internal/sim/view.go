@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // PeerView is one peer-device as seen from a node.
@@ -53,6 +54,9 @@ func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
 		c := ConnView{Peer: m, State: "Connecting", PeerRole: "Unknown", Connected: r.Connected(n, m)}
 		if c.Connected {
 			c.State, c.PeerRole = "Connected", m.Role
+		}
+		if n.StandAlone[m.Host] {
+			c.State = "StandAlone" // split brain or drbdadm disconnect: not even trying
 		}
 		p := r.Pair(n.Host, m.Host)
 		for _, v := range sortedVols(r) {
@@ -154,3 +158,9 @@ func addrJSON(a string) (family, host, port string) {
 }
 
 func fmtPct(f float64) string { return fmt.Sprintf("%.2f", f) }
+
+// deviceOpen reports whether n's device of volume v is held open now.
+func (r *Res) deviceOpen(n *Node, v int) bool {
+	d := n.dev(v)
+	return d != nil && d.isOpen(time.Now())
+}

@@ -31,6 +31,9 @@ type World struct {
 	// the nodes is down, for every resource, those created since too.
 	LinksCut  bool
 	Resources map[string]*Res
+	// CloseLingerNs keeps a closed /dev/drbdN open this much longer
+	// (Fabric.SetCloseLinger).
+	CloseLingerNs int64 `json:",omitempty"`
 
 	// onHost lists, sorted, the names of the resources each host has: an
 	// event stream reads only its own node's, after every change of any node.
@@ -96,12 +99,16 @@ type Res struct {
 	Volumes     map[int]Vol // by volume number
 	Nodes       map[string]*Node
 	Pairs       map[string]*Pair // key: pairKey(a, b)
+	// AfterSB holds the net section's after-sb-0pri, -1pri and -2pri
+	// policies ("" is DRBD's default, disconnect).
+	AfterSB [3]string `json:",omitempty"`
 }
 
 // Vol is a volume definition from the config.
 type Vol struct {
 	Minor int
 	Disk  string
+	Meta  string `json:",omitempty"` // meta-disk path; "" or "internal" for internal
 }
 
 // Node is one host's side of a resource.
@@ -126,6 +133,14 @@ type Node struct {
 	Written    map[int]uint64
 	Sent       map[string]uint64 // KiB to peer host
 	Recv       map[string]uint64 // KiB from peer host
+	// Devs holds each volume's device after create-md (data.go).
+	Devs map[int]*Dev `json:",omitempty"`
+	// StandAlone names the peers this node does not try to connect to: after
+	// an unresolved split brain, or `drbdadm disconnect` (all of them).
+	StandAlone map[string]bool `json:",omitempty"`
+	// DiscardMyData is `drbdadm connect --discard-my-data`: this node is the
+	// split brain victim at its next handshake.
+	DiscardMyData bool `json:",omitempty"`
 }
 
 // Pair is the replication relationship between two nodes.
@@ -134,6 +149,7 @@ type Pair struct {
 	Total  map[int]uint64 // KiB to resync when the current sync started
 	Lag    map[int]uint64 // protocol A KiB acknowledged locally but not yet on the peer
 	Source string         // host holding the good copy of the OOS blocks
+	Link   bool           `json:",omitempty"` // connected at the last settle
 }
 
 func newWorld() *World {
@@ -181,6 +197,7 @@ func update(dir string, fn func(w *World) error, notify bool) error {
 	lastTick := w.LastTick
 	w.advance(time.Now())
 	ferr := fn(w)
+	w.settle()
 	// A call that changed nothing but the clock (a status query, an idle event
 	// stream) leaves the file alone: streams then see no change to re-read, and
 	// time not yet accounted for is simply accounted for by the next writer.
@@ -233,7 +250,8 @@ func (r *Res) Pair(a, b string) *Pair {
 
 // Connected reports whether two nodes of the resource have a live link.
 func (r *Res) Connected(a, b *Node) bool {
-	return a != b && a.Up && b.Up && !r.Partitioned && a.configures(b) && b.configures(a)
+	return a != b && a.Up && b.Up && !r.Partitioned && a.configures(b) && b.configures(a) &&
+		!a.StandAlone[b.Host] && !b.StandAlone[a.Host]
 }
 
 // configures reports whether n's applied configuration has a connection to m.
