@@ -87,3 +87,15 @@ func (b Blocks) Contains(off int64) bool {
 	i := sort.Search(len(b), func(i int) bool { return b[i][1] > off })
 	return i < len(b) && b[i][0] <= off
 }
+
+// setBlocks stores b as (*m)[peer], creating the map, and drops an empty set.
+func setBlocks(m *map[string]Blocks, peer string, b Blocks) {
+	if len(b) == 0 {
+		delete(*m, peer)
+		return
+	}
+	if *m == nil {
+		*m = map[string]Blocks{}
+	}
+	(*m)[peer] = b
+}

@@ -112,7 +112,7 @@ func (d *Dev) markOOS(peer string, s, e int64) {
 	if d.BM == nil {
 		d.BM = map[string]Blocks{}
 	}
-	d.BM[peer] = d.BM[peer].Add(s, e)
+	setBlocks(&d.BM, peer, d.BM[peer].Add(s, e))
 }
 
 // syncCounters makes the pair's KiB counters of a byte-mode volume what its
@@ -296,7 +296,7 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 			if d.Window == nil {
 				d.Window = map[string]Blocks{}
 			}
-			d.Window[m.Host] = d.Window[m.Host].Add(s, e)
+			setBlocks(&d.Window, m.Host, d.Window[m.Host].Add(s, e))
 			p.Source = n.Host
 		default: // protocol C: on the peer before the write completes
 			if err := copyBlocks(d, md, Blocks{{s, e}}); err != nil {
@@ -305,8 +305,8 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 			transfer(n, m, kib)
 			m.Written[v] += kib
 			// Mirrored blocks are in sync now, on both bitmaps.
-			d.BM[m.Host] = d.BM[m.Host].Remove(s, e)
-			md.BM[n.Host] = md.BM[n.Host].Remove(s, e)
+			setBlocks(&d.BM, m.Host, d.BM[m.Host].Remove(s, e))
+			setBlocks(&md.BM, n.Host, md.BM[n.Host].Remove(s, e))
 		}
 		r.syncCounters(n, m, v)
 	}
