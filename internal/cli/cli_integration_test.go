@@ -230,7 +230,7 @@ func TestCLI(t *testing.T) {
 		assert.Equal(t, cli.ExitUsage, r.code, "two zones now: --zone is needed")
 		r = z.cli(ctx, "protect", vm, "--group", "web", "--zone", env.ZoneName, "--wait")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		assertInOrder(t, r.stdout, "Pending", "Validating", "CreatingReplication", "WaitingForInitialSync", "SwitchingFrontend",
+		assertInOrder(t, r.stdout, "Pending", "Validating", "CreatingReplication", "SwitchingFrontend", "WaitingForInitialSync",
 			"AddingToGroup", "Protected", "Timeline of ProtectionRequest protect-apps-web-01 (Protected)", "total ")
 		pr := &srv1alpha1.ProtectionRequest{}
 		require.NoError(t, z.Client(env.Quorum).Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "protect-apps-" + protectVM}, pr))

@@ -129,6 +129,9 @@ const (
 	ObjectRoleFrontend = "frontend"
 	// ObjectRoleBacking marks the DR cluster's backing PVC of a replica.
 	ObjectRoleBacking = "backing"
+	// ObjectRoleMetadata marks the PVC, on either cluster, that holds a replica's
+	// DRBD metadata, kept apart so that none is written into the VM's disk.
+	ObjectRoleMetadata = "metadata"
 )
 
 // DRBDResourceName is the DRBDResource (and DRBD resource) of a VM on both sides.

@@ -20,7 +20,9 @@ import (
 const hostnameLabel = "kubernetes.io/hostname"
 
 // switchFrontend creates the frontend PVs and PVCs on both clusters, then moves
-// the VM onto them: stop, swap the disk volumes, start (see switchVM).
+// the VM, which CreatingReplication stopped, onto them and starts it once its
+// DRBD replica is Primary (see switchVM). The initial sync then runs under the
+// running VM, whose every write goes through DRBD.
 func (r *Reconciler) switchFrontend(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, sd := range s.sides() {
 		if err := r.ensureFrontends(ctx, s, sd); err != nil {
@@ -32,7 +34,7 @@ func (r *Reconciler) switchFrontend(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"VM %s uses the DRBD frontend PVCs", s.vmKey())
-	return r.advance(ctx, s, srv1alpha1.ProtectionAddingToGroup)
+	return r.advance(ctx, s, srv1alpha1.ProtectionWaitingForInitialSync)
 }
 
 // ensureFrontends creates, on one side, a local Block PV on /dev/drbd<minor>

@@ -68,7 +68,7 @@ const ciCells = 3
 // went past the phase a fault was to land in.
 var protectTrail = []srv1alpha1.ProtectionPhase{
 	"", srv1alpha1.ProtectionPending, srv1alpha1.ProtectionValidating, srv1alpha1.ProtectionProvisioningTarget,
-	srv1alpha1.ProtectionCreatingReplication, srv1alpha1.ProtectionWaitingForInitialSync, srv1alpha1.ProtectionSwitchingFrontend,
+	srv1alpha1.ProtectionCreatingReplication, srv1alpha1.ProtectionSwitchingFrontend, srv1alpha1.ProtectionWaitingForInitialSync,
 	srv1alpha1.ProtectionAddingToGroup, srv1alpha1.ProtectionProtected,
 }
 

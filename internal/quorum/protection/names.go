@@ -37,6 +37,10 @@ func HolderName(vm string) string { return "vm-" + vm + "-replica" }
 // FrontendPVCName is the DRBD-backed PVC the VM's disk names after protection.
 func FrontendPVCName(sourcePVC string) string { return sourcePVC + "-drbd" }
 
+// MetaPVCName is the PVC, on both clusters, that holds the DRBD metadata of a
+// disk whose data lives on sourcePVC.
+func MetaPVCName(sourcePVC string) string { return sourcePVC + "-drbdmeta" }
+
 // FrontendPVName is the cluster-scoped local PV of a frontend PVC.
 func FrontendPVName(namespace, sourcePVC string) string {
 	return fmt.Sprintf("srdrbd-%s-%s", namespace, sourcePVC)

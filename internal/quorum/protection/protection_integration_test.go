@@ -50,8 +50,8 @@ func TestProtectionFlow(t *testing.T) {
 		for _, h := range req.Status.PhaseHistory {
 			phases = append(phases, h.Phase)
 		}
-		assert.Equal(t, []string{"Pending", "Validating", "ProvisioningTarget", "CreatingReplication", "WaitingForInitialSync",
-			"SwitchingFrontend", "AddingToGroup", "Protected"}, phases)
+		assert.Equal(t, []string{"Pending", "Validating", "ProvisioningTarget", "CreatingReplication", "SwitchingFrontend",
+			"WaitingForInitialSync", "AddingToGroup", "Protected"}, phases, "the VM runs on DRBD before the initial sync")
 		assert.NotNil(t, req.Status.CompletionTime)
 		assert.Equal(t, int32(7000), req.Status.Port)
 		require.Len(t, req.Status.Volumes, 2)
@@ -66,6 +66,16 @@ func TestProtectionFlow(t *testing.T) {
 			assert.Equal(t, corev1.PersistentVolumeBlock, *pvc.Spec.VolumeMode)
 			assert.Equal(t, "standard", *pvc.Spec.StorageClassName)
 			assert.Equal(t, "1Gi", pvc.Spec.Resources.Requests.Storage().String())
+		}
+		// Metadata PVCs on both sides: DRBD writes nothing into the VM's disks.
+		for cluster, c := range map[string]client.Client{env.Primary: p, env.DR: d} {
+			for _, name := range []string{"vm1-root", "vm1-data"} {
+				pvc := &corev1.PersistentVolumeClaim{}
+				require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: protection.MetaPVCName(name)}, pvc), cluster)
+				assert.Equal(t, corev1.PersistentVolumeBlock, *pvc.Spec.VolumeMode)
+				assert.Equal(t, "1Mi", pvc.Spec.Resources.Requests.Storage().String(), "DRBD's metadata of a 1 GiB disk")
+				assert.Equal(t, srv1alpha1.ObjectRoleMetadata, pvc.Labels[srv1alpha1.ObjectRoleLabel])
+			}
 		}
 		// DRBDResources with peers.
 		prim, dr := drbd(t, p, "vm-vm1"), drbd(t, d, "vm-vm1")
@@ -84,12 +94,13 @@ func TestProtectionFlow(t *testing.T) {
 		assert.Equal(t, "Primary", prim.Status.Role, "the real agent promoted the primary replica")
 		require.Len(t, prim.Spec.Volumes, 2)
 		assert.Equal(t, "vm1-root", prim.Spec.Volumes[0].BackingPVC.Name)
+		assert.Equal(t, "vm1-root-drbdmeta", prim.Spec.Volumes[0].MetaPVC.Name)
 		assert.Equal(t, prim.Spec.Volumes, dr.Spec.Volumes, "same minors and backing names on both sides")
 		// Holder pods and frontends on both sides.
 		for cluster, c := range map[string]client.Client{env.Primary: p, env.DR: d} {
 			pod := &corev1.Pod{}
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm-vm1-replica"}, pod), cluster)
-			assert.Len(t, pod.Spec.Containers[0].VolumeDevices, 2)
+			assert.Len(t, pod.Spec.Containers[0].VolumeDevices, 4, "two disks and their metadata")
 			for i, v := range req.Status.Volumes {
 				pv := &corev1.PersistentVolume{}
 				require.NoError(t, c.Get(ctx, client.ObjectKey{Name: protection.FrontendPVName(env.AppNS, v.SourcePVC)}, pv), cluster)
@@ -202,13 +213,24 @@ func TestProtectionFlow(t *testing.T) {
 		assert.Contains(t, ready.Message, "volume 0 (disk)")
 		vm := &kubevirtv1.VirtualMachine{}
 		require.NoError(t, p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm3"}, vm))
-		assert.Equal(t, "vm3-disk", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "the VM is left on its own disk")
+		assert.Equal(t, "vm3-disk-drbd", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName,
+			"the VM runs on DRBD, whose primary replica is complete: a failed initial sync does not stop it")
+		require.NoError(t, vmRunning(t, p, "vm3")())
 
 		// Deleting the failed request removes what it had created.
 		drbd(t, d, "vm-vm3")
 		require.NoError(t, q.Delete(ctx, getRequest(t, q, "protect-vm3")))
 		env.Eventually(t, wait, "protect-vm3 gone", gone(q, "protect-vm3"))
 		nothingLeft(t, z, "protect-vm3")
-		env.Eventually(t, wait, "vm3, never switched, runs", vmRunning(t, p, "vm3"))
+		env.Eventually(t, wait, "vm3 runs on its own disk again", func() error {
+			vm := &kubevirtv1.VirtualMachine{}
+			if err := p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm3"}, vm); err != nil {
+				return err
+			}
+			if claim := vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName; claim != "vm3-disk" {
+				return fmt.Errorf("vm3 names %s", claim)
+			}
+			return vmRunning(t, p, "vm3")()
+		})
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -36,8 +37,14 @@ func (s *scope) sides() [2]side {
 }
 
 // createReplication allocates the port and minors (persisted first), then on
-// each side picks the replica node, creates the replica holder pod and the
-// DRBDResource, and once both agents reported their address writes the peers.
+// each side picks the replica node and creates the replica holder pod, and
+// brings up the DR replica. Only once the DR agent serves it does the VM stop,
+// and only once it stopped is the primary's DRBDResource created: DRBD must
+// attach the VM's disk before the VM writes to it again, or a block the VM
+// rewrote after the initial sync passed it would be in no bitmap and never
+// reach the DR copy. The VM starts again on its DRBD frontend in the next
+// phase, so a protect costs the VM one restart. Once both agents reported
+// their address the peers are written.
 func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.req.Status.Port == 0 {
 		if err := r.allocate(ctx, s); err != nil {
@@ -53,7 +60,6 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var res [2]*srv1alpha1.DRBDResource
 	var nodes [2]string
 	for i, sd := range s.sides() {
 		node, ok, err := r.replicaNode(ctx, s, sd)
@@ -64,7 +70,16 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 		if err := createOwned(ctx, sd.rc, sd.cluster, s, r.holderPod(s, sd, node)); err != nil {
 			return ctrl.Result{}, err
 		}
-		d := desiredDRBDResource(s, sd, node, protocol)
+	}
+	var res [2]*srv1alpha1.DRBDResource
+	for _, i := range []int{1, 0} { // the DR replica first, the VM's disk last
+		sd := s.sides()[i]
+		if sd.primary {
+			if stopped, err := r.stopForAttach(ctx, s, sd, res[1]); err != nil || !stopped {
+				return ctrl.Result{}, err
+			}
+		}
+		d := desiredDRBDResource(s, sd, nodes[i], protocol)
 		if err := createOwned(ctx, sd.rc, sd.cluster, s, d); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -72,12 +87,10 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 			return ctrl.Result{}, remoteErr(sd.cluster, "reading DRBDResource "+d.Name, err)
 		}
 		res[i] = d
-	}
-	for i, sd := range s.sides() {
-		if res[i].Status.Address == "" {
+		if d.Status.Address == "" {
 			s.trail.Wait(ReasonWaitingForAgent, "waiting for the drbd-node-agent on node %s of cluster %s to report its replication address", nodes[i], sd.cluster)
 			setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonWaitingForAgent,
-				"DRBDResource %s exists on both clusters; waiting for node %s of %s to report its address", res[i].Name, nodes[i], sd.cluster)
+				"DRBDResource %s exists on %s; waiting for node %s of %s to report its address", d.Name, sd.cluster, nodes[i], sd.cluster)
 			return ctrl.Result{}, nil
 		}
 	}
@@ -98,7 +111,47 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"DRBDResource %s on %s (node %s) and %s (node %s), port %d", res[0].Name, s.primaryCluster, nodes[0], s.target, nodes[1], s.req.Status.Port)
-	return r.advance(ctx, s, srv1alpha1.ProtectionWaitingForInitialSync)
+	return r.advance(ctx, s, srv1alpha1.ProtectionSwitchingFrontend)
+}
+
+// stopForAttach stops the VM on the primary before DRBD attaches its disks and
+// reports whether it is stopped. A primary DRBDResource of this request that
+// exists already means the VM was stopped for it (a retry after a crash).
+func (r *Reconciler) stopForAttach(ctx context.Context, s *scope, sd side, dr *srv1alpha1.DRBDResource) (bool, error) {
+	d := &srv1alpha1.DRBDResource{}
+	switch err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: s.vmNamespace(), Name: s.req.Status.DRBDResourceName}, d); {
+	case err == nil && ownedBy(d, s):
+		return true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, remoteErr(sd.cluster, "reading DRBDResource "+s.req.Status.DRBDResourceName, err)
+	}
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := sd.rc.Direct.Get(ctx, s.vmKey(), vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, flow.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey())
+		}
+		return false, remoteErr(sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
+	}
+	why := fmt.Sprintf("the DR replica on node %s of %s is up; stopping VirtualMachine %s on %s so that DRBD attaches its disks before it writes again (it restarts on DRBD once the primary replica is Primary)",
+		dr.Spec.NodeName, s.target, s.vmKey(), sd.cluster)
+	if patched := vm.DeepCopy(); halt(patched) {
+		if err := r.patchVM(ctx, s, sd, vm, patched, "stopping"); err != nil {
+			return false, err
+		}
+		r.waitForVM(s, why)
+		return false, nil
+	}
+	stopped, err := r.vmStopped(ctx, s, sd, vm)
+	if err != nil || !stopped {
+		r.waitForVM(s, fmt.Sprintf("%s (now %s)", why, printable(vm)))
+	}
+	return stopped, err
+}
+
+// waitForVM records that replication waits for the VM to stop.
+func (r *Reconciler) waitForVM(s *scope, msg string) {
+	s.trail.Wait(ReasonWaitingForVM, "%s", msg)
+	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonWaitingForVM, "%s", msg)
 }
 
 // protocol is the group's protocol when the group exists, else the request's,
@@ -220,6 +273,13 @@ func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
 		pod.Spec.Containers[0].VolumeDevices = append(pod.Spec.Containers[0].VolumeDevices,
 			corev1.VolumeDevice{Name: name, DevicePath: "/dev/siterecovery/" + name})
+		if v.MetaPVC != "" {
+			meta := name + "-meta"
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: meta, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.MetaPVC}}})
+			pod.Spec.Containers[0].VolumeDevices = append(pod.Spec.Containers[0].VolumeDevices,
+				corev1.VolumeDevice{Name: meta, DevicePath: "/dev/siterecovery/" + meta})
+		}
 	}
 	return pod
 }
@@ -244,10 +304,14 @@ func desiredDRBDResource(s *scope, sd side, node string, protocol srv1alpha1.Rep
 		if !sd.primary {
 			claim = v.TargetPVC
 		}
-		d.Spec.Volumes = append(d.Spec.Volumes, srv1alpha1.DRBDVolume{
+		vol := srv1alpha1.DRBDVolume{
 			Number: v.Volume, Minor: v.Minor, Disk: v.Disk,
 			BackingPVC: &srv1alpha1.LocalObjectReference{Name: claim}, SizeBytes: v.SizeBytes,
-		})
+		}
+		if v.MetaPVC != "" {
+			vol.MetaPVC = &srv1alpha1.LocalObjectReference{Name: v.MetaPVC}
+		}
+		d.Spec.Volumes = append(d.Spec.Volumes, vol)
 	}
 	return d
 }

@@ -26,7 +26,7 @@ import (
 // goes back to the primary keeps it, so that pg-sync deletes it.
 func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !reached(s.req, srv1alpha1.ProtectionSwitchingFrontend) {
-		return ctrl.Result{}, nil // the VM was never switched
+		return ctrl.Result{}, r.restartUnswitched(ctx, s) // the VM was never switched
 	}
 	vols := s.req.Status.Volumes
 	prim, dr := s.sides()[0], s.sides()[1]
@@ -53,6 +53,30 @@ func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (ctrl.Result, err
 	}
 	setCondition(s.req, ConditionFrontendSwitched, metav1.ConditionFalse, ReasonUnprotecting, "VM %s is off its DRBD frontend PVCs", s.vmKey())
 	return ctrl.Result{}, nil
+}
+
+// restartUnswitched restarts a VM that CreatingReplication stopped for DRBD to
+// attach its disks, when the request goes before the VM was switched: once
+// replication is gone, so that DRBD never holds a disk the VM writes to, it
+// gets back the run strategy it had.
+func (r *Reconciler) restartUnswitched(ctx context.Context, s *scope) error {
+	sd := s.sides()[0]
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := sd.rc.Direct.Get(ctx, s.vmKey(), vm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return remoteErr(sd.cluster, "reading VirtualMachine "+s.vmKey().String(), err)
+	}
+	if _, stopped := vm.Annotations[srv1alpha1.PreviousRunStrategyAnnotation]; !stopped || onFrontend(vm, s.req.Status.Volumes) {
+		return nil
+	}
+	if err := r.removeReplication(ctx, s); err != nil {
+		return err
+	}
+	patched := vm.DeepCopy()
+	restore(patched)
+	return r.patchVM(ctx, s, sd, vm, patched, "restarting")
 }
 
 // dropGroupLabel removes the group label the protect flow (or pg-sync) put on

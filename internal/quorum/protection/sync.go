@@ -45,7 +45,7 @@ func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (ctrl.Result
 		}
 		setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionTrue, srv1alpha1.ReasonInSync,
 			"every volume of %s is UpToDate on %s", name.Name, s.target)
-		return r.advance(ctx, s, srv1alpha1.ProtectionSwitchingFrontend)
+		return r.advance(ctx, s, srv1alpha1.ProtectionAddingToGroup)
 	}
 	timeout := defaultInitialSyncTimeout
 	if t := s.req.Spec.InitialSyncTimeoutSeconds; t > 0 {

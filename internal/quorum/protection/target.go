@@ -14,13 +14,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
 // provisionTarget creates the VM's namespace and one backing PVC per disk on the
 // DR cluster: same name and size as the source PVC, the mapped StorageClass,
-// volumeMode Block.
+// volumeMode Block. Each disk also gets a metadata PVC on both clusters, in the
+// StorageClass of that side's data, for DRBD's metadata: DRBD's internal
+// metadata would take the last blocks of the VM's own disk on the primary (a
+// GPT backup header, the end of a file system) and leave the DRBD device
+// smaller than the disk the guest formatted. Kept apart, the VM's disk holds
+// its data only, the DRBD device exposes all of it, and removing protection
+// gives the VM back its disks as they are.
 func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.vmNamespace()}}
 	if err := s.dr.Direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -51,11 +58,42 @@ func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (ctrl.Result
 		if err := createOwned(ctx, s.dr, s.target, s, pvc); err != nil {
 			return ctrl.Result{}, err
 		}
+		if v.MetaPVC == "" {
+			continue // a request from before metadata PVCs: its DRBD keeps internal metadata
+		}
+		for _, sd := range s.sides() {
+			metaClass := class
+			if sd.primary {
+				metaClass = ptr.Deref(src.Spec.StorageClassName, "")
+			}
+			if err := createOwned(ctx, sd.rc, sd.cluster, s, metaPVC(s, v, metaClass)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonProgressing,
 		"backing PVCs exist on %s; creating the DRBD resources", s.target)
 	return r.advance(ctx, s, srv1alpha1.ProtectionCreatingReplication)
 }
+
+// metaPVC is a disk's metadata PVC on one side, of StorageClass class.
+func metaPVC(s *scope, v srv1alpha1.ProtectedVolume, class string) *corev1.PersistentVolumeClaim {
+	size := drbd.ExternalMetaSize(v.SizeBytes, drbdMaxPeers)
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: v.MetaPVC, Labels: labels(s.req, srv1alpha1.ObjectRoleMetadata)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			StorageClassName: ptr.To(class),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)}},
+		},
+	}
+}
+
+// drbdMaxPeers is the peer slots the agent's create-md leaves DRBD's default
+// at: one, the other cluster's replica.
+const drbdMaxPeers = 1
 
 // createOwned creates obj on a workload cluster. An existing object is accepted
 // when it carries this request's label (a retry after a crash) and refused

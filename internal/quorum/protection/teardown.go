@@ -46,6 +46,8 @@ var (
 		newList: func() client.ObjectList { return &corev1.PodList{} }}
 	backingClaims = tier{kind: "PersistentVolumeClaim", role: srv1alpha1.ObjectRoleBacking, namespaced: true, watched: true,
 		newList: func() client.ObjectList { return &corev1.PersistentVolumeClaimList{} }}
+	metadataClaims = tier{kind: "PersistentVolumeClaim", role: srv1alpha1.ObjectRoleMetadata, namespaced: true, watched: true,
+		newList: func() client.ObjectList { return &corev1.PersistentVolumeClaimList{} }}
 )
 
 // removeReplication deletes everything between the VM and its backing PVCs on
@@ -55,14 +57,17 @@ func (r *Reconciler) removeReplication(ctx context.Context, s *scope) error {
 	return r.removeTiers(ctx, s, frontendClaims, frontendVolumes, drbdResources, holderPods)
 }
 
-// removeStack removes what is left once the VM is on plain PVCs. The DR backing
-// PVCs are deleted, unless the VM stays on the DR cluster: then they are its
-// disks and only lose the request's labels.
+// removeStack removes what is left once the VM is on plain PVCs: the metadata
+// PVCs of both clusters, and the DR backing PVCs, unless the VM stays on the DR
+// cluster: then they are its disks and only lose the request's labels.
 func (r *Reconciler) removeStack(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.removeReplication(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonUnprotecting, "DRBD resources removed from %s and %s", s.primaryCluster, s.target)
+	if err := r.removeTiers(ctx, s, metadataClaims); err != nil {
+		return ctrl.Result{}, err
+	}
 	if s.stayOn == s.target {
 		return ctrl.Result{}, r.releaseBacking(ctx, s)
 	}

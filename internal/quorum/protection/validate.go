@@ -110,7 +110,7 @@ func (r *Reconciler) validateDisks(ctx context.Context, s *scope, vm *kubevirtv1
 		}
 		out = append(out, srv1alpha1.ProtectedVolume{
 			Disk: d.Name, Volume: int32(len(out)), SourcePVC: d.Claim, TargetPVC: d.Claim,
-			FrontendPVC: FrontendPVCName(d.Claim), SizeBytes: size.Value(),
+			FrontendPVC: FrontendPVCName(d.Claim), MetaPVC: MetaPVCName(d.Claim), SizeBytes: size.Value(),
 		})
 	}
 	return out, nil

@@ -3,8 +3,10 @@ package protection
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,10 +22,43 @@ func (r *Reconciler) switchVM(ctx context.Context, s *scope) error {
 	vols := s.req.Status.Volumes
 	return r.moveVM(ctx, s, vmMove{
 		sd: s.sides()[0], onto: "its DRBD frontend PVCs", start: true,
-		moved:   func(vm *kubevirtv1.VirtualMachine) bool { return isSwapped(vm, vols) },
-		swap:    func(vm *kubevirtv1.VirtualMachine) error { return swapVolumes(vm, vols) },
-		missing: flow.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey()),
+		moved:      func(vm *kubevirtv1.VirtualMachine) bool { return isSwapped(vm, vols) },
+		swap:       func(vm *kubevirtv1.VirtualMachine) error { return swapVolumes(vm, vols) },
+		beforeSwap: r.primaryReplicaServes,
+		missing:    flow.Stalled(ReasonVMNotFound, "VirtualMachine %s was deleted during protection", s.vmKey()),
 	})
+}
+
+// primaryReplicaServes holds the VM's start until its DRBD replica on the
+// primary is Primary with UpToDate data: the VM opens /dev/drbd<minor> as it
+// starts, and a Secondary would refuse it.
+func (r *Reconciler) primaryReplicaServes(ctx context.Context, s *scope) error {
+	sd := s.sides()[0]
+	d := &srv1alpha1.DRBDResource{}
+	if err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: s.vmNamespace(), Name: s.req.Status.DRBDResourceName}, d); err != nil {
+		return remoteErr(sd.cluster, "reading DRBDResource "+s.req.Status.DRBDResourceName, err)
+	}
+	if ok, state := servesData(d); !ok {
+		return flow.Waiting(ReasonWaitingForAgent, 0, "waiting for DRBDResource %s on node %s of %s to be Primary with UpToDate data before VirtualMachine %s starts on it (now %s)",
+			d.Name, d.Spec.NodeName, sd.cluster, s.vmKey(), state)
+	}
+	return nil
+}
+
+// servesData reports whether a replica is Primary with every volume UpToDate,
+// and its state in words.
+func servesData(d *srv1alpha1.DRBDResource) (bool, string) {
+	role := d.Status.Role
+	if role == "" {
+		role = "no role reported"
+	}
+	ok := d.Status.Role == string(srv1alpha1.RolePrimary) && len(d.Status.Volumes) == len(d.Spec.Volumes)
+	state := role
+	for _, v := range d.Status.Volumes {
+		state += fmt.Sprintf(", volume %d %s", v.Number, v.DiskState)
+		ok = ok && v.DiskState == diskUpToDate
+	}
+	return ok, state
 }
 
 // vmMove is one move of the VM on one cluster from one set of disk claims to
