@@ -267,11 +267,17 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 	w.touch(r.Name)
 	kib := uint64((len(data) + 1023) / 1024)
 	d := n.dev(v)
-	if d == nil || !d.File {
-		return w.Write(r.Name, host, kib) // no contents: counters only
-	}
-	if d.NewCur {
+	if d != nil && d.NewCur {
 		r.rotateUUID(n, v)
+	}
+	if d == nil || !d.File {
+		n.Written[v] += kib // no contents: counters only
+		for _, m := range r.Peers(n) {
+			if n.configures(m) {
+				w.countWrite(r, n, m, v, kib)
+			}
+		}
+		return nil
 	}
 	if err := pwrite(d.Backing, off, data); err != nil {
 		return fmt.Errorf("drbdsim: local write: %v: %w", err, ErrIO)
