@@ -256,6 +256,15 @@ func TestExternalMetadata(t *testing.T) {
 	assert.Equal(t, junk, readFileAt(t, c.disk["site-a"], 8<<20-4096, 4096))
 	assert.Contains(t, string(readFileAt(t, c.meta["site-a"], 0, 64)), "DRBDSIM")
 
+	// A meta device whose bitmap does not cover the backing device: the
+	// kernel refuses the attach.
+	c.must("site-b", "create-md", "--force", "--max-peers=1", fres)
+	require.NoError(t, os.Truncate(c.disk["site-b"], 64<<30))
+	err = c.drbdadm("site-b", "up", fres)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(112) Meta device too small.")
+	require.NoError(t, os.Truncate(c.disk["site-b"], 8<<20))
+
 	// A meta device below drbdmeta's 68 KiB minimum is refused.
 	require.NoError(t, os.Truncate(c.meta["site-b"], 32<<10))
 	err = c.drbdadm("site-b", "create-md", "--force", fres)

@@ -204,6 +204,9 @@ func up(r *Res, n *Node) error {
 		v := r.Volumes[0]
 		return fail(1, "No valid meta data found\nCommand 'drbdmeta %d v09 %s internal apply-al' terminated with exit code 255", v.Minor, v.Disk)
 	}
+	if err := attachCheck(r, n); err != nil {
+		return err
+	}
 	for v := range r.Volumes {
 		if n.Disk[v] == "" {
 			n.Disk[v] = "Inconsistent"
@@ -316,7 +319,7 @@ func layoutDevs(r *Res, maxPeers int) (map[int]*Dev, error) {
 	devs := map[int]*Dev{}
 	for _, v := range sortedVols(r) {
 		vol := r.Volumes[v]
-		d := &Dev{Backing: vol.Disk, Meta: vol.Meta, Current: uuidJustCreated}
+		d := &Dev{Backing: vol.Disk, Meta: vol.Meta, Current: uuidJustCreated, MaxPeers: maxPeers}
 		devs[v] = d
 		size, ok := regularSize(vol.Disk)
 		if !ok {

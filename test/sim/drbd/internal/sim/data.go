@@ -19,8 +19,9 @@ type Dev struct {
 	Meta    string // external meta-disk, "" for internal
 	// File is set when the backing disk is a regular file: the simulator
 	// then keeps the volume's contents in it. Otherwise only KiB counters.
-	File   bool
-	Layout Layout
+	File     bool
+	Layout   Layout
+	MaxPeers int `json:",omitempty"`
 	// Generation identifiers as DRBD 9 keeps them per device (drbd kernel
 	// drbd_main.c drbd_uuid_new_current, drbd_receiver.c drbd_uuid_compare):
 	// the current UUID, a bitmap UUID per peer (the current UUID when the
@@ -453,4 +454,24 @@ func (w *World) dropExpiredOpeners(now time.Time) {
 			}
 		}
 	}
+}
+
+// attachCheck is what the kernel checks when drbdadm up/adjust attaches a
+// volume with flex-external metadata (drbd kernel drbd_nl.c drbd_adm_attach:
+// a flex meta device of at least 1 MiB, whose bitmap covers the backing
+// device): ERR_MD_DISK_TOO_SMALL, "(112) Meta device too small."
+func attachCheck(r *Res, n *Node) error {
+	for _, v := range sortedVols(r) {
+		d := n.dev(v)
+		if d == nil || !d.File || d.Meta == "" {
+			continue
+		}
+		size, _ := regularSize(d.Backing)
+		metaSize, _ := regularSize(d.Meta)
+		if metaSize < 1<<20 || ExternalLayout(size, metaSize, d.MaxPeers).DataSize < size {
+			return fail(10, "%d: Failure: (112) Meta device too small.\nCommand 'drbdsetup attach %d %s %s flexible' terminated with exit code 10",
+				r.Volumes[v].Minor, r.Volumes[v].Minor, d.Backing, d.Meta)
+		}
+	}
+	return nil
 }
