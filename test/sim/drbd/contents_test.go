@@ -452,7 +452,13 @@ func splitBrain(t *testing.T, c *fileCluster, writeB bool) {
 // untouched. The documented manual recovery makes the victim a SyncTarget of
 // the blocks that differ, ending with the survivor's bytes.
 func TestSplitBrainStandAloneThenManualRecovery(t *testing.T) {
-	c := newFileCluster(t, fileOpts{})
+	for _, binaries := range []bool{false, true} {
+		t.Run(fmt.Sprintf("binaries=%t", binaries), func(t *testing.T) { splitBrainManual(t, binaries) })
+	}
+}
+
+func splitBrainManual(t *testing.T, binaries bool) {
+	c := newFileCluster(t, fileOpts{binaries: binaries})
 	splitBrain(t, c, true)
 	a0, b0 := c.dataArea("site-a"), c.dataArea("site-b")
 	require.NoError(t, c.fabric.Connect(fres))
