@@ -94,6 +94,9 @@ func (w *World) StartSync(r *Res, source, peer *Node) {
 	}
 }
 
+// minResyncStep is the least a resync step copies (unless less remains).
+const minResyncStep = 256 << 10
+
 // progressBytes copies up to budget bytes of the blocks src and dst differ
 // in (the union of their bitmaps), lowest offsets first as DRBD's resync
 // walks the bitmap, and clears them: a block changed behind DRBD's back
@@ -105,7 +108,19 @@ func (w *World) progressBytes(r *Res, src, dst *Node, v int, budget int64) {
 	ds, dd := src.dev(v), dst.dev(v)
 	oos := ds.BM[dst.Host].Union(dd.BM[src.Host])
 	dst.Disk[v] = "Inconsistent" // a SyncTarget is never consistent mid-resync
+	p := r.Pair(src.Host, dst.Host)
+	if p.Credit == nil {
+		p.Credit = map[int]int64{}
+	}
+	budget += p.Credit[v]
+	if budget < min(minResyncStep, oos.Bytes()) {
+		p.Credit[v] = budget
+		return
+	}
 	chunk := oos.Lowest(budget &^ (bmGranule - 1))
+	if p.Credit[v] = budget - chunk.Bytes(); p.Credit[v] <= 0 || chunk.Bytes() == oos.Bytes() {
+		delete(p.Credit, v)
+	}
 	if err := copyBlocks(ds, dd, chunk); err != nil {
 		return // the files went away: the resync stalls, as on an I/O error
 	}

@@ -150,6 +150,10 @@ type Pair struct {
 	Lag    map[int]uint64 // protocol A KiB acknowledged locally but not yet on the peer
 	Source string         // host holding the good copy of the OOS blocks
 	Link   bool           `json:",omitempty"` // connected at the last settle
+	// Credit is resync budget (bytes) not yet spent per volume with
+	// contents: copies happen in steps of at least minResyncStep, not on
+	// every command, which keeps many volumes in resync cheap.
+	Credit map[int]int64 `json:",omitempty"`
 }
 
 func newWorld() *World {
