@@ -26,6 +26,7 @@ type NotRunningError struct {
 	Reason  string // e.g. "no VirtualMachineInstance", "VirtualMachineInstance phase Scheduling"
 }
 
+// Error says which VM does not run on which cluster, and why.
 func (e *NotRunningError) Error() string {
 	return fmt.Sprintf("VM %s is not running on cluster %s: %s", e.VM, e.Cluster, e.Reason)
 }
@@ -44,6 +45,7 @@ type IOError struct {
 	Err          error  // the device's error; unwrapped, so errors.Is(err, drbdsim.ErrIO) holds too
 }
 
+// Error says which write was refused, after how many acknowledged ones.
 func (e *IOError) Error() string {
 	return fmt.Sprintf("VM %s on cluster %s: write of block %d of disk %s refused after %d acknowledged: %v",
 		e.VM, e.Cluster, e.Block, e.Disk, e.Acknowledged, e.Err)
@@ -52,6 +54,7 @@ func (e *IOError) Error() string {
 // Is makes errors.Is(err, ErrIO) true.
 func (e *IOError) Is(target error) bool { return target == ErrIO }
 
+// Unwrap returns the device's error.
 func (e *IOError) Unwrap() error { return e.Err }
 
 // Ack is the outcome of one Write batch.
