@@ -23,8 +23,15 @@ const (
 // Config is what the agent knows about its node and its tools.
 type Config struct {
 	// NodeName is this node's name (downward API spec.nodeName); the agent only acts
-	// on DRBDResources whose spec.nodeName equals it. It is also the DRBD host name.
+	// on DRBDResources whose spec.nodeName equals it. It is also the DRBD host name:
+	// the agent renders the local replica's section as `on <NodeName>`, so it must
+	// be the name drbdadm takes for this host (Hostname); Complete checks that.
 	NodeName string
+	// Hostname is the host name drbdadm matches `on` sections by on this node:
+	// `uname -n`, or $__DRBD_NODE__ when set (DrbdNodeEnv). Empty means ask the
+	// kernel, which is what the binary does; tests that simulate a node set it
+	// to the simulated node's name, the name their DRBD simulator answers to.
+	Hostname string
 	// ReplicationAddress is the node IP DRBD listens on; reported as status.address.
 	ReplicationAddress string
 	// ResourceDir is where the agent renders <resource>.res files and its own
@@ -53,7 +60,7 @@ type Config struct {
 
 // BindFlags registers the agent's own flags.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.NodeName, "node-name", "", "name of this node (downward API spec.nodeName); required")
+	fs.StringVar(&c.NodeName, "node-name", "", "name of this node (downward API spec.nodeName); required; drbdadm must take it for this host: uname -n, or the same first label when either name is short")
 	fs.StringVar(&c.ReplicationAddress, "replication-address", "", "IP address DRBD replicates over on this node; required")
 	fs.StringVar(&c.ResourceDir, "resource-dir", DefaultResourceDir, "folder the agent renders DRBD resource files into")
 	fs.StringVar(&c.DrbdadmPath, "drbdadm", "drbdadm", "path of drbdadm")
@@ -88,8 +95,18 @@ func (c *Config) Complete() error {
 		c.MaxConcurrentReconciles = 4
 	}
 	var errs []error
-	if c.NodeName == "" {
+	if c.Hostname == "" {
+		h, err := drbdHostname()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Hostname = h
+	}
+	switch {
+	case c.NodeName == "":
 		errs = append(errs, errors.New("--node-name is required (set it from the downward API spec.nodeName)"))
+	case c.Hostname != "":
+		errs = append(errs, checkHostname(c.NodeName, c.Hostname))
 	}
 	if a, err := netip.ParseAddr(c.ReplicationAddress); err != nil || a.Zone() != "" {
 		errs = append(errs, fmt.Errorf("--replication-address %q must be an IPv4 or IPv6 address (the node IP)", c.ReplicationAddress))

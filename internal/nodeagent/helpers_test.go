@@ -151,7 +151,7 @@ func (e *env) startAgent(n *node) {
 	})
 	require.NoError(e.t, err)
 	require.NoError(e.t, nodeagent.Setup(mgr, nodeagent.Config{
-		NodeName: n.name, ReplicationAddress: n.addr, ResourceDir: n.resDir,
+		NodeName: n.name, Hostname: n.name, ReplicationAddress: n.addr, ResourceDir: n.resDir,
 		DrbdadmPath: e.adm, DrbdsetupPath: e.setup, KubeletDir: e.t.TempDir(), Exec: n.exec,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -172,7 +172,7 @@ func (z *Zone) startWorkload(cluster string) {
 func (z *Zone) startAgent(cluster string, fabric *drbdsim.Fabric) {
 	n := env.Nodes[cluster]
 	cfg := nodeagent.Config{
-		NodeName: n.Name, ReplicationAddress: n.Address,
+		NodeName: n.Name, Hostname: n.Name, ReplicationAddress: n.Address,
 		ResourceDir:    filepath.Join(z.dir, n.Name, "drbd.d"),
 		KubeletDir:     z.kubeletDir(cluster),
 		DrbdadmPath:    "drbdadm",

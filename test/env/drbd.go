@@ -79,6 +79,7 @@ func (e *Env) StartAgentOn(t testing.TB, cluster, name, address string) *Process
 	n := struct{ Name, Address string }{name, address}
 	cfg := nodeagent.Config{
 		NodeName:           n.Name,
+		Hostname:           n.Name,
 		ReplicationAddress: n.Address,
 		ResourceDir:        filepath.Join(filepath.Dir(net.stateDir), "etc-"+n.Name),
 		DrbdadmPath:        net.drbdadm,

@@ -90,7 +90,7 @@ func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string
 		// The host folders the DaemonSet mounts, and the image's drbd-utils.
 		set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDir,
 			"--drbdadm": drbdadm, "--drbdsetup": drbdsetup},
-		env: []string{"DRBDSIM_NODE=" + n.Name, "DRBDSIM_STATE_DIR=" + state}})
+		env: []string{"DRBDSIM_NODE=" + n.Name, "__DRBD_NODE__=" + n.Name, "DRBDSIM_STATE_DIR=" + state}})
 }
 
 // createWebVM is what step 6 says apps/web must be: a running VM whose disk

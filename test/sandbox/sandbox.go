@@ -187,7 +187,7 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 		sb.procs = append(sb.procs,
 			&process.Process{Name: "pg-controller-" + cluster, Bin: b("pg-controller"), Kubeconfig: sb.kubeconfig(cluster), Args: common},
 			&process.Process{Name: "drbd-node-agent-" + n.name, Bin: b("drbd-node-agent"), Kubeconfig: sb.kubeconfig(cluster),
-				Env: []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
+				Env: []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
 				Args: append([]string{
 					"--node-name=" + n.name, "--replication-address=" + n.address,
 					"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),

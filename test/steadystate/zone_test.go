@@ -216,7 +216,7 @@ func (f *fleet) start() {
 		for k := range nodesPerCluster {
 			n := nodeOf(c, k)
 			if measured(c, k) {
-				f.run("drbd-node-agent-"+n.name, c, []string{"DRBDSIM_NODE=" + n.name, "DRBDSIM_STATE_DIR=" + f.files},
+				f.run("drbd-node-agent-"+n.name, c, []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + f.files},
 					"--node-name="+n.name, "--replication-address="+n.address,
 					"--resource-dir="+filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
 					"--kubelet-dir="+filepath.Join(f.dir, "nodes", n.name, "kubelet"),
@@ -224,7 +224,7 @@ func (f *fleet) start() {
 				continue
 			}
 			cfg := nodeagent.Config{
-				NodeName: n.name, ReplicationAddress: n.address,
+				NodeName: n.name, Hostname: n.name, ReplicationAddress: n.address,
 				ResourceDir: filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
 				DrbdadmPath: "drbdadm", DrbdsetupPath: "drbdsetup",
 				Exec:           drbdsim.Executor{StateDir: f.memory, Node: n.name},

@@ -100,7 +100,7 @@ func (z *zone) kubeletDir(cluster string) string {
 func (z *zone) startAgent(t testing.TB, cluster string) {
 	n := env.Nodes[cluster]
 	cfg := nodeagent.Config{
-		NodeName: n.Name, ReplicationAddress: n.Address,
+		NodeName: n.Name, Hostname: n.Name, ReplicationAddress: n.Address,
 		ResourceDir:    filepath.Join(z.dir, n.Name, "drbd.d"),
 		KubeletDir:     z.kubeletDir(cluster),
 		DrbdadmPath:    "drbdadm",
