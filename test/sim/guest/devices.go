@@ -121,7 +121,7 @@ func (c *Cluster) openDisk(ctx context.Context, ns, volume, claim, node string) 
 	if err := c.reader.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
 		return nil, err
 	}
-	dev, err := c.openDevice(pv, node)
+	dev, err := c.openDevice(ctx, pv, node)
 	if err != nil {
 		return nil, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err)
 	}
@@ -133,13 +133,13 @@ func (c *Cluster) openDisk(ctx context.Context, ns, volume, claim, node string) 
 	return &disk{name: volume, claim: claim, size: size.Value(), dev: dev, devLen: n}, nil
 }
 
-func (c *Cluster) openDevice(pv *corev1.PersistentVolume, vmiNode string) (device, error) {
+func (c *Cluster) openDevice(ctx context.Context, pv *corev1.PersistentVolume, vmiNode string) (device, error) {
 	if l := pv.Spec.Local; l != nil && strings.HasPrefix(l.Path, "/dev/drbd") {
 		minor, err := strconv.Atoi(strings.TrimPrefix(l.Path, "/dev/drbd"))
 		if err != nil {
 			return nil, fmt.Errorf("local path %q is not /dev/drbd<minor>", l.Path)
 		}
-		node := affinityNode(pv)
+		node := c.nodeNamed(ctx, affinityNode(pv))
 		if node == "" {
 			node = vmiNode
 		}
@@ -176,6 +176,20 @@ func affinityNode(pv *corev1.PersistentVolume) string {
 		}
 	}
 	return ""
+}
+
+// nodeNamed is the name of the node whose kubernetes.io/hostname label is
+// hostname: the DRBD simulator knows nodes by name, node affinity by that
+// label. Without exactly one such Node (or Nodes to read), it is hostname.
+func (c *Cluster) nodeNamed(ctx context.Context, hostname string) string {
+	if hostname == "" {
+		return ""
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.reader.List(ctx, nodes, client.MatchingLabels{corev1.LabelHostname: hostname}); err != nil || len(nodes.Items) != 1 {
+		return hostname
+	}
+	return nodes.Items[0].Name
 }
 
 func closeDisks(disks []*disk) {

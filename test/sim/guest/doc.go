@@ -9,8 +9,9 @@
 // A CSI PV of the storage simulator (test/sim/storage with Options.DeviceDir)
 // keeps its bytes in the sparse file storage.DeviceFile(deviceDir, pvName); a
 // local PV whose path is /dev/drbd<minor> is read and written through the DRBD
-// simulator (the DRBD interface) on the node the PV's node affinity names, or
-// the node of the VMI when it names none.
+// simulator (the DRBD interface) on the node the PV's node affinity names (the
+// Node whose kubernetes.io/hostname label that is, if there is one), or the
+// node of the VMI when it names none.
 //
 // A disk is as large as the guest believes: the PVC's status.capacity, else
 // its request. Writes alternate between the disks; on each disk the first
@@ -28,5 +29,6 @@
 // smaller than its PVC) ends the batch with an *IOError (errors.Is ErrIO).
 // Each VM has one log of acknowledged writes, shared by every cluster: the DR
 // copy of a VM boots from the replica of the same disks, so Guests.Verify on
-// the DR cluster checks the writes acknowledged on the primary.
+// the DR cluster checks the writes acknowledged on the primary. Verify reads
+// every disk whole for its checksum, so test disks should be small (MiBs).
 package guest

@@ -496,3 +496,22 @@ func TestDRBDRefusals(t *testing.T) {
 }
 
 func isZero(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }
+
+func TestDRBDNodeIsTheNodeWithTheAffinityHostname(t *testing.T) {
+	// Node affinity names the kubernetes.io/hostname label; the DRBD simulator
+	// knows the node by its name.
+	ctx := context.Background()
+	fake := newFakeDRBD()
+	fake.devs[devKey{"worker-a", 1000}] = make([]byte, rootSize)
+	fake.devs[devKey{"worker-a", 1001}] = make([]byte, dataSize)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", Labels: map[string]string{corev1.LabelHostname: "dr-1"}}}
+	c := drbdCluster("dr", fake, node, vmi(kubevirtv1.Running, true))
+	g := guest.New()
+
+	_, err := g.Write(ctx, c, vmKey, 4)
+	require.NoError(t, err)
+	require.False(t, isZero(fake.devs[devKey{"worker-a", 1000}]))
+	res, err := g.Verify(ctx, c, vmKey)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Intact)
+}
