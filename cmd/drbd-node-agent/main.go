@@ -3,6 +3,9 @@
 // of the DRBDResources assigned to its node, reports DRBD's state (from drbdsetup
 // events2) into their status, and taints the node while a resource lacks quorum.
 // It talks to its own cluster's API server only and needs no leader election.
+// It refuses to start (exit 2) when --node-name is not the host name drbdadm
+// matches `on` sections by (uname -n, or $__DRBD_NODE__): the agent renders
+// the local replica as `on <node name>`, and drbdadm would refuse every command.
 package main
 
 import (
