@@ -37,9 +37,9 @@ type NodeConfig struct {
 
 // VolumeConfig is one `volume N` section.
 type VolumeConfig struct {
-	Number   int
-	Minor    int
-	Disk     string // backing block device path
+	Number int
+	Minor  int
+	Disk   string // backing block device path
 	// MetaDisk is where DRBD keeps the volume's metadata: "internal" ("" too)
 	// puts it at the end of Disk, which shrinks the device below the disk; a
 	// /dev/ path puts it on a device of its own (flex-external, see

@@ -59,12 +59,14 @@ type Zone struct {
 	// a new one (after a rebuild of the quorum cluster).
 	QuorumManager *env.Process
 	dir           string
+	// devices holds the contents of the zone's block volumes (both clusters).
+	devices string
 }
 
 // New builds the zone and waits until the group runs on the primary, healthy
 // and ready to fail over.
 func New(t testing.TB, o Options) *Zone {
-	z := &Zone{Env: env.New(t, env.Options{}), T: t, Ctx: context.Background(), dir: t.TempDir()}
+	z := &Zone{Env: env.New(t, env.Options{}), T: t, Ctx: context.Background(), dir: t.TempDir(), devices: storagesim.TempDeviceDir(t)}
 	fabric := z.DRBD(t)
 	require.NoError(t, fabric.SetSyncRate(1<<30))
 	for _, c := range []string{env.Primary, env.DR} {
@@ -155,7 +157,7 @@ func (z *Zone) startWorkload(cluster string) {
 			return err
 		}
 		// Restored claims are the snapshot simulator's to bind, after their data.
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, SkipRestores: true}); err != nil {
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, SkipRestores: true, DeviceDir: z.devices}); err != nil {
 			return err
 		}
 		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond}); err != nil {

@@ -75,7 +75,7 @@ func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string
 		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
 			return err
 		}
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}}); err != nil {
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}, DeviceDir: storagesim.TempDeviceDir(t)}); err != nil {
 			return err
 		}
 		return kubelet.SetupWithManager(mgr)

@@ -49,8 +49,11 @@ type sandbox struct {
 	cancel context.CancelFunc
 	fabric *drbdsim.Fabric
 	state  string
-	vs     *volsyncSims   // nil without -volsync
-	of     *offloadedSims // nil without -offloaded
+	// devices holds the block volumes' contents (storagesim.Options.DeviceDir),
+	// under /dev/shm; removed at shutdown.
+	devices string
+	vs      *volsyncSims   // nil without -volsync
+	of      *offloadedSims // nil without -offloaded
 	// issuer and oidcSecret are the test OIDC issuer (nil without -oidc)
 	// and the console's client secret there.
 	issuer     *oidcissuer.Issuer
@@ -66,6 +69,9 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	z, err := harness.StartE(ctx, ho, "quorum", primary, dr)
 	if err != nil {
 		sb.stopIssuer()
+		if sb.devices != "" {
+			_ = os.RemoveAll(sb.devices)
+		}
 		return nil, err
 	}
 	sb.zone = z
@@ -78,6 +84,9 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 		return sb, err
 	}
 	sb.fabric = &drbdsim.Fabric{StateDir: sb.state}
+	if sb.devices, err = os.MkdirTemp("/dev/shm", "siterecovery-sandbox-"); err != nil {
+		return sb, fmt.Errorf("creating the volume folder under /dev/shm: %w", err)
+	}
 	// 1 GiB volumes sync in about two seconds, slow enough to watch.
 	if err := sb.fabric.SetSyncRate(512 << 10); err != nil {
 		return sb, err
@@ -149,7 +158,7 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 		}
 		// With VolSync, the snapshot simulator restores claims from
 		// snapshots, copying their blocks before they bind.
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}, SkipRestores: sb.vs != nil}); err != nil {
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}, SkipRestores: sb.vs != nil, DeviceDir: sb.devices}); err != nil {
 			return err
 		}
 		if sb.vs != nil {

@@ -38,6 +38,8 @@ type zone struct {
 	*env.Env
 	fabric *drbdsim.Fabric
 	dir    string
+	// devices holds the contents of the zone's block volumes (both clusters).
+	devices string
 	// procs are the zone's controllers, which a fault kills and restarts;
 	// workloads and agents are its maps.
 	procs     *env.Processes
@@ -54,7 +56,7 @@ func newZone(t testing.TB) *zone { return newZoneWith(t, env.Options{}, quorumOp
 
 // newZoneWith is newZone with the zone's options o and quorum-manager's q.
 func newZoneWith(t testing.TB, o env.Options, q setup.QuorumOptions) *zone {
-	z := &zone{Env: env.New(t, o), dir: t.TempDir()}
+	z := &zone{Env: env.New(t, o), dir: t.TempDir(), devices: storagesim.TempDeviceDir(t)}
 	z.procs = z.NewProcesses()
 	z.workloads, z.agents = z.procs.Workloads, z.procs.Agents
 	z.fabric = z.DRBD(t)
@@ -84,7 +86,7 @@ func (z *zone) workload(t testing.TB, cluster string) *env.Process {
 			StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
 			return err
 		}
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}}); err != nil {
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, DeviceDir: z.devices}); err != nil {
 			return err
 		}
 		return kubelet.SetupWithManager(mgr)

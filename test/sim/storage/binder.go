@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,4 +153,17 @@ func createSparse(path string, size int64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TempDeviceDir makes a folder under /dev/shm for Options.DeviceDir, removed
+// when t ends: the agent accepts device paths under /dev/ only, and tmpfs
+// keeps the sparse volumes in memory.
+func TempDeviceDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "siterecovery-volumes-")
+	if err != nil {
+		t.Fatalf("creating a volume folder under /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
