@@ -15,7 +15,8 @@
 //	              Ready=False; nothing is created. Then the finalizer is added.
 //	Snapshotting  create the namespace and its NetworkPolicy (ingress and egress
 //	              only within the namespace, plus DNS), then one VolumeSnapshot per
-//	              disk of every group VM, next to the snapshotted PVC.
+//	              disk of every group VM, next to the snapshotted PVC. Before
+//	              that, every DR replica to snapshot must be UpToDate (below).
 //	Restoring     carry each snapshot into the isolated namespace (a
 //	              pre-provisioned VolumeSnapshotContent with the same snapshot
 //	              handle, deletionPolicy Retain, and a VolumeSnapshot bound to it:
@@ -35,6 +36,14 @@
 // the CSI volume that DRBD replicates into on the DR side, with the same data.
 // A claim that is not a DRBD frontend is snapshotted as is. Each snapshot is
 // crash-consistent for its disk; disks of one VM are not snapshotted atomically.
+//
+// Only UpToDate DR replicas are snapshotted: before requesting the snapshot of a
+// DRBD disk, the controller reads the VM's DR-side DRBDResource ("vm-<vm>") and
+// the local disk state of the volume that stores the backing PVC. An
+// Inconsistent replica (an initial sync or a resync under way) is not one image,
+// and an Outdated or Consistent one is not what a planned failover would boot;
+// the test then fails at once with ReasonReplicaNotUpToDate, naming the VM, the
+// DRBDResource, the volume and its state (replicas.go says why it does not wait).
 //
 // Test VMs are copies of the standby specs with runStrategy Always, the restored
 // PVCs as disks, a fresh firmware UUID, fresh random MAC addresses and only the

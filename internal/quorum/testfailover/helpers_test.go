@@ -119,6 +119,9 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		z.waitDRBD(env.Primary, name, func(r *srv1alpha1.DRBDResource) bool {
 			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
 		})
+		// A test failover snapshots only UpToDate DR replicas, as the DR
+		// agent reports them.
+		z.waitDRBD(env.DR, name, drUpToDate)
 	}
 	z.create(env.Primary, env.WorkloadGroup(group, refs, srv1alpha1.StateRunning))
 	z.create(env.DR, env.WorkloadGroup(group, refs, srv1alpha1.StateStopped))
@@ -267,4 +270,14 @@ func (z *zone) waitDRBD(cluster, vmName string, ok func(*srv1alpha1.DRBDResource
 		}
 		return nil
 	})
+}
+
+// drUpToDate is a replica whose every volume is UpToDate.
+func drUpToDate(r *srv1alpha1.DRBDResource) bool {
+	for _, v := range r.Status.Volumes {
+		if v.DiskState != "UpToDate" {
+			return false
+		}
+	}
+	return len(r.Status.Volumes) > 0
 }

@@ -21,10 +21,12 @@ const ciCells = 2
 
 // faults are the failures injected. The agent on the target keeps the DR
 // replica Secondary, which a test failover must not need. The DRBD link
-// applies too: a test failover reads no DRBD state and snapshots the DR
-// backing PVC that DRBD replicates into, so a cut link leaves that volume
-// behind production, still a crash-consistent copy to boot, and the test must
-// succeed without ever touching the replication it runs beside.
+// applies too: a test failover reads the DR replicas' disk state only before
+// it requests their snapshots (all UpToDate here when the fault lands: the
+// test is already in Snapshotting), and snapshots the DR backing PVC that DRBD
+// replicates into, so a cut link leaves that volume behind production, still
+// a crash-consistent copy to boot, and the test must succeed without ever
+// touching the replication it runs beside.
 var faults = []*faultmatrix.Fault{
 	faultmatrix.QuorumKilled(),
 	faultmatrix.PGKilled(faultmatrix.Source),

@@ -55,8 +55,11 @@ const (
 	ReasonNoDisks         = "NoReplicatedDisks"
 	ReasonStandbyMissing  = "StandbyVMNotFound"
 	ReasonSnapshotFailed  = "SnapshotFailed"
-	ReasonCleanedUp       = "CleanedUp"
-	ReasonCleaning        = "CleaningUp"
+	// ReasonReplicaNotUpToDate: a DR replica to snapshot is not UpToDate (an
+	// initial sync or a resync under way, or Outdated); nothing is booted.
+	ReasonReplicaNotUpToDate = "ReplicaNotUpToDate"
+	ReasonCleanedUp          = "CleanedUp"
+	ReasonCleaning           = "CleaningUp"
 )
 
 // isolatedNamespace is the namespace the test VMs run in.

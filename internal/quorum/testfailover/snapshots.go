@@ -39,6 +39,21 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	cluster := s.tf.Spec.TargetCluster
+	// The DR replicas of the disks not snapshotted yet must be UpToDate; one
+	// that is not fails the test before any of those snapshots is requested.
+	var unsnapshotted []disk
+	for _, d := range disks {
+		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: d.namespace, Name: snapshotName(s.tf, d.vm, d.volume)}, &snapshotv1.VolumeSnapshot{})
+		switch {
+		case apierrors.IsNotFound(err):
+			unsnapshotted = append(unsnapshotted, d)
+		case err != nil:
+			return ctrl.Result{}, remoteErr(cluster, "reading VolumeSnapshot of "+d.String(), err)
+		}
+	}
+	if err := r.replicasUpToDate(ctx, s, rc, unsnapshotted); err != nil {
+		return ctrl.Result{}, err
+	}
 	var waiting []string
 	for _, d := range disks {
 		vs := &snapshotv1.VolumeSnapshot{

@@ -112,6 +112,45 @@ func TestTestFailover(t *testing.T) {
 		z.assertProductionUntouched(prod)
 	})
 
+	t.Run("replica not up to date", func(t *testing.T) {
+		z.t = t
+		// vm-00's DR replica falls behind (protocol A writes the link drops
+		// before delivering them become out-of-sync blocks; the primary, with
+		// quorum majority here, could not write while disconnected), then
+		// resyncs slowly: Inconsistent, SyncTarget. vm-01's stays UpToDate.
+		fabric := z.DRBD(t)
+		syncing, res := z.vms[0], srv1alpha1.DRBDResourceName(z.vms[0])
+		require.NoError(t, fabric.SetSyncRate(1))
+		t.Cleanup(func() {
+			require.NoError(t, fabric.SetSyncRate(1<<30))
+			z.waitDRBD(env.DR, syncing, drUpToDate)
+		})
+		require.NoError(t, fabric.Write(res, env.Nodes[env.Primary].Name, 64<<10))
+		require.NoError(t, fabric.Disconnect(res))
+		require.NoError(t, fabric.Connect(res))
+		z.waitDRBD(env.DR, syncing, func(r *srv1alpha1.DRBDResource) bool {
+			return len(r.Status.Volumes) == 1 && r.Status.Volumes[0].DiskState == "Inconsistent" &&
+				len(r.Status.Peers) == 1 && len(r.Status.Peers[0].Volumes) == 1 && r.Status.Peers[0].Volumes[0].ReplicationState == "SyncTarget"
+		})
+
+		name := z.testFailover("replica-syncing", env.DR, nil)
+		tf := z.waitPhase(name, srv1alpha1.TestFailoverFailed)
+		require.Equal(t, []string{"Pending", "Snapshotting", "CleaningUp", "Failed"}, phases(tf), "failed at once, through the cleanup")
+		require.Equal(t, testfailover.ReasonReplicaNotUpToDate, readyReason(tf))
+		msg := meta.FindStatusCondition(tf.Status.Conditions, srv1alpha1.ConditionReady).Message
+		t.Logf("refused: %s", msg)
+		for _, want := range []string{
+			fmt.Sprintf("VM %s/%s: DR replica %s volume 0 (PVC %s-disk) is Inconsistent (SyncTarget from %s, ", env.AppNS, syncing, res, syncing, env.Nodes[env.Primary].Name),
+			"% in sync)", "a test failover boots only UpToDate replicas", "start the test again",
+		} {
+			require.Contains(t, msg, want)
+		}
+		require.NotContains(t, msg, z.vms[1], "the other VM's replica is UpToDate")
+		require.Empty(t, tf.Status.Results, "nothing was booted, so nothing was verified")
+		z.assertLeavesNothing(tf)
+		z.assertProductionUntouched(prod)
+	})
+
 	t.Run("bad input is rejected", func(t *testing.T) {
 		z.t = t
 		for _, tc := range []struct {
