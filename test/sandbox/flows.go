@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -86,6 +87,54 @@ func (sb *sandbox) failover(ctx context.Context, name, target string, typ srv1al
 	return nil
 }
 
+// demoWrites is how many blocks each demo VM's guest writes before a failover.
+const demoWrites = 64
+
+// demoVMs names the demo VMs.
+func (sb *sandbox) demoVMs() []types.NamespacedName {
+	vms := make([]types.NamespacedName, sb.o.vms)
+	for i := range vms {
+		vms[i] = types.NamespacedName{Namespace: appNS, Name: fmt.Sprintf("vm-%d", i+1)}
+	}
+	return vms
+}
+
+// guestsWrite makes each demo VM's guest write demoWrites blocks on cluster,
+// where the VMs run.
+func (sb *sandbox) guestsWrite(ctx context.Context, cluster string) error {
+	for _, vm := range sb.demoVMs() {
+		ack, err := sb.guests.Write(ctx, cluster, vm, demoWrites)
+		if err != nil {
+			return fmt.Errorf("guest %s on %s: %w", vm, cluster, err)
+		}
+		say("guest %s on %s: %d writes acknowledged (last sequence %d)", vm, cluster, ack.Acknowledged, ack.LastSeq)
+	}
+	return nil
+}
+
+// guestsVerify reads each demo VM's disks back on cluster and prints what it
+// found. A corrupt block always fails the demo; a lost write fails it unless
+// the failover was unplanned, where protocol A may lose writes in flight.
+func (sb *sandbox) guestsVerify(ctx context.Context, cluster string, unplanned bool) error {
+	fmt.Println()
+	var bad []string
+	for _, vm := range sb.demoVMs() {
+		res, err := sb.guests.Verify(ctx, cluster, vm)
+		if err != nil {
+			return fmt.Errorf("verifying guest %s on %s: %w", vm, cluster, err)
+		}
+		fmt.Printf("  guest %s on %s: %s\n", vm, cluster, res)
+		if res.Corrupt > 0 || (res.Lost > 0 && !unplanned) {
+			bad = append(bad, fmt.Sprintf("%s: %s", vm, res))
+		}
+	}
+	fmt.Println()
+	if len(bad) > 0 {
+		return fmt.Errorf("guest data not intact on %s: %s", cluster, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
 func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 	h := fr.Status.PhaseHistory
 	fmt.Printf("\n  timeline of %s (created %s)\n", fr.Name, created.Format("15:04:05.000"))
@@ -107,10 +156,25 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 // demo runs planned failover, failback, and an unplanned failover with the
 // primary site down.
 func (sb *sandbox) demo(ctx context.Context) error {
+	if err := sb.guestsWrite(ctx, primary); err != nil {
+		return err
+	}
 	if err := sb.failover(ctx, "planned-to-dr", dr, srv1alpha1.FailoverPlanned); err != nil {
 		return err
 	}
+	if err := sb.guestsVerify(ctx, dr, false); err != nil {
+		return err
+	}
+	if err := sb.guestsWrite(ctx, dr); err != nil {
+		return err
+	}
 	if err := sb.failover(ctx, "failback-to-primary", primary, srv1alpha1.FailoverPlanned); err != nil {
+		return err
+	}
+	if err := sb.guestsVerify(ctx, primary, false); err != nil {
+		return err
+	}
+	if err := sb.guestsWrite(ctx, primary); err != nil {
 		return err
 	}
 	say("simulating the loss of the primary site: replication links down, API server stopped")
@@ -127,6 +191,10 @@ func (sb *sandbox) demo(ctx context.Context) error {
 		return err
 	}
 	if err := sb.failover(ctx, "disaster-to-dr", dr, srv1alpha1.FailoverUnplanned); err != nil {
+		return err
+	}
+	// The primary's API server is down: the guest verifies on DR only.
+	if err := sb.guestsVerify(ctx, dr, true); err != nil {
 		return err
 	}
 	say("demo complete; logs in %s", sb.o.workDir+"/logs")
@@ -161,7 +229,12 @@ metadata: {name: disaster, namespace: %[2]s}
 spec: {protectionGroupRef: {name: %[3]s}, targetCluster: %[6]s, failoverType: unplanned}
 YAML
 Logs of every process: %[7]s/logs
-`, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir)
+Control API (simulated guests and faults; see README.md): %[8]s
+  curl -X POST -d '{"blocks": 64}' %[8]s/v1/guests/%[9]s/%[5]s/vm-1/write
+  curl %[8]s/v1/guests/%[9]s/%[5]s/vm-1/verify
+  curl -X POST -d '{"cluster": "%[9]s", "cut": true}' %[8]s/v1/faults/links
+  curl -X POST %[8]s/v1/faults/heal
+`, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir, sb.controlURL, primary)
 	if sb.vs != nil {
 		fmt.Fprintf(&b, `The VolSync zone (DR namespace %[1]s):
   kubectl -n %[1]s get drpc,drpolicies,protectiongroups,failoverrequests

@@ -94,6 +94,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if err := sb.startControl(ctx); err != nil {
+		return err
+	}
 	sb.printHelp()
 	if o.consoleAddr != "" {
 		token, err := sb.startConsole(ctx)

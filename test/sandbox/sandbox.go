@@ -58,6 +58,10 @@ type sandbox struct {
 	// and the console's client secret there.
 	issuer     *oidcissuer.Issuer
 	oidcSecret string
+	// guests plays the demo VMs' operating systems; controlURL is the base
+	// URL of the control API (empty until it runs).
+	guests     *sandboxGuests
+	controlURL string
 }
 
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
@@ -91,6 +95,7 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.fabric.SetSyncRate(512 << 10); err != nil {
 		return sb, err
 	}
+	sb.guests = sb.newGuests()
 	if err := sb.seed(ctx); err != nil {
 		return sb, err
 	}
