@@ -140,12 +140,13 @@ func (c *fileCluster) upSynced() {
 		c.must(n, "up", fres)
 	}
 	c.must("site-a", "primary", "--force", fres)
-	c.waitUpToDate("site-b")
+	c.waitUpToDate()
 }
 
-func (c *fileCluster) waitUpToDate(node string) {
+// waitUpToDate waits until site-b, the peer of every scenario, is UpToDate.
+func (c *fileCluster) waitUpToDate() {
 	c.t.Helper()
-	c.waitFor(node, "UpToDate and in sync", func(st drbd.ResourceStatus) bool {
+	c.waitFor("site-b", "UpToDate and in sync", func(st drbd.ResourceStatus) bool {
 		return st.Devices[0].DiskState == "UpToDate" && peerPD(st).ReplicationState == "Established" && peerPD(st).OutOfSyncBytes == 0
 	})
 }
@@ -326,7 +327,7 @@ func TestProtocolCReplicatesBytesAndResyncsBitmap(t *testing.T) {
 			assert.Equal(t, uint64(3*4096), peerPD(c.status("site-a")).OutOfSyncBytes, "out-of-sync is the bitmap")
 			assert.NotEqual(t, pattern(3, 5000), readFileAt(t, c.disk["site-b"], 1<<20, 5000))
 			require.NoError(t, c.fabric.Connect(fres))
-			c.waitUpToDate("site-b")
+			c.waitUpToDate()
 			c.requireSame("after the bitmap resync")
 		})
 	}
@@ -349,7 +350,7 @@ func TestProtocolAWindowLostOnCut(t *testing.T) {
 	assert.NotEqual(t, pattern(7, 4096), readFileAt(t, c.disk["site-b"], 1<<20, 4096), "the peer never got it")
 	assert.Equal(t, uint64(4096), peerPD(c.status("site-a")).OutOfSyncBytes)
 	require.NoError(t, c.fabric.Connect(fres))
-	c.waitUpToDate("site-b")
+	c.waitUpToDate()
 	c.requireSame("after the resync of the lost window")
 }
 
@@ -361,7 +362,7 @@ func TestDirectWritesInvisible(t *testing.T) {
 	writeFileAt(t, c.disk["site-a"], 4096, pattern(8, 4096))
 	require.NoError(t, c.fabric.Disconnect(fres))
 	require.NoError(t, c.fabric.Connect(fres))
-	c.waitUpToDate("site-b")
+	c.waitUpToDate()
 	assert.Equal(t, uint64(0), peerPD(c.status("site-a")).OutOfSyncBytes)
 	assert.NotEqual(t, pattern(8, 4096), readFileAt(t, c.disk["site-b"], 4096, 4096))
 }
@@ -390,7 +391,7 @@ func TestResyncProgressesInOffsetOrder(t *testing.T) {
 	require.NoError(t, c.fabric.WriteDevice("site-a", fminor, size/2, pattern(11, 4096)))
 	assert.Equal(t, pattern(11, 4096), readFileAt(t, c.disk["site-b"], size/2, 4096), "mirrored to the SyncTarget")
 	require.NoError(t, c.fabric.SetSyncRate(1<<20))
-	c.waitUpToDate("site-b")
+	c.waitUpToDate()
 	assert.NotEqual(t, pattern(9, 4096), readFileAt(t, c.disk["site-b"], 0, 4096), "written behind the resync: never sent")
 	assert.Equal(t, pattern(10, 4096), readFileAt(t, c.disk["site-b"], size-4096, 4096), "ahead of the resync: copied")
 }
@@ -480,7 +481,7 @@ func splitBrainManual(t *testing.T, binaries bool) {
 	c.must("site-b", "secondary", fres)
 	c.must("site-b", "connect", "--discard-my-data", fres)
 	c.must("site-a", "connect", fres)
-	c.waitUpToDate("site-b")
+	c.waitUpToDate()
 	c.requireSame("after discarding the victim's data")
 	assert.Equal(t, a0, c.dataArea("site-b"))
 }
@@ -494,7 +495,7 @@ func TestAfterSBPolicies(t *testing.T) {
 		c.must("site-a", "secondary", fres)
 		a0 := c.dataArea("site-a")
 		require.NoError(t, c.fabric.Connect(fres))
-		c.waitUpToDate("site-b")
+		c.waitUpToDate()
 		c.requireSame("zero-changes side discarded")
 		assert.Equal(t, a0, c.dataArea("site-a"))
 	})
@@ -510,7 +511,7 @@ func TestAfterSBPolicies(t *testing.T) {
 		splitBrain(t, c, true)
 		a0 := c.dataArea("site-a")
 		require.NoError(t, c.fabric.Connect(fres))
-		c.waitUpToDate("site-b")
+		c.waitUpToDate()
 		c.requireSame("the Secondary's changes discarded")
 		assert.Equal(t, a0, c.dataArea("site-a"))
 	})

@@ -228,14 +228,12 @@ func primary(w *World, r *Res, n *Node, force bool) error {
 			return stateChangeFailed(r, -1, "Multiple primaries not allowed by config")
 		}
 	}
-	if !force {
-		if !r.HasQuorum(n) {
-			return stateChangeFailed(r, -25, "No quorum")
-		}
-		if !allUpToDate(r, n) && !hasUpToDatePeer(r, n) {
-			return stateChangeFailed(r, -2, "Need access to UpToDate data")
-		}
-	} else if !allUpToDate(r, n) {
+	switch {
+	case !force && !r.HasQuorum(n):
+		return stateChangeFailed(r, -25, "No quorum")
+	case !force && !allUpToDate(r, n) && !hasUpToDatePeer(r, n):
+		return stateChangeFailed(r, -2, "Need access to UpToDate data")
+	case force && !allUpToDate(r, n):
 		// Forcing makes our data the truth; every peer needs a full sync.
 		for v := range r.Volumes {
 			n.Disk[v] = "UpToDate"
@@ -244,7 +242,7 @@ func primary(w *World, r *Res, n *Node, force bool) error {
 		for _, m := range r.Peers(n) {
 			w.StartSync(r, n, m)
 		}
-	} else if !connectedToAny(r, n) {
+	case force && !connectedToAny(r, n):
 		// A forced promotion apart from every peer starts a new data
 		// generation at once.
 		for v := range r.Volumes {

@@ -88,14 +88,16 @@ func (b Blocks) Contains(off int64) bool {
 	return i < len(b) && b[i][0] <= off
 }
 
-// setBlocks stores b as (*m)[peer], creating the map, and drops an empty set.
-func setBlocks(m *map[string]Blocks, peer string, b Blocks) {
+// setBlocks stores b as m[peer], creating the map, drops an empty set, and
+// returns the map.
+func setBlocks(m map[string]Blocks, peer string, b Blocks) map[string]Blocks {
 	if len(b) == 0 {
-		delete(*m, peer)
-		return
+		delete(m, peer)
+		return m
 	}
-	if *m == nil {
-		*m = map[string]Blocks{}
+	if m == nil {
+		m = map[string]Blocks{}
 	}
-	(*m)[peer] = b
+	m[peer] = b
+	return m
 }

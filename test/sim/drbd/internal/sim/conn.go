@@ -309,7 +309,7 @@ func (w *World) startResync(r *Res, src, dst *Node, v int, full bool) {
 		if full {
 			ds.markOOS(dst.Host, 0, ds.Layout.DataSize)
 		}
-		setBlocks(&ds.BM, dst.Host, ds.BM[dst.Host].Union(dd.BM[src.Host]).Clip(min(ds.Layout.DataSize, dd.Layout.DataSize)))
+		ds.BM = setBlocks(ds.BM, dst.Host, ds.BM[dst.Host].Union(dd.BM[src.Host]).Clip(min(ds.Layout.DataSize, dd.Layout.DataSize)))
 		delete(dd.BM, src.Host)
 		r.syncCounters(src, dst, v)
 	} else if full {

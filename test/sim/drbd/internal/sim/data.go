@@ -113,7 +113,7 @@ func (d *Dev) markOOS(peer string, s, e int64) {
 	if d.BM == nil {
 		d.BM = map[string]Blocks{}
 	}
-	setBlocks(&d.BM, peer, d.BM[peer].Add(s, e))
+	d.BM = setBlocks(d.BM, peer, d.BM[peer].Add(s, e))
 }
 
 // syncCounters makes the pair's KiB counters of a byte-mode volume what its
@@ -281,7 +281,7 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 		return nil
 	}
 	if err := pwrite(d.Backing, off, data); err != nil {
-		return fmt.Errorf("drbdsim: local write: %v: %w", err, ErrIO)
+		return fmt.Errorf("drbdsim: local write: %w", errors.Join(err, ErrIO))
 	}
 	n.Written[v] += kib
 	s, e := blockSpan(off, int64(len(data)))
@@ -297,23 +297,23 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 		md := m.dev(v)
 		target := p.OOS[v] > 0 && p.Source == n.Host // m is our SyncTarget
 		switch {
-		case !r.Connected(n, m) || !(m.Disk[v] == "UpToDate" || target):
+		case !r.Connected(n, m) || m.Disk[v] != "UpToDate" && !target:
 			d.markOOS(m.Host, s, e) // for a later resync
 		case r.Protocol == "A":
 			if d.Window == nil {
 				d.Window = map[string]Blocks{}
 			}
-			setBlocks(&d.Window, m.Host, d.Window[m.Host].Add(s, e))
+			d.Window = setBlocks(d.Window, m.Host, d.Window[m.Host].Add(s, e))
 			p.Source = n.Host
 		default: // protocol C: on the peer before the write completes
 			if err := copyBlocks(d, md, Blocks{{s, e}}); err != nil {
-				return fmt.Errorf("drbdsim: replicating: %v: %w", err, ErrIO)
+				return fmt.Errorf("drbdsim: replicating: %w", errors.Join(err, ErrIO))
 			}
 			transfer(n, m, kib)
 			m.Written[v] += kib
 			// Mirrored blocks are in sync now, on both bitmaps.
-			setBlocks(&d.BM, m.Host, d.BM[m.Host].Remove(s, e))
-			setBlocks(&md.BM, n.Host, md.BM[n.Host].Remove(s, e))
+			d.BM = setBlocks(d.BM, m.Host, d.BM[m.Host].Remove(s, e))
+			md.BM = setBlocks(md.BM, n.Host, md.BM[n.Host].Remove(s, e))
 		}
 		r.syncCounters(n, m, v)
 	}
@@ -368,7 +368,7 @@ func (w *World) ReadDevice(host string, minor int, off int64, size int) ([]byte,
 		}
 	}
 	if err := pread(from.Backing, off, buf); err != nil {
-		return nil, fmt.Errorf("drbdsim: read: %v: %w", err, ErrIO)
+		return nil, fmt.Errorf("drbdsim: read: %w", errors.Join(err, ErrIO))
 	}
 	return buf, nil
 }

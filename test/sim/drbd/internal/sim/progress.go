@@ -83,7 +83,7 @@ func (w *World) StartSync(r *Res, source, peer *Node) {
 		if byteMode(source, peer, v) {
 			ds, dd := source.dev(v), peer.dev(v)
 			ds.markOOS(peer.Host, 0, ds.Layout.DataSize)
-			setBlocks(&ds.BM, peer.Host, ds.BM[peer.Host].Union(dd.BM[source.Host]).Clip(min(ds.Layout.DataSize, dd.Layout.DataSize)))
+			ds.BM = setBlocks(ds.BM, peer.Host, ds.BM[peer.Host].Union(dd.BM[source.Host]).Clip(min(ds.Layout.DataSize, dd.Layout.DataSize)))
 			delete(dd.BM, source.Host)
 			r.syncCounters(source, peer, v)
 			p.Total[v] = p.OOS[v]
@@ -125,8 +125,8 @@ func (w *World) progressBytes(r *Res, src, dst *Node, v int, budget int64) {
 		return // the files went away: the resync stalls, as on an I/O error
 	}
 	for _, c := range chunk {
-		setBlocks(&ds.BM, dst.Host, ds.BM[dst.Host].Remove(c[0], c[1]))
-		setBlocks(&dd.BM, src.Host, dd.BM[src.Host].Remove(c[0], c[1]))
+		ds.BM = setBlocks(ds.BM, dst.Host, ds.BM[dst.Host].Remove(c[0], c[1]))
+		dd.BM = setBlocks(dd.BM, src.Host, dd.BM[src.Host].Remove(c[0], c[1]))
 	}
 	transfer(src, dst, uint64(chunk.Bytes()/1024))
 	r.syncCounters(src, dst, v)
@@ -148,7 +148,7 @@ func deliverWindow(src, dst *Node, v int, budget int64) {
 		return
 	}
 	for _, c := range chunk {
-		setBlocks(&ds.Window, dst.Host, ds.Window[dst.Host].Remove(c[0], c[1]))
+		ds.Window = setBlocks(ds.Window, dst.Host, ds.Window[dst.Host].Remove(c[0], c[1]))
 	}
 	transfer(src, dst, uint64(chunk.Bytes()/1024))
 }
