@@ -95,6 +95,11 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	if err := sb.fabric.SetSyncRate(512 << 10); err != nil {
 		return sb, err
 	}
+	// The guests' protocol A writes reach the peer at 1 MiB/s: a planned
+	// failover waits for them, an unplanned one may lose those in flight.
+	if err := sb.fabric.SetDrainRate(1 << 10); err != nil {
+		return sb, err
+	}
 	sb.guests = sb.newGuests()
 	if err := sb.seed(ctx); err != nil {
 		return sb, err
