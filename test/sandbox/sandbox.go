@@ -234,5 +234,8 @@ func (sb *sandbox) shutdown() {
 			say("stopping the clusters: %v", err)
 		}
 	}
+	if sb.devices != "" {
+		_ = os.RemoveAll(sb.devices)
+	}
 	sb.stopIssuer()
 }
