@@ -320,8 +320,9 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 	return nil
 }
 
-// countWrite is Write's bookkeeping of kib KiB towards one peer without
-// contents.
+// countWrite is the bookkeeping of kib KiB written towards one peer of a
+// volume without contents: replicated, in protocol A's window, or (not
+// replicated now) remembered for a resync.
 func (w *World) countWrite(r *Res, n, m *Node, v int, kib uint64) {
 	p := r.Pair(n.Host, m.Host)
 	switch {

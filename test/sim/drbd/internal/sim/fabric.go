@@ -53,21 +53,7 @@ func (w *World) Write(res, node string, kib uint64) error {
 	}
 	n.Written[v] += kib
 	for _, m := range r.Peers(n) {
-		p := r.Pair(n.Host, m.Host)
-		switch {
-		case !r.Connected(n, m) || p.OOS[v] > 0 || m.Disk[v] != "UpToDate":
-			// Not replicated now: remembered in the bitmap for a resync.
-			if p.OOS[v] == 0 {
-				p.Source = n.Host
-			}
-			p.OOS[v] += kib
-		case r.Protocol == "A":
-			p.Source = n.Host
-			p.Lag[v] += kib
-		default:
-			transfer(n, m, kib)
-			m.Written[v] += kib
-		}
+		w.countWrite(r, n, m, v, kib)
 	}
 	return nil
 }
