@@ -238,7 +238,10 @@ func (r *Res) sizeKiB(n *Node, v int, sizeKiB uint64) uint64 {
 	return uint64(r.devSize(n, v, sizeKiB) / 1024)
 }
 
-// ioCheck is what DRBD refuses before an I/O on /dev/drbd<minor>.
+// ioCheck is what DRBD refuses before an I/O on /dev/drbd<minor>: a device
+// not up or not Primary (drbd kernel drbd_main.c drbd_open: a Secondary is not
+// opened for I/O), no quorum with on-no-quorum io-error (drbd_req.c, and the
+// DRBD 9 user's guide on quorum), and I/O past the device's end.
 func (w *World) ioCheck(host string, minor int, off, n int64) (*Res, *Node, int, error) {
 	r, nd, v, err := w.findMinor(host, minor)
 	if err != nil {
@@ -259,7 +262,10 @@ func (w *World) ioCheck(host string, minor int, off, n int64) (*Res, *Node, int,
 }
 
 // WriteDevice writes data at off through /dev/drbd<minor> on host: locally,
-// then to each peer as the protocol and connection state say.
+// then to each peer as the protocol and connection state say (drbd kernel
+// drbd_req.c: protocol C completes a write on the peer's write ack, protocol A
+// once it is sent; a peer not connected, or not UpToDate and not a SyncTarget,
+// gets the blocks marked out of sync instead).
 func (w *World) WriteDevice(host string, minor int, off int64, data []byte) error {
 	r, n, v, err := w.ioCheck(host, minor, off, int64(len(data)))
 	if err != nil {
@@ -342,7 +348,8 @@ func (w *World) countWrite(r *Res, n, m *Node, v int, kib uint64) {
 
 // ReadDevice reads n bytes at off through /dev/drbd<minor> on host: from the
 // local disk when it is UpToDate (or the block is in sync), else from an
-// UpToDate peer it is connected to.
+// UpToDate peer it is connected to (drbd kernel drbd_req.c
+// drbd_may_do_local_read).
 func (w *World) ReadDevice(host string, minor int, off int64, size int) ([]byte, error) {
 	r, n, v, err := w.ioCheck(host, minor, off, int64(size))
 	if err != nil {

@@ -99,7 +99,8 @@ const minResyncStep = 256 << 10
 
 // progressBytes copies up to budget bytes of the blocks src and dst differ
 // in (the union of their bitmaps), lowest offsets first as DRBD's resync
-// walks the bitmap, and clears them: a block changed behind DRBD's back
+// walks the bitmap (drbd kernel drbd_sender.c, drbd_worker.c before DRBD 9:
+// make_resync_request moves a cursor up through the bitmap), and clears them: a block changed behind DRBD's back
 // after the resync passed it is never sent.
 func (w *World) progressBytes(r *Res, src, dst *Node, v int, budget int64) {
 	if src.Disk[v] != "UpToDate" || r.oosBytes(src, dst, v) == 0 {
