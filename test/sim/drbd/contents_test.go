@@ -553,11 +553,7 @@ func TestOpenersBlockSecondaryAndDown(t *testing.T) {
 // the counter-only behaviour: WriteDevice moves the KiB counters.
 func TestWriteDeviceWithoutContents(t *testing.T) {
 	c := newCluster(t, "C")
-	c.bringUp("site-a", "site-b")
-	ctx := context.Background()
-	require.NoError(t, c.fabric.MarkUpToDate(res, "site-a"))
-	require.NoError(t, c.adm4("site-a").Primary(ctx, res, false))
-	c.waitFor("site-b", "initial sync", func(r drbd.ResourceStatus) bool { return r.Devices[0].DiskState == "UpToDate" })
+	c.primaryInSync()
 	size, err := c.fabric.DeviceSize("site-a", 1000)
 	require.NoError(t, err)
 	assert.Equal(t, int64(100<<20), size, "the world's volume size")

@@ -126,6 +126,15 @@ func (c *cluster) bringUp(nodes ...string) {
 	}
 }
 
+// primaryInSync brings up site-a and site-b, makes site-a's data the truth and
+// Primary, and waits until site-b is UpToDate.
+func (c *cluster) primaryInSync() {
+	c.bringUp("site-a", "site-b")
+	require.NoError(c.t, c.fabric.MarkUpToDate(res, "site-a"))
+	require.NoError(c.t, c.adm4("site-a").Primary(context.Background(), res, false))
+	c.waitFor("site-b", "initial sync", func(r drbd.ResourceStatus) bool { return r.Devices[0].DiskState == "UpToDate" })
+}
+
 func (c *cluster) status(node string) drbd.ResourceStatus {
 	st, err := c.adm4(node).Status(context.Background(), res)
 	require.NoError(c.t, err)

@@ -58,11 +58,8 @@ func TestInitialSyncAndPromotionRules(t *testing.T) {
 
 func TestDisconnectLosesQuorumAndResyncs(t *testing.T) {
 	c := newCluster(t, "C")
-	c.bringUp("site-a", "site-b")
+	c.primaryInSync()
 	ctx := context.Background()
-	require.NoError(t, c.fabric.MarkUpToDate(res, "site-a"))
-	require.NoError(t, c.adm4("site-a").Primary(ctx, res, false))
-	c.waitFor("site-b", "initial sync", func(r drbd.ResourceStatus) bool { return r.Devices[0].DiskState == "UpToDate" })
 
 	require.NoError(t, c.fabric.Write(res, "site-a", 64))
 	require.NoError(t, c.fabric.SetSyncRate(1)) // keep the later resync observable
