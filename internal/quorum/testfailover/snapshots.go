@@ -41,13 +41,17 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 	cluster := s.tf.Spec.TargetCluster
 	// The DR replicas of the disks not snapshotted yet must be UpToDate; one
 	// that is not fails the test before any of those snapshots is requested.
+	existing := map[string]*snapshotv1.VolumeSnapshot{}
 	var unsnapshotted []disk
 	for _, d := range disks {
-		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: d.namespace, Name: snapshotName(s.tf, d.vm, d.volume)}, &snapshotv1.VolumeSnapshot{})
+		vs := &snapshotv1.VolumeSnapshot{}
+		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: d.namespace, Name: snapshotName(s.tf, d.vm, d.volume)}, vs)
 		switch {
+		case err == nil:
+			existing[d.namespace+"/"+vs.Name] = vs
 		case apierrors.IsNotFound(err):
 			unsnapshotted = append(unsnapshotted, d)
-		case err != nil:
+		default:
 			return ctrl.Result{}, remoteErr(cluster, "reading VolumeSnapshot of "+d.String(), err)
 		}
 	}
@@ -56,20 +60,9 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	var waiting []string
 	for _, d := range disks {
-		vs := &snapshotv1.VolumeSnapshot{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.namespace, Name: snapshotName(s.tf, d.vm, d.volume),
-				Labels: labelsOf(s.tf, d.vm),
-				Annotations: map[string]string{annotationVM: d.vm, annotationVolume: d.volume, annotationClaim: d.claim,
-					AnnotationSourcePVC: d.source.Name}},
-			Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(d.source.Name)}},
-		}
-		if err := rc.Direct.Create(ctx, vs); err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{}, remoteErr(cluster, "creating VolumeSnapshot "+vs.Name, err)
-			}
-			if err := rc.Direct.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
-				return ctrl.Result{}, remoteErr(cluster, "reading VolumeSnapshot "+vs.Name, err)
-			}
+		vs, err := r.requestSnapshot(ctx, s, rc, d, existing[d.namespace+"/"+snapshotName(s.tf, d.vm, d.volume)])
+		if err != nil {
+			return ctrl.Result{}, err
 		}
 		if err := snapshotError(vs); err != nil {
 			return ctrl.Result{}, err
@@ -83,6 +76,31 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	s.trail.Enter(srv1alpha1.TestFailoverRestoring, "%d snapshot(s) of the DR copies are ready; restoring them into %s", len(disks), s.namespace())
 	return ctrl.Result{}, nil
+}
+
+// requestSnapshot is the VolumeSnapshot of disk d: vs when it exists already,
+// else one created now (or found, when another reconcile created it first).
+func (r *Reconciler) requestSnapshot(ctx context.Context, s *scope, rc *remote.Remote, d disk, vs *snapshotv1.VolumeSnapshot) (*snapshotv1.VolumeSnapshot, error) {
+	if vs != nil {
+		return vs, nil
+	}
+	cluster := s.tf.Spec.TargetCluster
+	vs = &snapshotv1.VolumeSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.namespace, Name: snapshotName(s.tf, d.vm, d.volume),
+			Labels: labelsOf(s.tf, d.vm),
+			Annotations: map[string]string{annotationVM: d.vm, annotationVolume: d.volume, annotationClaim: d.claim,
+				AnnotationSourcePVC: d.source.Name}},
+		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(d.source.Name)}},
+	}
+	if err := rc.Direct.Create(ctx, vs); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, remoteErr(cluster, "creating VolumeSnapshot "+vs.Name, err)
+		}
+		if err := rc.Direct.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
+			return nil, remoteErr(cluster, "reading VolumeSnapshot "+vs.Name, err)
+		}
+	}
+	return vs, nil
 }
 
 // restoring carries every snapshot into the isolated namespace (a pre-provisioned
