@@ -233,4 +233,37 @@ func TestProtectionFlow(t *testing.T) {
 			return vmRunning(t, p, "vm3")()
 		})
 	})
+
+	t.Run("removed while the VM is stopped for the attach", func(t *testing.T) {
+		makePVC(t, p, "vm4-disk", "standard", corev1.PersistentVolumeBlock)
+		makeVM(t, p, "vm4", pvcVolume("disk", "vm4-disk"))
+		env.Eventually(t, wait, "vm4 running", vmRunning(t, p, "vm4"))
+		// Without the primary's agent the primary replica never reports its
+		// address: the request holds in CreatingReplication with the VM stopped.
+		z.agents[env.Primary].Stop(t)
+		require.NoError(t, q.Create(ctx, newRequest("protect-vm4", "vm4")))
+		env.Eventually(t, wait, "vm4 stopped for DRBD to attach its disk", func() error {
+			if err := phaseIs(ctx, q, "protect-vm4", srv1alpha1.ProtectionCreatingReplication, protection.ReasonWaitingForAgent)(); err != nil {
+				return err
+			}
+			vm := &kubevirtv1.VirtualMachine{}
+			if err := p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm4"}, vm); err != nil {
+				return err
+			}
+			if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStopped {
+				return fmt.Errorf("vm4 is %s", vm.Status.PrintableStatus)
+			}
+			return nil
+		})
+		require.NoError(t, q.Delete(ctx, getRequest(t, q, "protect-vm4")))
+		env.Eventually(t, wait, "protect-vm4 gone", gone(q, "protect-vm4"))
+		vm := &kubevirtv1.VirtualMachine{}
+		require.NoError(t, p.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm4"}, vm))
+		assert.Equal(t, "vm4-disk", vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+		assert.Equal(t, kubevirtv1.RunStrategyAlways, *vm.Spec.RunStrategy, "the VM gets back the strategy it had")
+		assert.NotContains(t, vm.Annotations, srv1alpha1.PreviousRunStrategyAnnotation)
+		env.Eventually(t, wait, "vm4 runs again", vmRunning(t, p, "vm4"))
+		nothingLeft(t, z, "protect-vm4")
+		z.startAgent(top, env.Primary)
+	})
 }
