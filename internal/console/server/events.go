@@ -71,6 +71,13 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 		}
 	}
 
+	// A token already due when the stream opened was just refreshed into
+	// another short-lived one (or cannot be refreshed): asking for a new
+	// stream would only refresh it again, every few seconds. Whether it was due is decided before the stream is
+	// answered: decided after, a clock that moved in between (a refresh
+	// point passed while the headers were on their way) read as "due at
+	// start", and the stream never asked to be renewed.
+	dueAtStart := s.refreshDue(r.creds)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -80,10 +87,6 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 	fl.Flush()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
-	// A token already due when the stream opened was just refreshed into
-	// another short-lived one (or cannot be refreshed): asking for a new
-	// stream would only refresh it again, every few seconds.
-	dueAtStart := s.refreshDue(r.creds)
 	check := time.NewTicker(sessionCheck)
 	defer check.Stop()
 	for {
