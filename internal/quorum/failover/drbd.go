@@ -84,6 +84,9 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	if promote {
+		if err := r.fenceDivergingSource(ctx, s, tgt, targetRes); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.promote(ctx, s, tgt); err != nil {
 			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 		}
@@ -157,17 +160,19 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 // target cluster: that taint is the other group's fence, which the node agent
 // keeps while any replica on the node lacks quorum. With force the request
 // removes the taint and goes on; otherwise the agent alone owns it. The
-// target's pg-controller reports the tainted nodes (status.drbd). A Waiting
-// error says what holds it.
+// nodes and the groups are read through the API server: pg-controller's
+// report of tainted nodes, or a cache, can lag a taint set a moment ago, and
+// a request that missed it went on without removing it. A Waiting error says
+// what holds it.
 func (r *Reconciler) checkTaints(ctx context.Context, s *scope, tgt *remote.Remote) error {
-	pg, err := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)
+	res, err := s.replicasOf(ctx, tgt)
 	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
-	if pg.Status.DRBD == nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "waiting for pg-controller on %s to report the DRBD replicas of group %s", s.target(), s.group.Name)
+	taintedNodes, err := taintedNodes(ctx, tgt, res)
+	if err != nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
 	}
-	taintedNodes := pg.Status.DRBD.TaintedNodes
 	if len(taintedNodes) == 0 {
 		return nil
 	}

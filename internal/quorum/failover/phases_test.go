@@ -56,6 +56,9 @@ type phaseCase struct {
 	force bool
 
 	primary, dr cluster
+	// taintsUnreported: pg-controller has not yet reported the tainted
+	// nodes in the group's status, as just after an agent set a taint.
+	taintsUnreported bool
 
 	wantPhase   srv1alpha1.FailoverPhase
 	wantMessage string
@@ -71,6 +74,8 @@ type fixture struct {
 	remote *remotefake.ClusterCache
 	events *record.FakeRecorder
 	r      *Reconciler
+	// taintsUnreported: see phaseCase.
+	taintsUnreported bool
 }
 
 func key(cluster string) remote.Key {
@@ -100,7 +105,7 @@ func newFixture(c phaseCase) *fixture {
 		Spec: srv1alpha1.ProtectionGroupSpec{ZoneRef: &srv1alpha1.LocalObjectReference{Name: testZone}, ActiveCluster: primary,
 			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Namespace: appNS, Name: vm}}}}
 	f := &fixture{ctx: context.Background(), quorum: remotefake.NewClient(s, fr, zone, pg), remote: remotefake.New(s),
-		events: record.NewFakeRecorder(32)}
+		events: record.NewFakeRecorder(32), taintsUnreported: c.taintsUnreported}
 	for name, cl := range map[string]cluster{primary: c.primary, drCluster: c.dr} {
 		if cl.gone {
 			continue
@@ -149,6 +154,9 @@ func (f *fixture) pgControllers(t *testing.T) {
 			}
 			tainted, err := protectiongroup.TaintedNodes(f.ctx, c, replicas)
 			require.NoError(t, err)
+			if f.taintsUnreported {
+				tainted = nil
+			}
 			pg.Status.DRBD = protectiongroup.DRBDStatus(pg, replicas, tainted, pg.Spec.DRBD != nil)
 			require.NoError(t, c.Status().Update(f.ctx, pg))
 		}
@@ -204,6 +212,18 @@ func replica(node string, spec, role srv1alpha1.DRBDRole, promotable bool) *srv1
 			NodeName: "peer", ConnectionState: "Connected", PeerRole: string(srv1alpha1.RoleSecondary),
 			Volumes: []srv1alpha1.DRBDPeerVolumeStatus{{Number: 0}}}}},
 	}
+}
+
+// cutOff makes a replica's peer on the primary cluster unreachable: DRBD
+// tries to connect and does not. fenced lists it in spec.fencedPeers too.
+func cutOff(r *srv1alpha1.DRBDResource, fenced bool) *srv1alpha1.DRBDResource {
+	r.Spec.Peers = []srv1alpha1.DRBDPeer{{NodeName: "peer", Cluster: primary}}
+	if fenced {
+		r.Spec.FencedPeers = []string{"peer"}
+	}
+	r.Status.Peers[0].ConnectionState = "Connecting"
+	r.Status.Peers[0].PeerRole = "Unknown"
+	return r
 }
 
 func node(name string, tainted bool) *corev1.Node {
@@ -284,6 +304,34 @@ func TestPhases(t *testing.T) {
 			},
 		},
 
+		{
+			name: "unplanned: a target cut off from a source that may still run fences it off before promoting", typ: srv1alpha1.FailoverUnplanned,
+			phase:     srv1alpha1.FailoverWaitingForDRBD,
+			primary:   cluster{objs: sourceRunning, state: remote.Unreachable},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), false), node("node-b", false)}},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD,
+			wantMessage: "DRBD on dr does not replicate from primary for vm-web: primary may still run its VMs, cut off, so dr fences it off (spec.fencedPeers) before promoting; " +
+				"when primary returns, group g is stopped there and its replicas demoted, and its diverged writes are kept apart until a failback rejoins it",
+			wantEvents: []string{"Warning SourceFencedOff DRBD on dr does not replicate from primary for vm-web: primary may still run its VMs, cut off, so dr fences it off (spec.fencedPeers) before promoting; " +
+				"when primary returns, group g is stopped there and its replicas demoted, and its diverged writes are kept apart until a failback rejoins it"},
+			check: func(t *testing.T, f *fixture) {
+				d := f.drbd(t, drCluster)
+				require.Equal(t, []string{"peer"}, d.Spec.FencedPeers, "the source is fenced off first")
+				require.Equal(t, sec, d.Spec.Role, "and nothing is promoted in the same pass")
+				pg := &srv1alpha1.ProtectionGroup{}
+				require.NoError(t, f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: testGroup}, pg))
+				require.Equal(t, primary, pg.Annotations[srv1alpha1.FencedOffAnnotation], "the group records the source as fenced off, so that it is stood down on its return")
+			},
+		},
+		{
+			name: "unplanned: once the cut-off source is fenced off, the target is promoted", typ: srv1alpha1.FailoverUnplanned,
+			phase:     srv1alpha1.FailoverWaitingForDRBD,
+			primary:   cluster{objs: sourceRunning, state: remote.Unreachable},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), true), node("node-b", false)}},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
+			check: func(t *testing.T, f *fixture) { require.Equal(t, pri, f.drbd(t, drCluster).Spec.Role) },
+		},
+
 		// Waiting for DRBD.
 		{
 			name: "taint conflict: another group runs on the target, so its lost-quorum taint stays", phase: srv1alpha1.FailoverWaitingForDRBD,
@@ -299,6 +347,27 @@ func TestPhases(t *testing.T) {
 				require.True(t, hasTaint(n), "the taint is kept")
 				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing is promoted while the taint holds")
 			},
+		},
+		{
+			name: "taint conflict before pg-controller reports the taint: the node itself is read, so the taint stays", phase: srv1alpha1.FailoverWaitingForDRBD,
+			primary: cluster{objs: sourceStoppedSecondary},
+			dr: cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), groupCopyIn("other", running, running),
+				replica("node-b", sec, sec, true), node("node-b", true)}},
+			taintsUnreported: true,
+			wantPhase:        srv1alpha1.FailoverWaitingForDRBD,
+			wantMessage:      "not removing drbd.linbit.com/lost-quorum from node-b on dr: groups other run there; wait for them or set force",
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing is promoted while the taint holds")
+			},
+		},
+		{
+			name: "taint conflict with force before pg-controller reports the taint: the taint still goes", phase: srv1alpha1.FailoverWaitingForDRBD, force: true,
+			primary: cluster{objs: sourceStoppedSecondary},
+			dr: cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), groupCopyIn("other", running, running),
+				replica("node-b", sec, sec, true), node("node-b", true)}},
+			taintsUnreported: true,
+			wantPhase:        srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
+			wantEvents: []string{"Normal TaintRemoved removed drbd.linbit.com/lost-quorum from node-b on dr"},
 		},
 		{
 			name: "taint conflict with force: the taint goes and the target is promoted", phase: srv1alpha1.FailoverWaitingForDRBD, force: true,

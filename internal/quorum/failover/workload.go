@@ -3,8 +3,11 @@ package failover
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,6 +79,30 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
+// taintedNodes lists, sorted, the replicas' nodes that carry the lost-quorum
+// taint, read through the API server. A node that does not exist carries none.
+func taintedNodes(ctx context.Context, rc *remote.Remote, replicas []srv1alpha1.DRBDResource) ([]string, error) {
+	var out []string
+	for _, res := range replicas {
+		n := res.Spec.NodeName
+		if n == "" || slices.Contains(out, n) {
+			continue
+		}
+		node := &corev1.Node{}
+		switch err := rc.Direct.Get(ctx, client.ObjectKey{Name: n}, node); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading node %s on %s: %w", n, rc.Key.Cluster, err)
+		}
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == srv1alpha1.LostQuorumTaintKey }) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // untaint removes the lost-quorum taint from a node, leaving every other taint.
 // Only a request with force does, beside groups that depend on the taint: the
 // node agent owns the taint otherwise.
@@ -103,7 +130,7 @@ func untaint(ctx context.Context, rc *remote.Remote, nodeName string) (bool, err
 // run on a cluster: removing a node taint there could disturb them.
 func otherRunningGroups(ctx context.Context, rc *remote.Remote, namespace, group string) ([]string, error) {
 	list := &srv1alpha1.ProtectionGroupList{}
-	if err := rc.Cached.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := rc.Direct.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
 	var names []string
