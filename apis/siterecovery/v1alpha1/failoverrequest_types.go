@@ -78,6 +78,9 @@ const (
 	ReasonSourcePrimaryConnected = "SourcePrimaryConnected"
 	// ReasonSourceFenced: the operator confirmed the source fenced.
 	ReasonSourceFenced = "SourceFenced"
+	// ReasonSourceFencedOff: an unplanned failover fenced off a source its
+	// target did not replicate from, before promoting (the source may still run).
+	ReasonSourceFencedOff = "SourceFencedOff"
 	// ReasonSourceDemoted: the source's API server answered again and the
 	// source was stopped and demoted as in a planned failover.
 	ReasonSourceDemoted = "SourceDemoted"

@@ -152,6 +152,74 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "source %s confirmed fenced: waiting for DRBD on %s to disconnect from it: %s", s.source(), s.target(), flow.Listed(names))
 }
 
+// fenceDivergingSource fences the source off at the target before an
+// unplanned promotion of replicas that do not replicate from it. Such a
+// source may be cut off rather than down: its replicas stay Primary (a primary
+// runs without quorum) and its VMs may write on, so two copies diverge. When
+// its links return, DRBD would find both sides Primary while apart and drop
+// the connection (a split brain), with the VMs still running there. So the
+// group records the source as fenced off and each target replica drops it
+// from its connections (spec.fencedPeers) first: on its return the two copies
+// never meet, and the stand-down stops the group there and demotes it
+// (standdown.go) until a rejoin discards its diverged writes (rejoin.go).
+//
+// A replica connected to a Secondary source needs no fence: DRBD replicated
+// every write it acknowledged, and nothing diverges. One that is already
+// Primary was promoted by an earlier pass, after its fence.
+func (r *Reconciler) fenceDivergingSource(ctx context.Context, s *scope, tgt *remote.Remote, targetRes []srv1alpha1.DRBDResource) error {
+	if !s.unplanned() {
+		return nil
+	}
+	fence := map[int][]string{}
+	for i := range targetRes {
+		res := &targetRes[i]
+		if res.Status.Role == string(srv1alpha1.RolePrimary) {
+			continue
+		}
+		for _, p := range res.Spec.Peers {
+			if p.Cluster != "" && p.Cluster != s.source() || slices.Contains(res.Spec.FencedPeers, p.NodeName) ||
+				replicatesFrom(res, p.NodeName) {
+				continue
+			}
+			fence[i] = append(fence[i], p.NodeName)
+		}
+	}
+	if len(fence) == 0 {
+		return nil
+	}
+	if err := r.markFencedOff(ctx, s); err != nil {
+		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+	}
+	idx := make([]int, 0, len(fence))
+	for i := range fence {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	if err := flow.ForEach(parallelWrites, len(idx), func(k int) error {
+		return setFencedPeers(ctx, tgt, &targetRes[idx[k]], fence[idx[k]])
+	}); err != nil {
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+	}
+	names := make([]string, 0, len(idx))
+	for _, i := range idx {
+		names = append(names, targetRes[i].Name)
+	}
+	msg := fmt.Sprintf("DRBD on %s does not replicate from %s for %s: %s may still run its VMs, cut off, so %s fences it off (spec.fencedPeers) before promoting; when %s returns, group %s is stopped there and its replicas demoted, and its diverged writes are kept apart until a failback rejoins it",
+		s.target(), s.source(), flow.Listed(names), s.source(), s.target(), s.source(), s.group.Name)
+	s.trail.Events = append(s.trail.Events, flow.Event{Type: "Warning", Reason: srv1alpha1.ReasonSourceFencedOff, Message: msg})
+	return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "%s", msg)
+}
+
+// replicatesFrom: the replica is connected to peer and the peer is Secondary.
+func replicatesFrom(res *srv1alpha1.DRBDResource, peer string) bool {
+	for _, p := range res.Status.Peers {
+		if p.NodeName == peer {
+			return p.ConnectionState == "Connected" && p.PeerRole == string(srv1alpha1.RoleSecondary)
+		}
+	}
+	return false
+}
+
 // parallelWrites bounds the writes to one workload cluster in flight at once.
 const parallelWrites = 10
 
@@ -245,8 +313,7 @@ func (r *Reconciler) reportLag(ctx context.Context, s *scope, targetRes []srv1al
 // fencedNote tells, at the end of a request that fenced its source off, how
 // to fail back: the source stays cut off and its data diverged.
 func fencedNote(s *scope) string {
-	c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionFencingRequired)
-	if c == nil || c.Reason != srv1alpha1.ReasonSourceFenced {
+	if !s.unplanned() || s.group.Annotations[srv1alpha1.FencedOffAnnotation] != s.source() {
 		return ""
 	}
 	return fmt.Sprintf("; %s stays fenced off (spec.fencedPeers of the replicas on %s) and its data diverged: once it is back, fail back with a planned FailoverRequest to %s annotated %s=%s, which stops the group there, discards %s's writes since it was fenced and resyncs it from %s first",

@@ -81,6 +81,58 @@ func TestFailbackAfterFencedOffRecordRemoved(t *testing.T) {
 	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
 }
 
+// TestPartitionedPrimaryIsStoodDownOnReturn: the primary site is cut off (its
+// API server and its replication links) while it keeps running, and the group
+// fails over unplanned. DRBD on the DR cluster did not replicate from the
+// primary at that moment, so the request fences it off before promoting, with
+// no operator step: the primary may go on writing. Both sides write while
+// apart. When the site returns, DRBD never connects the diverged copies (no
+// split brain, no resync either way, never two Primaries connected), the
+// group is stopped there and its replicas demoted, and a planned failback
+// rejoins it only on the operator's confirmation.
+func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
+	z := newZone(t, zoneOptions{vms: 2})
+	primaries := z.DRBD(t).WatchPrimaries(t)
+	// The primary runs without DRBD quorum, as protection sets it up: a
+	// replication outage must not fail the production VMs' I/O.
+	for _, vm := range z.vms {
+		r := z.drbd(env.Primary, vm)
+		before := r.DeepCopy()
+		r.Spec.Quorum = srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+		require.NoError(t, z.Client(env.Primary).Patch(z.ctx, r, client.MergeFrom(before)))
+		z.waitDRBD(env.Primary, vm, "quorum off applied", func(d *srv1alpha1.DRBDResource) bool {
+			return d.Status.ObservedGeneration >= r.Generation
+		})
+	}
+	require.NoError(t, z.DRBD(t).CutLinks())
+	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
+
+	fr := z.waitPhase(z.failover("partition", env.DR, srv1alpha1.FailoverUnplanned), srv1alpha1.FailoverCompleted)
+	require.Equal(t, env.Primary, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the group records the primary as fenced off")
+	require.Contains(t, fr.Status.Message, srv1alpha1.DiscardDivergedAnnotation+"="+group, "the request says how to fail back")
+	for _, vm := range z.vms {
+		require.Equal(t, []string{env.Nodes[env.Primary].Name}, z.drbd(env.DR, vm).Spec.FencedPeers, "the DR replica fenced the primary off")
+		// The cut-off primary still runs and writes; so does the DR cluster.
+		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.Primary].Name, 64))
+		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
+	}
+
+	require.NoError(t, z.DRBD(t).RestoreLinks())
+	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.waitStoodDown()
+	for _, vm := range z.vms {
+		d := z.drbd(env.DR, vm)
+		require.Equal(t, "Primary", d.Status.Role, "the DR cluster keeps running the group")
+		for _, p := range d.Status.Peers {
+			require.NotEqual(t, "Connected", p.ConnectionState, "the diverged copies never meet before the rejoin")
+		}
+	}
+	z.assertActive(env.DR)
+
+	z.failbackRejoins("back")
+	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
+}
+
 // fencedFailoverThatDiverged fails the group over to the DR cluster unplanned,
 // with the primary's API server down and the source fenced off on the
 // operator's confirmation, then writes on both sides: the primary's lag
