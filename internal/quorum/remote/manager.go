@@ -282,7 +282,10 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 		last: Health{State: Connecting}, watched: map[string]bool{}, unserved: map[string]bool{}}
 	if err := conn.ensureWatches(m.watches()); err != nil {
 		cancel()
-		return nil, err
+		// A watch starts with discovery, which fails while the API server
+		// is down: the zone tries again rather than calling the kubeconfig
+		// invalid (zone.connectRetry).
+		return nil, fmt.Errorf("%w: starting the watches of %s: %w", ErrUnreachable, key.Cluster, err)
 	}
 	go conn.run(ctx)
 	go conn.retryUnserved(ctx, m.unservedRetry, m.watches)

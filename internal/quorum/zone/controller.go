@@ -26,6 +26,10 @@ import (
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "protectionzone"
 
+// connectRetry is how often a cluster whose API server did not answer the
+// first connection is tried again.
+const connectRetry = 10 * time.Second
+
 // RBAC on the quorum cluster, in the DR namespace: the controller reads
 // zones and the kubeconfig Secrets they name, and writes zone status and events.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
@@ -79,8 +83,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	zone.Status.Clusters = statuses
 	zone.Status.ObservedGeneration = zone.Generation
 	setReady(zone)
+	// A cluster that could not be connected has no prober to report its
+	// return: the zone tries again on its own.
+	var res ctrl.Result
+	for _, st := range statuses {
+		if c := meta.FindStatusCondition(st.Conditions, srv1alpha1.ConditionReachable); c != nil && c.Reason == srv1alpha1.ReasonAPIServerDown &&
+			r.Remote.Health(remote.Key{Namespace: zone.Namespace, Zone: zone.Name, Cluster: st.Name}).State == remote.NotConnected {
+			res.RequeueAfter = connectRetry
+		}
+	}
 	if equality.Semantic.DeepEqual(before.Status, zone.Status) {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	// An update with the resourceVersion read: a stale read fails with a
 	// conflict and is retried with a fresh copy.
@@ -88,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out.Wrote {
 		r.recordTransitions(before, zone)
 	}
-	return ctrl.Result{}, err
+	return res, err
 }
 
 func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.ProtectionZone, zc srv1alpha1.ZoneCluster) srv1alpha1.ClusterStatus {
@@ -98,9 +111,12 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, zone *srv1alpha1.Prot
 	data, reason, err := r.kubeconfig(ctx, zone.Namespace, zc.KubeconfigSecretRef)
 	if err == nil {
 		err = r.Remote.Connect(ctx, key, data, limits(zc.Client))
-		if errors.Is(err, kubeconfig.ErrNotAllowed) {
+		switch {
+		case errors.Is(err, kubeconfig.ErrNotAllowed):
 			reason = srv1alpha1.ReasonKubeconfigForbidden
-		} else if err != nil {
+		case errors.Is(err, remote.ErrUnreachable):
+			reason = srv1alpha1.ReasonAPIServerDown
+		case err != nil:
 			reason = srv1alpha1.ReasonKubeconfigInvalid
 		}
 	}

@@ -80,3 +80,20 @@ users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, com
 	require.NoError(t, q.Update(ctx, secret))
 	env.Eventually(t, 20*time.Second, "dr reconnected", reachable(ctx, q, env.DR, metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable))
 }
+
+// TestClusterDownAtStartIsConnectedOnItsReturn: a workload cluster whose API
+// server is down when quorum-manager starts is reported down, not as a bad
+// kubeconfig, and is connected once it answers: a connection never made has
+// no prober to notice the return, so the zone tries again by itself.
+func TestClusterDownAtStartIsConnectedOnItsReturn(t *testing.T) {
+	e := env.New(t, env.Options{})
+	require.NoError(t, e.Clusters[env.Primary].StopAPIServer())
+	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
+	ctx := context.Background()
+	q := e.Client(env.Quorum)
+
+	env.Eventually(t, 20*time.Second, "dr reachable", reachable(ctx, q, env.DR, metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable))
+	env.Eventually(t, 20*time.Second, "primary down", reachable(ctx, q, env.Primary, metav1.ConditionFalse, srv1alpha1.ReasonAPIServerDown))
+	require.NoError(t, e.Clusters[env.Primary].StartAPIServer())
+	env.Eventually(t, 30*time.Second, "primary connected on its return", reachable(ctx, q, env.Primary, metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable))
+}
