@@ -68,6 +68,22 @@ const (
 	// hand accepts that loss.
 	FencedOffAnnotation = "siterecovery.trilio.io/fenced-off"
 
+	// FencedOffByAnnotation, beside FencedOffAnnotation, is the UID of the
+	// FailoverRequest that fenced the cluster off. Once the cluster has
+	// returned and stood down, its diverged writes are discarded and it is
+	// resynced from the active cluster, once per fencing: the UID tells one
+	// fencing's discard from the next.
+	FencedOffByAnnotation = "siterecovery.trilio.io/fenced-off-by"
+
+	// HoldDivergedAnnotation, set to "true" on the quorum copy of a
+	// ProtectionGroup, keeps a fenced-off cluster's diverged writes: when it
+	// returns, it is stopped and demoted, and then held, disconnected, instead
+	// of discarding them and resyncing from the active cluster. The operator
+	// saves what they need from it (for example by cloning its PVCs), then
+	// removes the annotation to let the discard run, or fails back with a
+	// planned FailoverRequest annotated DiscardDivergedAnnotation.
+	HoldDivergedAnnotation = "siterecovery.trilio.io/hold-diverged"
+
 	// KubeconfigSecretKey is the default key of a cluster's kubeconfig Secret.
 	KubeconfigSecretKey = "kubeconfig"
 

@@ -54,9 +54,15 @@ const (
 	// records a fenced-off cluster (FencedOffAnnotation): False while that
 	// cluster is not reached yet or is being stopped and demoted, saying what
 	// it waits for; True once the group is stopped there and its replicas
-	// are Secondary. The cluster never rejoins by itself; the message says
-	// how. It goes with the record.
+	// are Secondary. It goes with the record.
 	ConditionStoodDown = "StoodDown"
+	// ConditionDiverged is set on the quorum copy of a ProtectionGroup whose
+	// fenced-off cluster returned with writes made while it was cut off:
+	// True while they are being discarded (ReasonDiscardingDiverged) or are
+	// kept by HoldDivergedAnnotation (ReasonDivergedHeld), saying how much
+	// diverged on which VMs; False (ReasonDivergedDiscarded) once the cluster
+	// was resynced from the active one.
+	ConditionDiverged = "Diverged"
 )
 
 // Reasons of a FailoverRequest.
@@ -107,6 +113,20 @@ const (
 	// ReasonStandingDown (ConditionStoodDown False): the fenced-off cluster
 	// is not reached yet, or its stop and demotion are under way.
 	ReasonStandingDown = "StandingDown"
+	// ReasonDiscardingDiverged (ConditionDiverged True): the returned
+	// cluster's diverged writes are being discarded and it is resyncing.
+	ReasonDiscardingDiverged = "DiscardingDiverged"
+	// ReasonDivergedHeld (ConditionDiverged True): HoldDivergedAnnotation
+	// keeps the returned cluster's diverged writes.
+	ReasonDivergedHeld = "DivergedHeld"
+	// ReasonDivergedDiscarded (ConditionDiverged False, and an event): the
+	// returned cluster was resynced from the active one.
+	ReasonDivergedDiscarded = "DivergedDiscarded"
+	// ReasonFencedOffRecordGone (ConditionDiverged False): the group records
+	// no fenced-off cluster any more, while the divergence was still held
+	// or being discarded: a failback rejoined the cluster, or the operator
+	// removed the record.
+	ReasonFencedOffRecordGone = "FencedOffRecordGone"
 )
 
 // FailoverRequestSpec asks for a ProtectionGroup to move to a target cluster.

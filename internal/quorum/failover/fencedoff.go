@@ -20,13 +20,14 @@ import (
 // (on the active cluster) are exactly what an unplanned request back cannot
 // read: it runs when the active cluster is down.
 
-// markFencedOff records the source as fenced off, before any target replica
-// cuts it off, so that no moment exists where it is cut off unrecorded.
+// markFencedOff records the source as fenced off, and by which request,
+// before any target replica cuts it off, so that no moment exists where it is
+// cut off unrecorded.
 func (r *Reconciler) markFencedOff(ctx context.Context, s *scope) error {
-	if s.group.Annotations[srv1alpha1.FencedOffAnnotation] == s.source() {
+	if s.group.Annotations[srv1alpha1.FencedOffAnnotation] == s.source() && s.group.Annotations[srv1alpha1.FencedOffByAnnotation] != "" {
 		return nil
 	}
-	if err := r.patchGroupAnnotation(ctx, s, s.source()); err != nil {
+	if err := r.patchFencedOff(ctx, s, s.source(), string(s.req.UID)); err != nil {
 		return fmt.Errorf("recording %s as fenced off on ProtectionGroup %s: %w", s.source(), s.group.Name, err)
 	}
 	return nil
@@ -37,29 +38,38 @@ func (r *Reconciler) clearFencedOff(ctx context.Context, s *scope) error {
 	if s.group.Annotations[srv1alpha1.FencedOffAnnotation] != s.target() {
 		return nil
 	}
-	if err := r.patchGroupAnnotation(ctx, s, nil); err != nil {
+	if err := r.patchFencedOff(ctx, s, nil, nil); err != nil {
 		return fmt.Errorf("clearing the fenced-off record of %s on ProtectionGroup %s: %w", s.target(), s.group.Name, err)
 	}
 	return nil
 }
 
-func (r *Reconciler) patchGroupAnnotation(ctx context.Context, s *scope, value any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{srv1alpha1.FencedOffAnnotation: value}}})
-	if err != nil {
+// patchFencedOff sets (strings) or removes (nil) the fenced-off record.
+func (r *Reconciler) patchFencedOff(ctx context.Context, s *scope, cluster, by any) error {
+	if err := patchFencedOffRecord(ctx, r.Client, s.group, cluster, by); err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, s.group, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return err
-	}
-	if v, ok := value.(string); ok {
+	if c, ok := cluster.(string); ok {
 		if s.group.Annotations == nil {
 			s.group.Annotations = map[string]string{}
 		}
-		s.group.Annotations[srv1alpha1.FencedOffAnnotation] = v
+		s.group.Annotations[srv1alpha1.FencedOffAnnotation] = c
+		s.group.Annotations[srv1alpha1.FencedOffByAnnotation], _ = by.(string)
 	} else {
 		delete(s.group.Annotations, srv1alpha1.FencedOffAnnotation)
+		delete(s.group.Annotations, srv1alpha1.FencedOffByAnnotation)
 	}
 	return nil
+}
+
+// patchFencedOffRecord writes the group's two fenced-off annotations.
+func patchFencedOffRecord(ctx context.Context, c client.Client, g *srv1alpha1.ProtectionGroup, cluster, by any) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		srv1alpha1.FencedOffAnnotation: cluster, srv1alpha1.FencedOffByAnnotation: by}}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, g, client.RawPatch(types.MergePatchType, body))
 }
 
 // holdFencedOffTarget holds an unplanned request to a cluster that is fenced

@@ -316,6 +316,7 @@ func fencedNote(s *scope) string {
 	if !s.unplanned() || s.group.Annotations[srv1alpha1.FencedOffAnnotation] != s.source() {
 		return ""
 	}
-	return fmt.Sprintf("; %s stays fenced off (spec.fencedPeers of the replicas on %s) and its data diverged: once it is back, fail back with a planned FailoverRequest to %s annotated %s=%s, which stops the group there, discards %s's writes since it was fenced and resyncs it from %s first",
-		s.source(), s.target(), s.source(), srv1alpha1.DiscardDivergedAnnotation, s.group.Name, s.source(), s.target())
+	return fmt.Sprintf("; %s stays fenced off (spec.fencedPeers of the replicas on %s) and its data diverged: when it answers again, group %s is stopped there, its writes since it was fenced are discarded and it resyncs from %s. "+
+		"To keep them, annotate ProtectionGroup %s %s=true before it returns; it then stays stopped and disconnected until the annotation goes, or until a planned FailoverRequest to %s annotated %s=%s rejoins it",
+		s.source(), s.target(), s.group.Name, s.target(), s.group.Name, srv1alpha1.HoldDivergedAnnotation, s.source(), srv1alpha1.DiscardDivergedAnnotation, s.group.Name)
 }

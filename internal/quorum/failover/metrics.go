@@ -74,3 +74,30 @@ func (m *Metrics) progress(fr *srv1alpha1.FailoverRequest) {
 		m.inProgress.WithLabelValues(group, string(fr.Status.Phase)).Set(1)
 	}
 }
+
+// divergedMetrics exports what a returned fenced-off cluster wrote while it
+// was cut off, until it has rejoined: the SiteRecoveryDivergedSiteReturned
+// alert fires on it.
+var divergedMetrics = newDivergedMetrics(metrics.Registry)
+
+type divergedGauge struct{ bytes *prometheus.GaugeVec }
+
+func newDivergedMetrics(reg prometheus.Registerer) divergedGauge {
+	g := divergedGauge{bytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "siterecovery_group_diverged_bytes",
+		Help: "Bytes a returned fenced-off cluster wrote while it was cut off, by group and cluster, until they are discarded and it has resynced (0 then).",
+	}, []string{"protection_group", "cluster"})}
+	reg.MustRegister(g.bytes)
+	return g
+}
+
+// set records n bytes for the group's cluster. One quorum-manager serves one
+// DR namespace, and Prometheus labels its series with the pod's namespace.
+func (d divergedGauge) set(group, cluster string, n int64) {
+	d.bytes.WithLabelValues(group, cluster).Set(float64(n))
+}
+
+// reset drops the group's series: it records no fenced-off cluster any more.
+func (d divergedGauge) reset(group string) {
+	d.bytes.DeletePartialMatch(prometheus.Labels{"protection_group": group})
+}

@@ -1,6 +1,7 @@
 package failover_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,18 +120,71 @@ func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 
 	require.NoError(t, z.DRBD(t).RestoreLinks())
 	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
-	z.waitStoodDown()
-	for _, vm := range z.vms {
-		d := z.drbd(env.DR, vm)
-		require.Equal(t, "Primary", d.Status.Role, "the DR cluster keeps running the group")
-		for _, p := range d.Status.Peers {
-			require.NotEqual(t, "Connected", p.ConnectionState, "the diverged copies never meet before the rejoin")
+	// The returned primary is stopped and demoted, what it wrote while cut
+	// off is reported, then discarded, and it resyncs from the DR cluster.
+	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	var report string
+	env.Eventually(t, timeout, "the primary rejoined: Diverged=False/"+srv1alpha1.ReasonDivergedDiscarded, func() error {
+		pg := z.quorumGroup()
+		c := meta.FindStatusCondition(pg.Status.Conditions, srv1alpha1.ConditionDiverged)
+		if c == nil || c.Reason != srv1alpha1.ReasonDivergedDiscarded {
+			return fmt.Errorf("Diverged is %v", c)
 		}
+		if pg.Annotations[srv1alpha1.FencedOffAnnotation] != "" {
+			return errors.New("the fenced-off record is still there")
+		}
+		report = c.Message
+		return nil
+	})
+	// How much: what DRBD on the returned side counted out of sync. (The
+	// simulator's volumes here carry counters, not contents: it counts the
+	// pair's blocks, both sides' writes, where DRBD counts the node's own.)
+	require.Contains(t, report, "primary-cluster rejoined")
+	require.Regexp(t, `out of sync \(vm-vm-00 [1-9][0-9]*Ki, vm-vm-01 [1-9][0-9]*Ki\)`, report, "the outcome says how much diverged on which VMs")
+	require.True(t, z.hasEvent(group, corev1.EventTypeWarning, srv1alpha1.ConditionDiverged), "a Warning event reported the divergence")
+	for _, vm := range z.vms {
+		z.waitDRBD(env.Primary, vm, "Secondary, connected and UpToDate", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.Role == "Secondary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].ConnectionState == "Connected" &&
+				len(r.Status.Volumes) == 1 && r.Status.Volumes[0].DiskState == "UpToDate"
+		})
+		d := z.drbd(env.DR, vm)
+		require.Equal(t, "Primary", d.Status.Role, "the DR cluster kept running the group")
+		require.Empty(t, d.Spec.FencedPeers, "and let the primary back in")
 	}
 	z.assertActive(env.DR)
 
-	z.failbackRejoins("back")
+	// Protected again: a planned failback needs no confirmation.
+	fr = z.waitPhase(z.failover("back", env.Primary, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
+	require.Nil(t, meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionTargetRejoined), "nothing was left to rejoin")
+	z.assertActive(env.Primary)
 	require.Empty(t, primaries.Violations(), "two DRBD Primaries were connected")
+}
+
+// hasEvent reports whether an event of type and reason was recorded for the
+// named object in the DR namespace.
+func (z *zone) hasEvent(name, typ, reason string) bool {
+	z.t.Helper()
+	list := &corev1.EventList{}
+	require.NoError(z.t, z.Client(env.Quorum).List(z.ctx, list, client.InNamespace(env.Namespace)))
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Type == typ && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// holdDiverged annotates the group so that a returned fenced-off cluster
+// keeps its diverged writes, as an operator who wants to save them does.
+func (z *zone) holdDiverged() {
+	z.t.Helper()
+	pg := z.quorumGroup()
+	before := pg.DeepCopy()
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
+	}
+	pg.Annotations[srv1alpha1.HoldDivergedAnnotation] = "true"
+	require.NoError(z.t, z.Client(env.Quorum).Patch(z.ctx, pg, client.MergeFrom(before), client.FieldOwner("kubectl-annotate")))
 }
 
 // fencedFailoverThatDiverged fails the group over to the DR cluster unplanned,
@@ -150,6 +204,9 @@ func fencedFailoverThatDiverged(t *testing.T, z *zone) {
 	for _, vm := range z.vms {
 		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
 	}
+	// The operator keeps the primary's diverged writes for the failback's
+	// confirmation, rather than letting them be discarded on its return.
+	z.holdDiverged()
 }
 
 // failbackRejoins runs a planned failback to the returned primary: it holds

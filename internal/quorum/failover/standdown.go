@@ -39,13 +39,12 @@ const standDownRecheck = 30 * time.Second
 // and leaves the active cluster's fencing in place, so the two copies stay
 // disconnected.
 //
-// The cluster never rejoins by itself: rejoining discards the writes made
-// there while it was fenced off, which only the operator may accept. The
-// group's StoodDown condition says where the stand-down is and, once done,
-// the way back: a planned failback annotated DiscardDivergedAnnotation
-// (rejoin.go). An operator who removes the record instead ends the
-// stand-down: the condition goes and nothing more is asked of either
-// cluster.
+// Once stood down, the cluster discards its diverged writes and rejoins
+// (standdown_rejoin.go), unless the operator holds them with
+// HoldDivergedAnnotation. The group's StoodDown condition says where the
+// stand-down is, and Diverged what diverged and where the rejoin is. An
+// operator who removes the record instead ends the stand-down: the condition
+// goes and nothing more is asked of either cluster.
 //
 // It stays out of the way of any request: while the group's failover Lease
 // is held, the request owns the group, and the group is read through the API
@@ -142,7 +141,7 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if fenced == "" || fenced == g.Spec.ActiveCluster || g.Spec.ZoneRef == nil {
 		// No record: a failback rejoined the cluster, or the operator
 		// removed the record. Nothing more is asked of either cluster.
-		return ctrl.Result{}, r.clearCondition(ctx, g)
+		return ctrl.Result{}, r.endStandDown(ctx, g)
 	}
 	lease := &coordinationv1.Lease{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: srv1alpha1.FailoverLockName(g.Name)}, lease)
@@ -167,7 +166,7 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	if st.asked != "" {
 		r.Recorder.Eventf(g, "Warning", srv1alpha1.ReasonStoodDown,
-			"%s, fenced off during an unplanned failover, answers again while group %s runs on %s: %s there; it stays fenced off (disconnected from %s) until a planned failback to it rejoins it",
+			"%s, fenced off during an unplanned failover, answers again while group %s runs on %s: %s there; it stays disconnected from %s until it rejoins (see the StoodDown condition)",
 			fenced, g.Name, g.Spec.ActiveCluster, st.asked, g.Spec.ActiveCluster)
 	}
 	if st.waits != "" {
@@ -175,7 +174,18 @@ func (r *StandDown) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			"%s, fenced off during an unplanned failover, answers again while group %s runs on %s: %s",
 			fenced, g.Name, g.Spec.ActiveCluster, st.waits))
 	}
-	return ctrl.Result{}, r.stoodDown(ctx, g, fenced)
+	if err := r.stoodDown(ctx, g, fenced); err != nil || g.Annotations[srv1alpha1.FencedOffByAnnotation] == "" {
+		return ctrl.Result{}, err
+	}
+	pass, err := r.rejoinReturned(ctx, g, rc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pass.waits != "" {
+		log.FromContext(ctx).V(1).Info("rejoining the returned cluster", "cluster", fenced, "waits", pass.waits)
+		return ctrl.Result{RequeueAfter: rejoinRecheck}, r.rejoinWaits(ctx, g, pass.waits)
+	}
+	return ctrl.Result{}, nil
 }
 
 // concernsNothing reports, from the cache, that the group is gone or

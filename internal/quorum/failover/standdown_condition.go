@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,9 +33,18 @@ func (r *StandDown) standingDown(ctx context.Context, g *srv1alpha1.ProtectionGr
 // Normal event goes with the write that turns it True: once, also across a
 // restart, which finds the condition True already.
 func (r *StandDown) stoodDown(ctx context.Context, g *srv1alpha1.ProtectionGroup, fenced string) error {
-	msg := fmt.Sprintf("%s stood down: group %s is stopped there and its DRBD replicas are Secondary, disconnected from %s, where the group runs. "+
-		"It does not rejoin by itself, because rejoining discards the writes made on %s while it was fenced off; to rejoin it, fail back with a planned FailoverRequest to %s annotated %s=%s",
-		fenced, g.Name, g.Spec.ActiveCluster, fenced, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
+	msg := fmt.Sprintf("%s stood down: group %s is stopped there and its DRBD replicas are Secondary, disconnected from %s, where the group runs. ",
+		fenced, g.Name, g.Spec.ActiveCluster)
+	switch {
+	case g.Annotations[srv1alpha1.FencedOffByAnnotation] == "":
+		msg += fmt.Sprintf("It does not rejoin by itself, because rejoining discards the writes made on %s while it was fenced off; to rejoin it, fail back with a planned FailoverRequest to %s annotated %s=%s",
+			fenced, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
+	case g.Annotations[srv1alpha1.HoldDivergedAnnotation] == "true":
+		msg += fmt.Sprintf("%s=true keeps the writes made there while it was fenced off (see the Diverged condition); remove the annotation to discard them and resync it, or fail back with a planned FailoverRequest to %s annotated %s=%s",
+			srv1alpha1.HoldDivergedAnnotation, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
+	default:
+		msg += "The writes made there while it was fenced off are discarded and it resyncs from the active cluster (see the Diverged condition)"
+	}
 	was := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionStoodDown)
 	wasTrue := was != nil && was.Status == metav1.ConditionTrue
 	wrote, err := r.setCondition(ctx, g, &metav1.Condition{Type: srv1alpha1.ConditionStoodDown, Status: metav1.ConditionTrue,
@@ -45,9 +55,37 @@ func (r *StandDown) stoodDown(ctx context.Context, g *srv1alpha1.ProtectionGroup
 	return err
 }
 
-// clearCondition removes StoodDown once the group records no fenced-off
-// cluster.
-func (r *StandDown) clearCondition(ctx context.Context, g *srv1alpha1.ProtectionGroup) error {
+// setDiverged writes the group's Diverged condition.
+func (r *StandDown) setDiverged(ctx context.Context, g *srv1alpha1.ProtectionGroup, status metav1.ConditionStatus, reason, msg string) error {
+	_, err := r.setCondition(ctx, g, &metav1.Condition{Type: srv1alpha1.ConditionDiverged, Status: status, Reason: reason, Message: msg})
+	return err
+}
+
+// rejoinWaits puts what the rejoin waits for after the divergence report in
+// the Diverged condition, so that a rejoin that cannot go on says why.
+func (r *StandDown) rejoinWaits(ctx context.Context, g *srv1alpha1.ProtectionGroup, waits string) error {
+	c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged)
+	if c == nil {
+		return nil
+	}
+	report, _, _ := strings.Cut(c.Message, rejoinNow)
+	return r.setDiverged(ctx, g, c.Status, c.Reason, report+rejoinNow+waits)
+}
+
+// rejoinNow separates the divergence report from the rejoin's progress.
+const rejoinNow = ". Now: "
+
+// endStandDown removes StoodDown once the group records no fenced-off
+// cluster, and ends a divergence still reported as under way.
+func (r *StandDown) endStandDown(ctx context.Context, g *srv1alpha1.ProtectionGroup) error {
+	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); c != nil && c.Status == metav1.ConditionTrue {
+		report, _, _ := strings.Cut(c.Message, "; ")
+		if err := r.setDiverged(ctx, g, metav1.ConditionFalse, srv1alpha1.ReasonFencedOffRecordGone,
+			"the group records no fenced-off cluster any more: a failback rejoined it, or the record was removed by hand ("+report+")"); err != nil {
+			return err
+		}
+		divergedMetrics.reset(g.Name)
+	}
 	_, err := r.setCondition(ctx, g, nil)
 	return err
 }
