@@ -48,7 +48,17 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, r.abortResync(ctx, s, tgt, targetRes, gaps)
 	}
 	if done, msg := r.demoteSource(ctx, s); !done {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
+		if s.unplanned() {
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", msg)
+		}
+		// A planned demotion DRBD keeps refusing (a device still held open)
+		// ends with the drain budget, as VMs that do not stop do.
+		left := r.drainLeft(s)
+		if left <= 0 {
+			src, _ := r.Remote.Get(s.key(s.source()))
+			return ctrl.Result{}, r.abortDemotion(ctx, s, src, msg)
+		}
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, min(unreachableRetry, left), "%s", msg)
 	}
 	var gaps map[string]syncGap
 	if !s.unplanned() {
@@ -147,7 +157,7 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		// Sorted: the message changes, and the status is written, only when the
 		// set does, not with the order the cache lists them in.
 		sort.Strings(primaries)
-		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s", s.source(), flow.Listed(primaries))
+		return false, fmt.Sprintf("waiting for DRBD on %s to become Secondary: %s%s", s.source(), flow.Listed(primaries), demotionRefusals(res))
 	}
 	if pg, _ := workloadGroup(ctx, src, s.req.Namespace, s.group.Name); !carries(pg, res, want) {
 		return false, fmt.Sprintf("waiting for pg-controller on %s to ask every replica of %s to be Secondary", s.source(), s.group.Name)
@@ -207,6 +217,45 @@ func (r *Reconciler) checkTaints(ctx context.Context, s *scope, tgt *remote.Remo
 			srv1alpha1.LostQuorumTaintKey, strings.Join(removed, ", "), s.target())
 	}
 	return nil
+}
+
+// demotionRefusals summarises the demotions the agents could not carry out,
+// with DRBD's reason: a device held open ("(-12) Device is held open by
+// someone") names what still uses the VM's disk.
+func demotionRefusals(res []srv1alpha1.DRBDResource) string {
+	var out []string
+	for _, r := range res {
+		if r.Spec.Role != srv1alpha1.RoleSecondary || r.Status.Role != string(srv1alpha1.RolePrimary) {
+			continue
+		}
+		for _, c := range r.Status.Conditions {
+			if c.Type == srv1alpha1.ConditionRoleApplied && c.Status == metav1.ConditionFalse && c.Reason == srv1alpha1.ReasonAdmFailed {
+				out = append(out, r.Name+": "+c.Message)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	sort.Strings(out)
+	return "; refused: " + flow.ListedWith(out, "; ")
+}
+
+// abortDemotion ends a planned failover whose source replicas did not
+// become Secondary within drainTimeoutSeconds (a Stalled error). Nothing was
+// promoted on the target: the group is asked to run on the source again,
+// Primary there, as after VMs that did not stop.
+func (r *Reconciler) abortDemotion(ctx context.Context, s *scope, src *remote.Remote, waited string) error {
+	restored := "the source could not be reached to restart it"
+	if src != nil {
+		if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
+			return err
+		}
+		restored = "the group was asked to run on " + s.source() + " again"
+	}
+	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, "DRBD did not become Secondary in time")
+	return flow.Stalled(srv1alpha1.ReasonDrainTimeout, "DRBD on %s did not become Secondary within drainTimeoutSeconds=%d (%s); nothing was promoted on %s and %s",
+		s.source(), s.req.Spec.DrainTimeoutSeconds, waited, s.target(), restored)
 }
 
 // refusals summarises promotions the agents refused, for the waiting message.

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,6 +98,11 @@ func newFixture(c phaseCase) *fixture {
 	}
 	if c.typ == "" {
 		fr.Spec.FailoverType = srv1alpha1.FailoverPlanned
+	}
+	if c.phase == srv1alpha1.FailoverWaitingForDRBD {
+		// The drain budget counts from StoppingOnSource, entered as long ago.
+		fr.Status.PhaseHistory = slices.Insert(fr.Status.PhaseHistory, 1,
+			srv1alpha1.PhaseTransition{Phase: string(srv1alpha1.FailoverStoppingOnSource), Time: metav1.NewMicroTime(enteredAt)})
 	}
 	zone := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testZone},
 		Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
@@ -226,6 +232,15 @@ func cutOff(r *srv1alpha1.DRBDResource, fenced bool) *srv1alpha1.DRBDResource {
 	return r
 }
 
+// heldOpen is the source replica a planned failover asked to be Secondary
+// and whose agent DRBD refused: the VM's disk is still open on the node.
+func heldOpen() *srv1alpha1.DRBDResource {
+	r := replica("node-a", sec, pri, false)
+	r.Status.Conditions = []metav1.Condition{{Type: srv1alpha1.ConditionRoleApplied, Status: metav1.ConditionFalse,
+		Reason: srv1alpha1.ReasonAdmFailed, Message: "drbdadm secondary failed: (-12) Device is held open by someone"}}
+	return r
+}
+
 func node(name string, tainted bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if tainted {
@@ -333,6 +348,29 @@ func TestPhases(t *testing.T) {
 		},
 
 		// Waiting for DRBD.
+		{
+			name: "planned: a demotion DRBD refuses says why and waits", phase: srv1alpha1.FailoverWaitingForDRBD,
+			since:       time.Minute,
+			primary:     cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), heldOpen(), node("node-a", false)}},
+			dr:          cluster{objs: targetStoppedPromotable},
+			wantPhase:   srv1alpha1.FailoverWaitingForDRBD,
+			wantMessage: "waiting for DRBD on primary to become Secondary: vm-web; refused: vm-web: drbdadm secondary failed: (-12) Device is held open by someone",
+		},
+		{
+			name: "planned: a demotion refused past drainTimeoutSeconds fails safely and restarts the source", phase: srv1alpha1.FailoverWaitingForDRBD,
+			since:     10 * time.Minute,
+			primary:   cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), heldOpen(), node("node-a", false)}},
+			dr:        cluster{objs: targetStoppedPromotable},
+			wantPhase: srv1alpha1.FailoverFailed,
+			wantMessage: "DRBD on primary did not become Secondary within drainTimeoutSeconds=300 (waiting for DRBD on primary to become Secondary: vm-web; refused: vm-web: drbdadm secondary failed: (-12) Device is held open by someone); " +
+				"nothing was promoted on dr and the group was asked to run on primary again",
+			wantConditions: map[string]string{srv1alpha1.ConditionSourceStopped: "False/" + srv1alpha1.ReasonDrainTimeout, srv1alpha1.ConditionReady: "False/" + srv1alpha1.ReasonDrainTimeout},
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, running, f.groupCopy(t, primary).Spec.DesiredState)
+				require.Equal(t, pri, f.drbd(t, primary).Spec.Role, "the source is Primary again")
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing was promoted")
+			},
+		},
 		{
 			name: "taint conflict: another group runs on the target, so its lost-quorum taint stays", phase: srv1alpha1.FailoverWaitingForDRBD,
 			primary: cluster{objs: sourceStoppedSecondary},
