@@ -70,6 +70,10 @@ func UseMemory(t testing.TB, stateDir string) {
 // ErrIO is wrapped by Fabric.Write when drbd would fail the I/O.
 var ErrIO = sim.ErrIO
 
+// ErrNotHeld is wrapped by CloseDevice's error for a holder that does not
+// hold the device.
+var ErrNotHeld = sim.ErrNotHeld
+
 // Fabric manipulates the shared simulated world in StateDir.
 type Fabric struct {
 	StateDir string

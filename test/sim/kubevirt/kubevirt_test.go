@@ -33,6 +33,12 @@ const (
 // startSimulator starts one cluster and a manager running the simulator against it.
 func startSimulator(t *testing.T) client.Client {
 	t.Helper()
+	return startSimulatorWith(t, kubevirtsim.Options{StartDelay: startDelay, StopDelay: stopDelay})
+}
+
+// startSimulatorWith starts one cluster and a simulator with opts.
+func startSimulatorWith(t *testing.T, opts kubevirtsim.Options) client.Client {
+	t.Helper()
 	log.SetLogger(zap.New(zap.WriteTo(t.Output())))
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -46,7 +52,7 @@ func startSimulator(t *testing.T) client.Client {
 		HealthProbeBindAddress: "0",
 	})
 	require.NoError(t, err)
-	require.NoError(t, kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: startDelay, StopDelay: stopDelay}))
+	require.NoError(t, kubevirtsim.SetupWithManager(mgr, opts))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

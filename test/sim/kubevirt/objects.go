@@ -49,10 +49,17 @@ func (r *reconciler) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachin
 	}
 	vmi.Status = *status.DeepCopy()
 	if err := r.client.Create(ctx, vmi); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create VirtualMachineInstance %s/%s: %w", vm.Namespace, vm.Name, err)
 		}
-		return fmt.Errorf("create VirtualMachineInstance %s/%s: %w", vm.Namespace, vm.Name, err)
+		// Created by an earlier pass that may not have opened its disks.
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return err
+		}
+		return r.openDisks(ctx, vmi)
+	}
+	if err := r.openDisks(ctx, vmi); err != nil {
+		return err
 	}
 	// KubeVirt's VMI CRD has no status subresource, so the status above was stored with
 	// the object. Should a CRD with a status subresource be installed, write it separately.
@@ -154,4 +161,19 @@ func clearInvalidRunStrategy(s *kubevirtv1.VirtualMachineStatus) {
 		kept = append(kept, c)
 	}
 	s.Conditions = kept
+}
+
+// openDisks has the VMI's qemu open its disks (Options.Disks). A disk that
+// cannot be opened fails the start: the VMI goes again, and the VM is retried.
+func (r *reconciler) openDisks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	if r.opts.Disks == nil {
+		return nil
+	}
+	if err := r.opts.Disks.Open(ctx, vmi); err != nil {
+		if derr := r.client.Delete(ctx, vmi); derr != nil && !apierrors.IsNotFound(derr) {
+			return fmt.Errorf("%w; deleting the VMI that could not start: %w", err, derr)
+		}
+		return err
+	}
+	return nil
 }

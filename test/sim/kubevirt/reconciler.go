@@ -249,6 +249,12 @@ func (r *reconciler) deleteVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 	if vmi == nil {
 		return nil
 	}
+	// qemu exits, closing its disks, before the VMI goes.
+	if r.opts.Disks != nil {
+		if err := r.opts.Disks.Close(ctx, vmi); err != nil {
+			return err
+		}
+	}
 	if err := r.client.Delete(ctx, vmi); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete VirtualMachineInstance %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}

@@ -1,6 +1,7 @@
 package kubevirt
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -35,6 +36,16 @@ type Options struct {
 	Clock clock.PassiveClock
 	// NodeName is the status.nodeName of every VMI; SimulatedNodeName by default.
 	NodeName string
+	// Disks, when set, holds a VMI's disks as its qemu does: opened before the
+	// VMI runs (a disk that cannot be opened keeps the VM Starting, retried),
+	// closed before the VMI is deleted.
+	Disks DiskHolder
+}
+
+// DiskHolder opens and closes the devices behind a VMI's volumes.
+type DiskHolder interface {
+	Open(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error
+	Close(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error
 }
 
 // SetupWithManager registers the simulator with mgr. kubevirtv1 must be in the manager's

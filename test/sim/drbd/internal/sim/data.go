@@ -435,10 +435,10 @@ func (w *World) CloseDevice(host string, minor int, holder string, now time.Time
 	}
 	d := n.dev(v)
 	if d == nil || d.Openers == nil {
-		return fmt.Errorf("drbdsim: %s does not hold /dev/drbd%d on %s", holder, minor, host)
+		return fmt.Errorf("drbdsim: %s does not hold /dev/drbd%d on %s: %w", holder, minor, host, ErrNotHeld)
 	}
 	if _, ok := d.Openers[holder]; !ok {
-		return fmt.Errorf("drbdsim: %s does not hold /dev/drbd%d on %s", holder, minor, host)
+		return fmt.Errorf("drbdsim: %s does not hold /dev/drbd%d on %s: %w", holder, minor, host, ErrNotHeld)
 	}
 	w.touch(r.Name)
 	if w.CloseLingerNs <= 0 {

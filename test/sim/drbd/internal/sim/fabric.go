@@ -9,6 +9,10 @@ import (
 // on-no-quorum io-error, or suspended I/O).
 var ErrIO = errors.New("I/O error")
 
+// ErrNotHeld is wrapped by CloseDevice's error when the holder does not hold
+// the device (never opened it, or its close has already lingered out).
+var ErrNotHeld = errors.New("device not held")
+
 func (w *World) lookup(res, node string) (*Res, *Node, error) {
 	r := w.Resources[res]
 	if r == nil {
