@@ -29,6 +29,8 @@ type LatencyProxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	// cut drops every connection and every new one (Cut).
+	cut bool
 }
 
 // StartLatencyProxy listens on a free loopback port and forwards every
@@ -65,10 +67,24 @@ func (p *LatencyProxy) accept() {
 	}
 }
 
+// Cut drops every connection through the proxy, and every new one until
+// Cut(false): the link between quorum-manager and the API server is gone,
+// while the API server keeps serving everyone else (a partition).
+func (p *LatencyProxy) Cut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+	}
+}
+
 func (p *LatencyProxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.cut {
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -205,4 +221,15 @@ func (e *Env) quorumConfig() *rest.Config {
 		return p.via(e.Clusters[Quorum].Config)
 	}
 	return e.Clusters[Quorum].Config
+}
+
+// Partition cuts (or restores) quorum-manager's link to cluster's API
+// server, which keeps serving the cluster's own controllers: the site runs
+// on, unseen. It needs Options.Latency. The DRBD links are the DRBD
+// simulator's (Fabric.CutLinks).
+func (e *Env) Partition(t testing.TB, cluster string, cut bool) {
+	t.Helper()
+	p := e.Latency[cluster]
+	require.NotNil(t, p, "Partition needs env.Options.Latency")
+	p.Cut(cut)
 }

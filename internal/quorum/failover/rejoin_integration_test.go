@@ -92,7 +92,7 @@ func TestFailbackAfterFencedOffRecordRemoved(t *testing.T) {
 // group is stopped there and its replicas demoted, and a planned failback
 // rejoins it only on the operator's confirmation.
 func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 2})
+	z := newZone(t, zoneOptions{vms: 2, latency: true})
 	primaries := z.DRBD(t).WatchPrimaries(t)
 	// The primary runs without DRBD quorum, as protection sets it up: a
 	// replication outage must not fail the production VMs' I/O.
@@ -105,8 +105,10 @@ func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 			return d.Status.ObservedGeneration >= r.Generation
 		})
 	}
+	// The partition: quorum-manager and the DR cluster lose the primary, whose
+	// own controllers, agent and VMs run on.
 	require.NoError(t, z.DRBD(t).CutLinks())
-	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
+	z.Partition(t, env.Primary, true)
 
 	fr := z.waitPhase(z.failover("partition", env.DR, srv1alpha1.FailoverUnplanned), srv1alpha1.FailoverCompleted)
 	require.Equal(t, env.Primary, z.groupAnnotation(srv1alpha1.FencedOffAnnotation), "the group records the primary as fenced off")
@@ -118,8 +120,9 @@ func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 		require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.DR].Name, 256))
 	}
 
+	require.Equal(t, string(srv1alpha1.RolePrimary), z.drbd(env.Primary, z.vms[0]).Status.Role, "the cut-off primary ran on, Primary")
 	require.NoError(t, z.DRBD(t).RestoreLinks())
-	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	z.Partition(t, env.Primary, false)
 	// The returned primary is stopped and demoted, what it wrote while cut
 	// off is reported, then discarded, and it resyncs from the DR cluster.
 	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
@@ -140,7 +143,7 @@ func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 	// simulator's volumes here carry counters, not contents: it counts the
 	// pair's blocks, both sides' writes, where DRBD counts the node's own.)
 	require.Contains(t, report, "primary-cluster rejoined")
-	require.Regexp(t, `out of sync \(vm-vm-00 [1-9][0-9]*Ki, vm-vm-01 [1-9][0-9]*Ki\)`, report, "the outcome says how much diverged on which VMs")
+	require.Regexp(t, `out of sync \(apps/vm-00 [1-9][0-9]*Ki, apps/vm-01 [1-9][0-9]*Ki\)`, report, "the outcome says how much diverged on which VMs")
 	require.True(t, z.hasEvent(group, corev1.EventTypeWarning, srv1alpha1.ConditionDiverged), "a Warning event reported the divergence")
 	for _, vm := range z.vms {
 		z.waitDRBD(env.Primary, vm, "Secondary, connected and UpToDate", func(r *srv1alpha1.DRBDResource) bool {

@@ -147,21 +147,22 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 	return rejoinPass{}, nil
 }
 
-// divergedBytes maps each replica (its VM) to the bytes it wrote while cut
-// off, as DRBD counts them: the blocks its bitmap marks out of sync for the
-// peers it could not reach.
+// divergedBytes maps each VM ("namespace/name", from its replica's name) to
+// the bytes it wrote while cut off, as DRBD counts them: the blocks its
+// bitmap marks out of sync for the peers it could not reach.
 type divergedBytes map[string]int64
 
 func divergence(res []srv1alpha1.DRBDResource) divergedBytes {
 	out := divergedBytes{}
 	for _, d := range res {
+		vm := d.Namespace + "/" + strings.TrimPrefix(d.Name, srv1alpha1.DRBDResourceName(""))
 		var n int64
 		for _, p := range d.Status.Peers {
 			for _, v := range p.Volumes {
 				n += v.OutOfSyncBytes
 			}
 		}
-		out[d.Name] = n
+		out[vm] = n
 	}
 	return out
 }

@@ -88,7 +88,7 @@ func TestReturnedClusterDiscardsDivergedWritesAndRejoins(t *testing.T) {
 		require.NotNil(t, c, "the divergence is reported")
 		require.Equal(t, metav1.ConditionTrue, c.Status)
 		require.Equal(t, srv1alpha1.ReasonDiscardingDiverged, c.Reason)
-		for _, want := range []string{"primary returned with writes made while it was cut off from dr", "64Ki out of sync (vm-web 64Ki)", "they are discarded and primary resyncs from dr"} {
+		for _, want := range []string{"primary returned with writes made while it was cut off from dr", "64Ki out of sync (apps/web 64Ki)", "they are discarded and primary resyncs from dr"} {
 			require.Contains(t, c.Message, want)
 		}
 		report, _, _ := strings.Cut(c.Message, rejoinNow)
@@ -140,7 +140,7 @@ func TestReturnedClusterDiscardsDivergedWritesAndRejoins(t *testing.T) {
 		pass(t, f, r)
 		c = diverged(t, f)
 		require.Equal(t, srv1alpha1.ReasonDiscardingDiverged, c.Reason, "the report stays, the outcome changes")
-		require.Contains(t, c.Message, "64Ki out of sync (vm-web 64Ki); they are discarded")
+		require.Contains(t, c.Message, "64Ki out of sync (apps/web 64Ki); they are discarded")
 		agentDiscards(t, f)
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/test/env"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	"github.com/siterecovery/siterecovery/test/sim/guest"
 	"github.com/siterecovery/siterecovery/test/sim/kubelet"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
@@ -61,6 +62,9 @@ func newZoneWith(t testing.TB, o env.Options, q setup.QuorumOptions) *zone {
 	z.workloads, z.agents = z.procs.Workloads, z.procs.Agents
 	z.fabric = z.DRBD(t)
 	require.NoError(t, z.fabric.SetSyncRate(1<<30))
+	// qemu's exit closes its disks a moment after the VMI is gone: DRBD
+	// refuses secondary and down until then.
+	require.NoError(t, z.fabric.SetCloseLinger(300*time.Millisecond))
 	for _, cluster := range []string{env.Primary, env.DR} {
 		n := env.Nodes[cluster]
 		setNodeReady(t, z.Client(cluster), n.Name, n.Address, true)
@@ -82,8 +86,10 @@ func (z *zone) workload(t testing.TB, cluster string) *env.Process {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
 			return err
 		}
+		// A running VMI's qemu holds its DRBD devices open.
+		disks := guest.NewHolder(guest.NewCluster(cluster, mgr.GetAPIReader(), z.fabric, z.devices), z.fabric, drbdsim.ErrNotHeld)
 		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{
-			StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
+			StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name, Disks: disks}); err != nil {
 			return err
 		}
 		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, DeviceDir: z.devices}); err != nil {

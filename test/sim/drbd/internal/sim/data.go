@@ -199,7 +199,16 @@ func zeroRange(f *os.File, off, n int64) error {
 }
 
 // findMinor is the resource, node and volume of /dev/drbd<minor> on host.
+//
+// A minor is the device of the resource that is up with it on the node: the
+// kernel creates /dev/drbd<minor> with the resource and removes it with
+// `down`, so a resource that is down with the same minor in its file (one
+// torn down, whose minor was given to another) does not own it. Only when
+// none is up does a down one answer, with its "not up" error.
 func (w *World) findMinor(host string, minor int) (*Res, *Node, int, error) {
+	var down *Res
+	var downNode *Node
+	downVol := 0
 	for _, name := range sortedNames(w) {
 		r := w.Resources[name]
 		n := r.Nodes[host]
@@ -207,10 +216,19 @@ func (w *World) findMinor(host string, minor int) (*Res, *Node, int, error) {
 			continue
 		}
 		for v, vol := range r.Volumes {
-			if vol.Minor == minor {
+			if vol.Minor != minor {
+				continue
+			}
+			if n.Up {
 				return r, n, v, nil
 			}
+			if down == nil {
+				down, downNode, downVol = r, n, v
+			}
 		}
+	}
+	if down != nil {
+		return down, downNode, downVol, nil
 	}
 	return nil, nil, 0, fmt.Errorf("drbdsim: /dev/drbd%d on %s: %w", minor, host, os.ErrNotExist)
 }
