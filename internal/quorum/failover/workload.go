@@ -3,15 +3,13 @@ package failover
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/fence"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -79,27 +77,13 @@ func drbdResources(ctx context.Context, rc *remote.Remote, group string) ([]srv1
 	return list.Items, nil
 }
 
-// taintedNodes lists, sorted, the replicas' nodes that carry the lost-quorum
-// taint, read through the API server. A node that does not exist carries none.
+// taintedNodes lists the replicas' nodes that carry the lost-quorum taint,
+// read through the API server.
 func taintedNodes(ctx context.Context, rc *remote.Remote, replicas []srv1alpha1.DRBDResource) ([]string, error) {
-	var out []string
-	for _, res := range replicas {
-		n := res.Spec.NodeName
-		if n == "" || slices.Contains(out, n) {
-			continue
-		}
-		node := &corev1.Node{}
-		switch err := rc.Direct.Get(ctx, client.ObjectKey{Name: n}, node); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading node %s on %s: %w", n, rc.Key.Cluster, err)
-		}
-		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == srv1alpha1.LostQuorumTaintKey }) {
-			out = append(out, n)
-		}
+	out, err := fence.TaintedNodes(ctx, rc.Direct, replicas)
+	if err != nil {
+		return nil, fmt.Errorf("on %s: %w", rc.Key.Cluster, err)
 	}
-	sort.Strings(out)
 	return out, nil
 }
 

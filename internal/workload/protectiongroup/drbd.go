@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/fence"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -189,27 +188,9 @@ func replicaStatus(res *srv1alpha1.DRBDResource) srv1alpha1.ReplicaRoleStatus {
 }
 
 // TaintedNodes lists, sorted, the replicas' nodes that carry the lost-quorum
-// taint. A node that does not exist carries none.
+// taint (fence.TaintedNodes).
 func TaintedNodes(ctx context.Context, c client.Reader, replicas []srv1alpha1.DRBDResource, opts ...client.GetOption) ([]string, error) {
-	var out []string
-	for _, res := range replicas {
-		n := res.Spec.NodeName
-		if n == "" || slices.Contains(out, n) {
-			continue
-		}
-		node := &corev1.Node{}
-		switch err := c.Get(ctx, client.ObjectKey{Name: n}, node, opts...); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading node %s: %w", n, err)
-		}
-		if hasLostQuorumTaint(node) {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return fence.TaintedNodes(ctx, c, replicas, opts...)
 }
 
 func promotionRefused(res *srv1alpha1.DRBDResource) bool { return refusal(res) != "" }

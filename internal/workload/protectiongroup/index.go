@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/fence"
 )
 
 // vmIndex indexes ProtectionGroups by the "<namespace>/<name>" of each of their
@@ -110,10 +111,6 @@ var taintsChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Node)
 		n, ok2 := e.ObjectNew.(*corev1.Node)
-		return !ok1 || !ok2 || hasLostQuorumTaint(o) != hasLostQuorumTaint(n)
+		return !ok1 || !ok2 || fence.Tainted(o) != fence.Tainted(n)
 	},
-}
-
-func hasLostQuorumTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == srv1alpha1.LostQuorumTaintKey })
 }
