@@ -73,6 +73,11 @@ func (a *Adm) Primary(ctx context.Context, res string, force bool) error {
 // Secondary demotes the resource.
 func (a *Adm) Secondary(ctx context.Context, res string) error { return a.adm(ctx, "secondary", res) }
 
+// Connect connects the resource's connections that are StandAlone: DRBD
+// leaves a connection StandAlone after a split brain it did not resolve, or
+// after `disconnect`, and never retries it by itself.
+func (a *Adm) Connect(ctx context.Context, res string) error { return a.adm(ctx, "connect", res) }
+
 // Down disconnects, detaches and removes the resource from the kernel.
 func (a *Adm) Down(ctx context.Context, res string) error { return a.adm(ctx, "down", res) }
 

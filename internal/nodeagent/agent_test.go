@@ -175,6 +175,19 @@ func TestAgent(t *testing.T) {
 		assert.Equal(t, 1, a.exec.Calls("primary --force vm3"), "forcePromotion promotes with --force")
 	})
 
+	t.Run("a StandAlone connection is connected again", func(t *testing.T) {
+		// DRBD leaves a connection StandAlone after a split brain it did
+		// not resolve (or a disconnect) and never retries it by itself.
+		a4, b4 := pair("vm4", 7003)
+		e.waitFor(a4, "configured and connected", connected)
+		e.waitFor(b4, "configured and connected", connected)
+		_, err := a.exec.Run(ctx, e.adm, "-c", filepath.Join(a.resDir, nodeagent.ConfigFileName), "disconnect", "vm4")
+		require.NoError(t, err)
+		e.waitFor(a4, "connected again", func(r *srv1alpha1.DRBDResource) bool {
+			return a.exec.Calls("connect vm4") > 0 && condIs(r, srv1alpha1.ConditionConnected, metav1.ConditionTrue, "")
+		})
+	})
+
 	t.Run("bad input is reported, not retried hot", func(t *testing.T) {
 		missing := drbdResource("site-a", "vm-nodev", a, 0, 7003, b)
 		missing.Spec.Volumes[0].DevicePath = ""

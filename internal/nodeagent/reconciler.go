@@ -71,6 +71,7 @@ type memo struct {
 	upIssued    time.Time // last successful "drbdadm up", until events2 shows it
 	promotion   retryGate // backoff of refused promotions
 	adm         retryGate // backoff of failed drbdadm configuration commands
+	reconnect   retryGate // backoff of connects of a StandAlone connection
 }
 
 // scope carries one reconcile's inputs and findings between phases and setters.
@@ -121,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// is shown as its False condition and the status is still written; any
 	// other error goes to the rate-limited retry without a status write.
 	res, err := flow.RunPhases(ctx, s,
-		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole, r.discardData)
+		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole, r.discardData, r.reconnect)
 	if e := flow.As(err); e != nil && e.Kind != flow.KindTransient {
 		setCondition(s, falseCondition(e, s.obj.Generation))
 		s.log.V(1).Info("phase stopped", "condition", e.Condition, "reason", e.Reason, "message", e.Error())

@@ -126,6 +126,11 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 				r.DrainLag() // a graceful down flushes in-flight writes
 			}
 			n.Up, n.Departed, n.Role = false, true, "Secondary"
+			// down destroys the node's connections: the next up starts them
+			// connecting, with no StandAlone nor --discard-my-data left over
+			// (drbd_nl.c, adm_down tears down every connection). A peer's
+			// StandAlone connection to it stays until that peer connects.
+			n.StandAlone, n.DiscardMyData = nil, false
 			return nil
 		}
 		return fail(20, "drbdadm: unknown command '%s'", cmd)
