@@ -593,3 +593,39 @@ func TestMinorBelongsToTheResourceThatIsUp(t *testing.T) {
 	require.ErrorIs(t, c.fabric.CloseDevice("site-a", 1000, "qemu"), drbdsim.ErrNotHeld)
 	require.NoError(t, a.Secondary(ctx, res))
 }
+
+// TestProtocolAWindowDeliversWholeBlocks: protocol A's writes in flight reach
+// the peer a whole write at a time, however slow the link: cut mid-way, every
+// 4 KiB block the peer holds is the old one or the new one, never a mix.
+func TestProtocolAWindowDeliversWholeBlocks(t *testing.T) {
+	c := newFileCluster(t, fileOpts{protocol: "A"})
+	c.upSynced()
+	require.NoError(t, c.fabric.SetDrainRate(3)) // KiB/s: less than a block per second
+	const blocks = 8
+	for i := range blocks {
+		require.NoError(t, c.fabric.WriteDevice("site-a", fminor, int64(i)*4096, pattern(byte(20+i), 4096)))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		oos := peerPD(c.status("site-a")).OutOfSyncBytes
+		if oos < blocks*4096 && oos > 0 {
+			break // some of the window delivered, some not
+		}
+		require.True(t, time.Now().Before(deadline), "the window never drained part way: %d bytes out of sync", oos)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, c.fabric.Disconnect(fres))
+	newBlocks := 0
+	for i := range blocks {
+		got := readFileAt(t, c.disk["site-b"], int64(i)*4096, 4096)
+		switch {
+		case bytes.Equal(got, pattern(byte(20+i), 4096)):
+			newBlocks++
+		case bytes.Equal(got, make([]byte, 4096)):
+		default:
+			t.Errorf("block %d arrived torn", i)
+		}
+	}
+	assert.Positive(t, newBlocks, "part of the window was delivered")
+	assert.Less(t, newBlocks, blocks, "and part was lost with the link")
+}

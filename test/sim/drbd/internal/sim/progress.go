@@ -34,7 +34,7 @@ func (w *World) progressPair(r *Res, a, b *Node, secs float64) {
 		if byteMode(a, b, v) {
 			w.progressBytes(r, src, dst, v, int64(budget)*1024)
 			if w.DrainRateKiBps > 0 {
-				drain := int64(float64(w.DrainRateKiBps)*secs) * 1024
+				drain := p.drainBudget(a, b, v, int64(float64(w.DrainRateKiBps)*1024*secs))
 				deliverWindow(a, b, v, drain)
 				deliverWindow(b, a, v, drain)
 				r.syncCounters(a, b, v)
@@ -136,15 +136,20 @@ func (w *World) progressBytes(r *Res, src, dst *Node, v int, budget int64) {
 	}
 }
 
-// deliverWindow delivers up to budget bytes of src's protocol A blocks in
-// flight to dst.
+// deliverWindow delivers about budget bytes of src's protocol A blocks in
+// flight to dst, in whole 4 KiB blocks: DRBD sends a write request whole, in
+// one data packet (drbd_sender.c, drbd_send_dblock), and the peer applies it
+// whole, so a block the guest wrote at once never arrives torn.
 func deliverWindow(src, dst *Node, v int, budget int64) {
 	ds, dd := src.dev(v), dst.dev(v)
 	win := ds.Window[dst.Host]
 	if len(win) == 0 || budget <= 0 {
 		return
 	}
-	chunk := win.Lowest(budget)
+	chunk := win.Lowest(budget &^ (bmGranule - 1))
+	if len(chunk) == 0 {
+		return
+	}
 	if copyBlocks(ds, dd, chunk) != nil {
 		return
 	}
@@ -152,6 +157,24 @@ func deliverWindow(src, dst *Node, v int, budget int64) {
 		ds.Window = setBlocks(ds.Window, dst.Host, ds.Window[dst.Host].Remove(c[0], c[1]))
 	}
 	transfer(src, dst, uint64(chunk.Bytes()/1024))
+}
+
+// drainBudget adds n bytes of drain to the pair's credit for volume v and
+// takes the whole 4 KiB blocks of it (deliverWindow): a slow link sends a
+// block once enough time has passed for all of it. The credit goes when
+// nothing is in flight, so an idle link saves none up.
+func (p *Pair) drainBudget(a, b *Node, v int, n int64) int64 {
+	if len(a.dev(v).Window[b.Host]) == 0 && len(b.dev(v).Window[a.Host]) == 0 {
+		delete(p.DrainCredit, v)
+		return 0
+	}
+	if p.DrainCredit == nil {
+		p.DrainCredit = map[int]int64{}
+	}
+	n += p.DrainCredit[v]
+	whole := n &^ (bmGranule - 1)
+	p.DrainCredit[v] = n - whole
+	return whole
 }
 
 // DrainLag delivers all protocol A lag of the resource immediately.

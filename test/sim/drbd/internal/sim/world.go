@@ -154,6 +154,9 @@ type Pair struct {
 	// contents: copies happen in steps of at least minResyncStep, not on
 	// every command, which keeps many volumes in resync cheap.
 	Credit map[int]int64 `json:",omitempty"`
+	// DrainCredit is protocol A drain budget (bytes) short of a whole
+	// block, per volume (drainBudget).
+	DrainCredit map[int]int64 `json:",omitempty"`
 }
 
 func newWorld() *World {
