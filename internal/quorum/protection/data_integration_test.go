@@ -36,15 +36,7 @@ func TestEveryAcknowledgedWriteSurvives(t *testing.T) {
 	z := newZone(t)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	vm := types.NamespacedName{Namespace: env.AppNS, Name: "db"}
-	guests := guest.New()
-	onPrimary := guest.NewCluster(env.Primary, p, z.fabric, z.devices)
-	onDR := guest.NewCluster(env.DR, d, z.fabric, z.devices)
-
-	makePVC(t, p, "db-root", "standard", corev1.PersistentVolumeBlock)
-	makePVC(t, p, "db-data", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "db", pvcVolume("rootdisk", "db-root"), pvcVolume("datadisk", "db-data"))
-	env.Eventually(t, wait, "db running", vmRunning(t, p, "db"))
+	vm, guests, onPrimary, onDR := runDB(t, z)
 	_, err := guests.Write(ctx, onPrimary, vm, 64)
 	require.NoError(t, err, "the guest writes its raw disks before protection")
 
@@ -101,6 +93,19 @@ func TestEveryAcknowledgedWriteSurvives(t *testing.T) {
 	})
 	res = verify(t, guests, onPrimary, vm)
 	assert.Equal(t, 64+acked+32+32, res.Acknowledged)
+}
+
+// runDB runs VM apps/db on the primary with two 1 GiB block disks, and
+// returns it with a guest and the guest's view of each cluster.
+func runDB(t *testing.T, z *zone) (vm types.NamespacedName, guests *guest.Guests, onPrimary, onDR *guest.Cluster) {
+	t.Helper()
+	p := z.Client(env.Primary)
+	makePVC(t, p, "db-root", "standard", corev1.PersistentVolumeBlock)
+	makePVC(t, p, "db-data", "standard", corev1.PersistentVolumeBlock)
+	makeVM(t, p, "db", pvcVolume("rootdisk", "db-root"), pvcVolume("datadisk", "db-data"))
+	env.Eventually(t, wait, "db running", vmRunning(t, p, "db"))
+	return types.NamespacedName{Namespace: env.AppNS, Name: "db"}, guest.New(),
+		guest.NewCluster(env.Primary, p, z.fabric, z.devices), guest.NewCluster(env.DR, z.Client(env.DR), z.fabric, z.devices)
 }
 
 // verify checks that every acknowledged write of vm reads back on cluster c.

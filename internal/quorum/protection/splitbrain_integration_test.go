@@ -7,18 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/protection"
 	"github.com/siterecovery/siterecovery/test/env"
-	"github.com/siterecovery/siterecovery/test/sim/guest"
 )
 
 // TestPartitionedSiteRejoinsWithoutTouchingTheActiveData: the primary site is
@@ -32,15 +29,7 @@ func TestPartitionedSiteRejoinsWithoutTouchingTheActiveData(t *testing.T) {
 	z := newZoneWith(t, env.Options{Latency: true}, quorumOptions)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	vm := types.NamespacedName{Namespace: env.AppNS, Name: "db"}
-	guests := guest.New()
-	onDR := guest.NewCluster(env.DR, d, z.fabric, z.devices)
-	onPrimary := guest.NewCluster(env.Primary, p, z.fabric, z.devices)
-
-	makePVC(t, p, "db-root", "standard", corev1.PersistentVolumeBlock)
-	makePVC(t, p, "db-data", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "db", pvcVolume("rootdisk", "db-root"), pvcVolume("datadisk", "db-data"))
-	env.Eventually(t, wait, "db running", vmRunning(t, p, "db"))
+	vm, guests, onPrimary, onDR := runDB(t, z)
 	require.NoError(t, q.Create(ctx, newRequest("protect-db", "db")))
 	env.Eventually(t, wait, "protect-db Protected", phaseIs(ctx, q, "protect-db", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
 	_, err := guests.Write(ctx, onPrimary, vm, 64)
