@@ -37,13 +37,22 @@ type LatencyProxy struct {
 // connection to target (host:port); it stops with the test.
 func StartLatencyProxy(t testing.TB, target string) *LatencyProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := NewLatencyProxy(target)
 	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// NewLatencyProxy is StartLatencyProxy outside a test: the caller closes it.
+func NewLatencyProxy(target string) (*LatencyProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
 	p := &LatencyProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	return p, nil
 }
 
 // Addr is the proxy's host:port.
@@ -155,7 +164,8 @@ func (p *LatencyProxy) pipe(dst, src net.Conn) {
 	}
 }
 
-func (p *LatencyProxy) close() {
+// Close stops the proxy and drops its connections.
+func (p *LatencyProxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -185,17 +195,27 @@ func (p *LatencyProxy) via(cfg *rest.Config) *rest.Config {
 // through the proxy.
 func (p *LatencyProxy) viaKubeconfig(t testing.TB, kubeconfig []byte) []byte {
 	t.Helper()
-	cfg, err := clientcmd.Load(kubeconfig)
+	out, err := p.ViaKubeconfig(kubeconfig)
 	require.NoError(t, err)
+	return out
+}
+
+// ViaKubeconfig returns the kubeconfig with every cluster's server reached
+// through the proxy.
+func (p *LatencyProxy) ViaKubeconfig(kubeconfig []byte) ([]byte, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range cfg.Clusters {
 		u, err := url.Parse(c.Server)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		u.Host = p.Addr()
 		c.Server = u.String()
 	}
-	out, err := clientcmd.Write(*cfg)
-	require.NoError(t, err)
-	return out
+	return clientcmd.Write(*cfg)
 }
 
 func (e *Env) startLatencyProxies(t testing.TB) {

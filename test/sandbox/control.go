@@ -40,12 +40,12 @@ type faultActions interface {
 	Links(cluster string, cut bool) error
 	// PowerOff stops cluster's API server and cuts its DRBD links.
 	PowerOff(cluster string) error
+	// Partition cuts cluster's site off from quorum-manager and from the
+	// other site (its DRBD links); its controllers, agents and VMs run on.
+	Partition(cluster string) error
 	// Heal restores the links and restarts what PowerOff stopped.
 	Heal() error
 }
-
-// errNotSupported marks a fault this sandbox cannot inject faithfully.
-var errNotSupported = errors.New("not supported by this sandbox yet")
 
 type reason struct {
 	Reason string `json:"reason"`
@@ -143,14 +143,11 @@ func controlHandler(g guestActions, f faultActions) http.Handler {
 		return s, true
 	}
 	done := func(w http.ResponseWriter, err error) {
-		switch {
-		case err == nil:
-			writeJSON(w, http.StatusOK, struct{}{})
-		case errors.Is(err, errNotSupported):
-			fail(w, http.StatusNotImplemented, "%v", err)
-		default:
+		if err != nil {
 			fail(w, http.StatusInternalServerError, "%v", err)
+			return
 		}
+		writeJSON(w, http.StatusOK, struct{}{})
 	}
 	mux.HandleFunc("POST /v1/faults/links", func(w http.ResponseWriter, r *http.Request) {
 		if s, ok := siteOf(w, r, true); ok {
@@ -163,9 +160,8 @@ func controlHandler(g guestActions, f faultActions) http.Handler {
 		}
 	})
 	mux.HandleFunc("POST /v1/faults/partition", func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := siteOf(w, r, false); ok {
-			done(w, fmt.Errorf("%w: partition needs the quorum cluster's view of the site cut, "+
-				"which the harness cannot do; use /v1/faults/links or /v1/faults/power-off", errNotSupported))
+		if s, ok := siteOf(w, r, false); ok {
+			done(w, f.Partition(s.Cluster))
 		}
 	})
 	mux.HandleFunc("POST /v1/faults/heal", func(w http.ResponseWriter, _ *http.Request) {
@@ -230,11 +226,24 @@ func (f *sandboxFaults) PowerOff(cluster string) error {
 	return nil
 }
 
+func (f *sandboxFaults) Partition(cluster string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.sb.fabric.CutLinks(); err != nil {
+		return err
+	}
+	f.sb.links[cluster].Cut(true)
+	return nil
+}
+
 func (f *sandboxFaults) Heal() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.sb.fabric.RestoreLinks(); err != nil {
 		return err
+	}
+	for _, l := range f.sb.links {
+		l.Cut(false)
 	}
 	for cluster := range f.stopped {
 		if err := f.sb.zone.Clusters[cluster].StartAPIServer(); err != nil {

@@ -48,6 +48,10 @@ func (f *fakeFaults) PowerOff(cluster string) error {
 	f.calls = append(f.calls, "power-off "+cluster)
 	return nil
 }
+func (f *fakeFaults) Partition(cluster string) error {
+	f.calls = append(f.calls, "partition "+cluster)
+	return nil
+}
 func (f *fakeFaults) Heal() error { f.calls = append(f.calls, "heal"); return nil }
 
 func call(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
@@ -151,6 +155,7 @@ func TestControlFaults(t *testing.T) {
 		{"/v1/faults/links", `{"cluster": "primary", "cut": true}`},
 		{"/v1/faults/links", `{"cluster": "dr", "cut": false}`},
 		{"/v1/faults/power-off", `{"cluster": "primary"}`},
+		{"/v1/faults/partition", `{"cluster": "dr"}`},
 		{"/v1/faults/heal", ``},
 	} {
 		code, out := call(t, h, "POST", c.path, c.body)
@@ -158,7 +163,7 @@ func TestControlFaults(t *testing.T) {
 			t.Errorf("%s %s: %d %v", c.path, c.body, code, out)
 		}
 	}
-	want := []string{"links primary true", "links dr false", "power-off primary", "heal"}
+	want := []string{"links primary true", "links dr false", "power-off primary", "partition dr", "heal"}
 	if fmt.Sprint(f.calls) != fmt.Sprint(want) {
 		t.Errorf("calls %v, want %v", f.calls, want)
 	}
@@ -172,7 +177,6 @@ func TestControlFaults(t *testing.T) {
 		{"/v1/faults/power-off", `{"cluster": ""}`, http.StatusNotFound},
 		{"/v1/faults/power-off", `{`, http.StatusBadRequest},
 		{"/v1/faults/partition", `{"cluster": "nowhere"}`, http.StatusNotFound},
-		{"/v1/faults/partition", `{"cluster": "primary"}`, http.StatusNotImplemented},
 	} {
 		code, out := call(t, h, "POST", c.path, c.body)
 		wantReason(t, c.path+" "+c.body, code, c.code, out)

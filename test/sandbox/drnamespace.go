@@ -39,9 +39,13 @@ func (sb *sandbox) seedDRNamespace(ctx context.Context, spec drNamespaceSpec) er
 	var clusters []srv1alpha1.ZoneCluster
 	for _, cluster := range []string{primary, dr} {
 		objs[cluster] = append([]client.Object{ns(spec.namespace)}, spec.workload(cluster)...)
+		kc, err := sb.quorumKubeconfig(cluster)
+		if err != nil {
+			return err
+		}
 		objs["quorum"] = append(objs["quorum"], &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: cluster + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: sb.zone.Clusters[cluster].Kubeconfig},
+			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: kc},
 		})
 		role := srv1alpha1.ClusterRolePrimary
 		if cluster == dr {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -177,23 +178,40 @@ func (sb *sandbox) demo(ctx context.Context) error {
 	if err := sb.guestsWrite(ctx, primary); err != nil {
 		return err
 	}
-	say("simulating the loss of the primary site: replication links down, API server stopped")
-	list := &srv1alpha1.DRBDResourceList{}
-	if err := sb.zone.Clusters[dr].Client.List(ctx, list); err != nil {
-		return err
-	}
-	for _, r := range list.Items {
-		if err := sb.fabric.Disconnect(r.Name); err != nil {
-			return err
-		}
-	}
-	if err := sb.zone.Clusters[primary].StopAPIServer(); err != nil {
+	say("simulating a partition of the primary site: quorum-manager and the DR site lose it; its VMs run on")
+	faults := &sandboxFaults{sb: sb, stopped: map[string]bool{}}
+	if err := faults.Partition(primary); err != nil {
 		return err
 	}
 	if err := sb.failover(ctx, "disaster-to-dr", dr, srv1alpha1.FailoverUnplanned); err != nil {
 		return err
 	}
-	// The primary's API server is down: the guest verifies on DR only.
+	if err := sb.guestsVerify(ctx, dr, true); err != nil {
+		return err
+	}
+	if err := sb.guestsWrite(ctx, dr); err != nil {
+		return err
+	}
+	say("the partition heals: the primary is stopped there, its diverged writes discarded, and it resyncs from the DR site")
+	if err := faults.Heal(); err != nil {
+		return err
+	}
+	var diverged string
+	if err := poll(ctx, 3*time.Minute, func() (bool, error) {
+		pg := &srv1alpha1.ProtectionGroup{}
+		if err := sb.zone.Clusters["quorum"].Client.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: groupName}, pg); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(pg.Status.Conditions, srv1alpha1.ConditionDiverged)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			return false, nil
+		}
+		diverged = c.Message
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the primary to rejoin: %w", err)
+	}
+	fmt.Printf("\n  Diverged=False: %s\n", diverged)
 	if err := sb.guestsVerify(ctx, dr, true); err != nil {
 		return err
 	}
@@ -233,6 +251,7 @@ Control API (simulated guests and faults; see README.md): %[8]s
   curl -X POST -d '{"blocks": 64}' %[8]s/v1/guests/%[9]s/%[5]s/vm-1/write
   curl %[8]s/v1/guests/%[9]s/%[5]s/vm-1/verify
   curl -X POST -d '{"cluster": "%[9]s", "cut": true}' %[8]s/v1/faults/links
+  curl -X POST -d '{"cluster": "%[9]s"}' %[8]s/v1/faults/partition
   curl -X POST %[8]s/v1/faults/heal
 `, sb.kubeconfig("quorum"), drNamespace, groupName, sb.kubeconfig(dr), appNS, dr, sb.o.workDir, sb.controlURL, primary)
 	if sb.vs != nil {

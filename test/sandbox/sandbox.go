@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/oidcissuer"
 	"github.com/siterecovery/siterecovery/test/process"
@@ -58,6 +60,10 @@ type sandbox struct {
 	// and the console's client secret there.
 	issuer     *oidcissuer.Issuer
 	oidcSecret string
+	// links stand between quorum-manager and each workload cluster's API
+	// server: a partition cuts one while the site's own controllers, which
+	// reach their API server directly, run on.
+	links map[string]*env.LatencyProxy
 	// guests plays the demo VMs' operating systems; controlURL is the base
 	// URL of the control API (empty until it runs).
 	guests     *sandboxGuests
@@ -79,6 +85,16 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 		return nil, err
 	}
 	sb.zone = z
+	sb.links = map[string]*env.LatencyProxy{}
+	for _, name := range []string{primary, dr} {
+		u, err := url.Parse(z.Clusters[name].Config.Host)
+		if err != nil {
+			return sb, err
+		}
+		if sb.links[name], err = env.NewLatencyProxy(u.Host); err != nil {
+			return sb, fmt.Errorf("starting the link from quorum-manager to %s: %w", name, err)
+		}
+	}
 	for name, c := range z.Clusters {
 		if err := os.WriteFile(sb.kubeconfig(name), c.Kubeconfig, 0o600); err != nil {
 			return sb, err
@@ -237,5 +253,18 @@ func (sb *sandbox) shutdown() {
 	if sb.devices != "" {
 		_ = os.RemoveAll(sb.devices)
 	}
+	for _, l := range sb.links {
+		l.Close()
+	}
 	sb.stopIssuer()
+}
+
+// quorumKubeconfig is the kubeconfig quorum-manager reaches a workload
+// cluster with: through its link (links), which a partition cuts.
+func (sb *sandbox) quorumKubeconfig(cluster string) ([]byte, error) {
+	kc := sb.zone.Clusters[cluster].Kubeconfig
+	if l := sb.links[cluster]; l != nil {
+		return l.ViaKubeconfig(kc)
+	}
+	return kc, nil
 }

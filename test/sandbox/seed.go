@@ -25,9 +25,13 @@ func (sb *sandbox) seed(ctx context.Context) error {
 		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(appNS),
 			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "sim.storage.siterecovery.test"},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/hostname": n.name}}})
+		kc, err := sb.quorumKubeconfig(cluster)
+		if err != nil {
+			return err
+		}
 		objs["quorum"] = append(objs["quorum"], &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: cluster + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: sb.zone.Clusters[cluster].Kubeconfig},
+			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: kc},
 		})
 	}
 	objs["quorum"] = append(objs["quorum"], &srv1alpha1.ProtectionZone{

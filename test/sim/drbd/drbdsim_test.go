@@ -162,3 +162,31 @@ func peerPD(r drbd.ResourceStatus) drbd.PeerDeviceStatus {
 	}
 	return drbd.PeerDeviceStatus{}
 }
+
+// TestPeerLeftOutOfTheFileStaysDisconnected: a node whose resource file no
+// longer names its peer (the agent's spec.fencedPeers) drops the connection
+// at adjust and does not connect again, also when the world is kept in files
+// between commands, as separate agent processes keep it.
+func TestPeerLeftOutOfTheFileStaysDisconnected(t *testing.T) {
+	c := newCluster(t, "C")
+	c.primaryInSync()
+	alone := drbd.ResourceConfig{Name: res, Protocol: "C", Standalone: true,
+		Nodes:   []drbd.NodeConfig{{Hostname: "site-a", NodeID: 0, Address: "10.0.0.1", Port: 7000}},
+		Volumes: []drbd.VolumeConfig{{Number: 0, Minor: 1000, Disk: "/dev/vg0/vm-disk-1"}}}
+	data, err := alone.Render()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = drbd.WriteFileAtomic(dir, res+".res", data)
+	require.NoError(t, err)
+	cfg := filepath.Join(dir, "drbd.conf")
+	require.NoError(t, os.WriteFile(cfg, []byte(`include "`+dir+`/*.res";`+"\n"), 0o644))
+	a := c.adm4("site-a")
+	a.ConfigFile = cfg
+	require.NoError(t, a.Adjust(context.Background(), res))
+	for range 3 { // later commands read the world back
+		st := c.status("site-b")
+		for _, conn := range st.Connections {
+			require.NotEqual(t, "Connected", conn.ConnectionState, "site-a left site-b out of its file")
+		}
+	}
+}

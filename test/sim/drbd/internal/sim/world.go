@@ -122,8 +122,9 @@ type Node struct {
 	// Configured holds the peers of this node's resource file as last applied
 	// (up or adjust); nil means every node of the resource. A peer left out
 	// is neither connected nor counted for quorum, as DRBD drops a connection
-	// that the configuration no longer has.
-	Configured map[string]bool `json:",omitempty"`
+	// that the configuration no longer has. Not omitted when empty: a file
+	// with no peer left (every one fenced) must not read back as nil.
+	Configured map[string]bool
 	Role       string
 	// Quorum and OnNoQuorum are the options of this node's resource file.
 	Quorum     string
