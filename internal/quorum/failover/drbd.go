@@ -246,12 +246,9 @@ func demotionRefusals(res []srv1alpha1.DRBDResource) string {
 // promoted on the target: the group is asked to run on the source again,
 // Primary there, as after VMs that did not stop.
 func (r *Reconciler) abortDemotion(ctx context.Context, s *scope, src *remote.Remote, waited string) error {
-	restored := "the source could not be reached to restart it"
-	if src != nil {
-		if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
-			return err
-		}
-		restored = "the group was asked to run on " + s.source() + " again"
+	restored, err := restartSource(ctx, s, src)
+	if err != nil {
+		return err
 	}
 	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, "DRBD did not become Secondary in time")
 	return flow.Stalled(srv1alpha1.ReasonDrainTimeout, "DRBD on %s did not become Secondary within drainTimeoutSeconds=%d (%s); nothing was promoted on %s and %s",

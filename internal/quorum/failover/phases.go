@@ -131,16 +131,26 @@ func (r *Reconciler) drainLeft(s *scope) time.Duration {
 // (they may have been demoted if the last VM stopped at the deadline), and
 // the target is left untouched.
 func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remote) error {
-	restored := "the source could not be reached to restart it"
-	if src != nil {
-		if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
-			return err
-		}
-		restored = "the group was asked to run on " + s.source() + " again"
+	restored, err := restartSource(ctx, s, src)
+	if err != nil {
+		return err
 	}
 	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, "VMs did not stop in time")
 	return flow.Stalled(srv1alpha1.ReasonDrainTimeout, "VMs of %s did not stop on %s within drainTimeoutSeconds=%d; nothing was promoted on %s and %s",
 		s.group.Name, s.source(), s.req.Spec.DrainTimeoutSeconds, s.target(), restored)
+}
+
+// restartSource asks the group to run on the source again, Primary there,
+// after a planned failover gave up before promoting anything; it says what
+// became of the source, for the request's message.
+func restartSource(ctx context.Context, s *scope, src *remote.Remote) (string, error) {
+	if src == nil {
+		return "the source could not be reached to restart it", nil
+	}
+	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
+		return "", err
+	}
+	return "the group was asked to run on " + s.source() + " again", nil
 }
 
 // startingOnTarget asks the target's ProtectionGroup to run with its replicas
