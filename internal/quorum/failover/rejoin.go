@@ -116,23 +116,11 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	// reports this request's discard is not asked again, so that a retry
 	// after the ask was cleared (a status write that conflicted) neither
 	// discards a resynced replica a second time nor leaves the ask set.
-	token := string(s.req.UID)
-	var discarding []string
-	if err := flow.ForEach(parallelWrites, len(tgtRes), func(i int) error {
-		if tgtRes[i].Status.DataDiscarded == token {
-			return nil
-		}
-		return standDown(ctx, tgt, &tgtRes[i], token)
-	}); err != nil {
+	discarding, err := discardOnce(ctx, tgt, tgtRes, string(s.req.UID))
+	if err != nil {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
 	}
-	for _, d := range tgtRes {
-		if d.Status.DataDiscarded != token {
-			discarding = append(discarding, d.Name)
-		}
-	}
 	if len(discarding) > 0 {
-		sort.Strings(discarding)
 		s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonRejoining,
 			fmt.Sprintf("confirmed; discarding the diverged data of %s and resyncing it from %s", s.target(), s.source()))
 		return flow.Waiting(srv1alpha1.ReasonRejoining, 0, "rejoining %s: waiting for DRBD there to be Secondary and discard its diverged data: %s", s.target(), flow.Listed(discarding))
@@ -184,6 +172,28 @@ func staleReplicas(res []srv1alpha1.DRBDResource) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// discardOnce asks each replica that has not carried out the discard token
+// to be Secondary and discard its data (standDown), and lists, sorted, those
+// that have not reported it done yet.
+func discardOnce(ctx context.Context, rc *remote.Remote, res []srv1alpha1.DRBDResource, token string) ([]string, error) {
+	if err := flow.ForEach(parallelWrites, len(res), func(i int) error {
+		if res[i].Status.DataDiscarded == token {
+			return nil
+		}
+		return standDown(ctx, rc, &res[i], token)
+	}); err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, d := range res {
+		if d.Status.DataDiscarded != token {
+			pending = append(pending, d.Name)
+		}
+	}
+	sort.Strings(pending)
+	return pending, nil
 }
 
 // standDown makes a fenced-off replica Secondary, with a secondary's quorum,

@@ -87,22 +87,11 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 		return rejoinPass{}, nil
 	}
 	// 3. Discard the returned cluster's writes.
-	var discarding []string
-	if err := flow.ForEach(parallelWrites, len(res), func(i int) error {
-		if res[i].Status.DataDiscarded == token {
-			return nil
-		}
-		return standDown(ctx, rc, &res[i], token)
-	}); err != nil {
+	discarding, err := discardOnce(ctx, rc, res, token)
+	if err != nil {
 		return rejoinPass{}, err
 	}
-	for _, d := range res {
-		if d.Status.DataDiscarded != token {
-			discarding = append(discarding, d.Name)
-		}
-	}
 	if len(discarding) > 0 {
-		sort.Strings(discarding)
 		return rejoinPass{waits: fmt.Sprintf("discarding the writes %s made while it was cut off: waiting for DRBD there to discard its data: %s", fenced, flow.Listed(discarding))}, nil
 	}
 	// 4. Let it back in on the active cluster.
