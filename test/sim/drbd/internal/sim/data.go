@@ -202,7 +202,7 @@ func zeroRange(f *os.File, off, n int64) error {
 //
 // A minor is the device of the resource that is up with it on the node: the
 // kernel creates /dev/drbd<minor> with the resource and removes it with
-// `down`, so a resource that is down with the same minor in its file (one
+// `down` (drbd_nl.c, drbd_adm_new_minor and adm_del_minor), so a resource that is down with the same minor in its file (one
 // torn down, whose minor was given to another) does not own it. Only when
 // none is up does a down one answer, with its "not up" error.
 func (w *World) findMinor(host string, minor int) (*Res, *Node, int, error) {
