@@ -188,6 +188,30 @@ func TestAgent(t *testing.T) {
 		})
 	})
 
+	t.Run("a status request reads the figures events2 does not send", func(t *testing.T) {
+		a4 := types.NamespacedName{Namespace: "site-a", Name: "vm4"}
+		require.NoError(t, fabric.MarkUpToDate("vm4", "node-a"))
+		e.update(a4, func(r *srv1alpha1.DRBDResource) {
+			r.Spec.Role, r.Spec.Quorum = srv1alpha1.RolePrimary, srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+		})
+		e.waitFor(a4, "Primary and in sync", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Role == "Primary" && inSync(r) })
+		require.NoError(t, fabric.Disconnect("vm4"))
+		e.waitFor(a4, "disconnected", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConnected, metav1.ConditionFalse, "")
+		})
+		require.NoError(t, fabric.Write("vm4", "node-a", 96)) // KiB the peer never gets
+		oos := func(r *srv1alpha1.DRBDResource) int64 { return r.Status.Peers[0].Volumes[0].OutOfSyncBytes }
+		assert.Zero(t, oos(e.waitFor(a4, "status written", func(*srv1alpha1.DRBDResource) bool { return true })),
+			"nothing reports the writes by itself: events2 sends figures with state changes only")
+
+		e.update(a4, func(r *srv1alpha1.DRBDResource) { r.Spec.StatusRequest = "read-1" })
+		r := e.waitFor(a4, "the request answered", func(r *srv1alpha1.DRBDResource) bool { return r.Status.StatusAnswered == "read-1" })
+		assert.Equal(t, int64(96<<10), oos(r), "the answer carries DRBD's current figure")
+		require.NotNil(t, r.Status.StatusReadTime)
+		assert.Equal(t, 1, a.exec.Calls("status vm4"), "one reading per request")
+		require.NoError(t, fabric.Connect("vm4"))
+	})
+
 	t.Run("bad input is reported, not retried hot", func(t *testing.T) {
 		missing := drbdResource("site-a", "vm-nodev", a, 0, 7003, b)
 		missing.Spec.Volumes[0].DevicePath = ""

@@ -52,7 +52,9 @@ func newSimExec(node, stateDir string) *simExec {
 }
 
 func (e *simExec) count(bin string, args []string) {
-	if filepath.Base(bin) != "drbdadm" {
+	// drbdsetup counts for its readings on request ("status <res>") only;
+	// events2 runs all the time.
+	if base := filepath.Base(bin); base != "drbdadm" && (base != "drbdsetup" || len(args) == 0 || args[0] != "status") {
 		return
 	}
 	var words []string
@@ -71,7 +73,8 @@ func (e *simExec) count(bin string, args []string) {
 	e.mu.Unlock()
 }
 
-// Calls returns how often "drbdadm <what>" ran, e.g. Calls("create-md vm1").
+// Calls returns how often "drbdadm <what>" ran, e.g. Calls("create-md vm1"),
+// or "drbdsetup status <res>".
 func (e *simExec) Calls(what string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

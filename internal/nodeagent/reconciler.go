@@ -72,6 +72,10 @@ type memo struct {
 	promotion   retryGate // backoff of refused promotions
 	adm         retryGate // backoff of failed drbdadm configuration commands
 	reconnect   retryGate // backoff of connects of a StandAlone connection
+	// answered is the spec.statusRequest last read (answerStatusRequest),
+	// at readAt.
+	answered string
+	readAt   time.Time
 }
 
 // scope carries one reconcile's inputs and findings between phases and setters.
@@ -130,7 +134,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res, err = flow.Result(res, err); err != nil {
 		return res, err
 	}
-	r.observe(s) // commands may have changed what DRBD reports
+	if !r.answerStatusRequest(ctx, s) {
+		res = flow.Soonest(res, ctrl.Result{RequeueAfter: statusReadRetry})
+	}
+	r.observe(s) // commands, and a reading, may have changed what DRBD reports
 	if s.roleCommanded {
 		if s.tracked.Role != string(wantedRole(s.obj)) {
 			// events2 has not shown the new role yet. When it does, it wakes this
@@ -158,6 +165,9 @@ func (r *Reconciler) observe(s *scope) {
 		s.up = true // events2 has not reported our "up" yet
 	}
 }
+
+// statusReadRetry is how soon a failed reading of DRBD's figures is retried.
+const statusReadRetry = time.Second
 
 // upGrace is how long a successful "up" counts although events2 has not shown it.
 const upGrace = 10 * time.Second

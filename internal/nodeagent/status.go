@@ -20,6 +20,7 @@ var statusSetters = []func(*Reconciler, *scope){
 	setConnectedCondition,
 	setQuorumCondition,
 	setRoleAppliedDefault,
+	setStatusAnswered,
 	setReadyCondition,
 }
 

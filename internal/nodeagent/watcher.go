@@ -87,6 +87,10 @@ func (w *Watcher) Synced() bool { return w.synced.Load() }
 // Get returns the tracked state of one DRBD resource.
 func (w *Watcher) Get(name string) (drbd.ResourceStatus, bool) { return w.tracker.Get(name) }
 
+// Refresh folds a reading of DRBD's current figures into the tracked state
+// (drbd.Tracker.Refresh).
+func (w *Watcher) Refresh(read drbd.ResourceStatus) bool { return w.tracker.Refresh(read) }
+
 // ReadyCheck is a healthz.Checker: ready once the DRBD state has been loaded.
 func (w *Watcher) ReadyCheck(_ *http.Request) error {
 	if !w.Synced() {

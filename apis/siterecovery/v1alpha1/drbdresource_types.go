@@ -204,6 +204,16 @@ type DRBDResourceSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	DiscardData string `json:"discardData,omitempty"`
+	// statusRequest asks the agent to read DRBD's current figures
+	// ("drbdsetup status") into the status, and to echo the token in
+	// status.statusAnswered. DRBD's event stream reports out-of-sync
+	// figures only with a state change, so without a request a replica
+	// writing alone keeps showing the figure of its disconnect. quorum-manager
+	// sets it, to a request's UID, when an unplanned promotion measures what
+	// may be lost.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	StatusRequest string `json:"statusRequest,omitempty"`
 	// volumes are the VM's disks, one DRBD volume each.
 	// +required
 	// +listType=map
@@ -319,6 +329,16 @@ type DRBDResourceStatus struct {
 	// lastUpdateTime is when the agent last wrote the status.
 	// +optional
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+	// statusAnswered is the spec.statusRequest whose reading of DRBD's
+	// current figures this status carries.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	StatusAnswered string `json:"statusAnswered,omitempty"`
+	// statusReadTime is when the agent last read DRBD's current figures on
+	// request; the peers' outOfSyncBytes are from that moment or a later
+	// state change.
+	// +optional
+	StatusReadTime *metav1.Time `json:"statusReadTime,omitempty"`
 	// conditions: Configured, Connected, RoleApplied, Quorum, Ready.
 	// +optional
 	// +listType=map

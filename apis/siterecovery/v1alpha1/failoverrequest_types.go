@@ -79,6 +79,13 @@ const (
 	ReasonTaintConflict     = "TaintRemovalBlocked"
 	ReasonSourceUnreachable = "SourceUnreachable"
 	ReasonUnplanned         = "UnplannedFailover"
+	// ReasonLossRead: DataLossPossible gives the out-of-sync figures DRBD on
+	// the source read when the promotion was decided.
+	ReasonLossRead = "OutOfSyncReadAtPromotion"
+	// ReasonLossLastReported: the source could not be asked, or not all of
+	// it answered in time; DataLossPossible gives the figures last reported
+	// and their time.
+	ReasonLossLastReported = "OutOfSyncLastReported"
 	// ReasonSourcePrimaryConnected holds an unplanned request: see
 	// ConditionFencingRequired.
 	ReasonSourcePrimaryConnected = "SourcePrimaryConnected"
@@ -116,6 +123,10 @@ const (
 	// ReasonDiscardingDiverged (ConditionDiverged True): the returned
 	// cluster's diverged writes are being discarded and it is resyncing.
 	ReasonDiscardingDiverged = "DiscardingDiverged"
+	// ReasonMeasuringDivergence (ConditionDiverged Unknown): the returned
+	// cluster's agents are reading what DRBD holds out of sync there, for
+	// the report.
+	ReasonMeasuringDivergence = "MeasuringDivergence"
 	// ReasonDivergedHeld (ConditionDiverged True): HoldDivergedAnnotation
 	// keeps the returned cluster's diverged writes.
 	ReasonDivergedHeld = "DivergedHeld"

@@ -357,6 +357,10 @@ func (in *DRBDResourceStatus) DeepCopyInto(out *DRBDResourceStatus) {
 		in, out := &in.LastUpdateTime, &out.LastUpdateTime
 		*out = (*in).DeepCopy()
 	}
+	if in.StatusReadTime != nil {
+		in, out := &in.StatusReadTime, &out.StatusReadTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -37,7 +37,9 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	}
 
 	if s.unplanned() {
-		r.reportLag(ctx, s, targetRes)
+		if err := r.readLoss(ctx, s, targetRes); err != nil {
+			return ctrl.Result{}, err
+		}
 		// Never a second Primary beside a connected one (fencing.go).
 		if err := r.sourceStillPrimary(ctx, s, tgt, targetRes); err != nil {
 			return ctrl.Result{}, err

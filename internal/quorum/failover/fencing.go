@@ -280,36 +280,6 @@ func (r *Reconciler) confirmedBy(ctx context.Context, req *srv1alpha1.FailoverRe
 	return "an unrecorded field manager"
 }
 
-// reportLag puts on DataLossPossible the replication lag DRBD last reported
-// for the group: the source's replicas as last cached, else the target's.
-func (r *Reconciler) reportLag(ctx context.Context, s *scope, targetRes []srv1alpha1.DRBDResource) {
-	res := targetRes
-	side := s.target()
-	if src, err := r.Remote.Get(s.key(s.source())); err == nil {
-		if sr, err := s.replicasOf(ctx, src); err == nil && len(sr) > 0 {
-			res, side = sr, s.source()
-		}
-	}
-	var total int64
-	var at time.Time
-	for _, d := range res {
-		for _, p := range d.Status.Peers {
-			for _, v := range p.Volumes {
-				total += v.OutOfSyncBytes
-			}
-		}
-		if t := d.Status.LastUpdateTime; t != nil && t.After(at) {
-			at = t.Time
-		}
-	}
-	when := "no report time"
-	if !at.IsZero() {
-		when = "reported at " + at.UTC().Format(time.RFC3339)
-	}
-	s.trail.Condition(srv1alpha1.ConditionDataLossRisk, metav1.ConditionTrue, srv1alpha1.ReasonUnplanned,
-		fmt.Sprintf("%s; DRBD on %s last reported %d bytes out of sync across %d replicas (%s)", unplannedRisk(s.zone, s.group), side, total, len(res), when))
-}
-
 // fencedNote tells, at the end of a request that fenced its source off, how
 // to fail back: the source stays cut off and its data diverged.
 func fencedNote(s *scope) string {

@@ -72,14 +72,16 @@ func holdForFencing(t *testing.T, z *zone, name string) *srv1alpha1.FailoverRequ
 func TestSourceControlPlaneDownFencedByOperator(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 1})
 	vm := z.vms[0]
-	// Protocol A lag that the source reports before its control plane goes.
+	// Protocol A lag the source has when its control plane goes: DRBD's
+	// events do not report it, and nobody can ask.
 	require.NoError(t, z.DRBD(t).Write(drbdName(vm), env.Nodes[env.Primary].Name, 64))
-	z.waitDRBD(env.Primary, vm, "reporting its lag", func(r *srv1alpha1.DRBDResource) bool {
-		return len(r.Status.Peers) == 1 && len(r.Status.Peers[0].Volumes) == 1 && r.Status.Peers[0].Volumes[0].OutOfSyncBytes == 64<<10
-	})
 	fr := holdForFencing(t, z, "fence-me")
 	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
-	require.Contains(t, risk.Message, fmt.Sprintf("last reported %d bytes out of sync", 64<<10), "DataLossPossible gives the lag DRBD last reported")
+	require.Equal(t, srv1alpha1.ReasonLossLastReported, risk.Reason)
+	for _, want := range []string{"the source " + env.Primary + " could not be asked for DRBD's current figures", "; it last answered at 20",
+		" last reported ", "writes acknowledged on " + env.Primary + " since then are not counted"} {
+		require.Contains(t, risk.Message, want, "DataLossPossible says plainly that the figure is old, and how old")
+	}
 
 	before := fr.DeepCopy()
 	fr.Annotations = map[string]string{srv1alpha1.SourceFencedAnnotation: group}

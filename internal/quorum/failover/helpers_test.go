@@ -166,6 +166,21 @@ func (z *zone) waitDRBD(cluster, vmName, what string, ok func(*srv1alpha1.DRBDRe
 	})
 }
 
+// primaryWithoutQuorum gives the primary's replicas a Primary's quorum
+// (off), as protection sets them up: a replication outage must not fail the
+// production VMs' I/O.
+func (z *zone) primaryWithoutQuorum() {
+	for _, vm := range z.vms {
+		r := z.drbd(env.Primary, vm)
+		before := r.DeepCopy()
+		r.Spec.Quorum = srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
+		require.NoError(z.t, z.Client(env.Primary).Patch(z.ctx, r, client.MergeFrom(before)))
+		z.waitDRBD(env.Primary, vm, "quorum off applied", func(d *srv1alpha1.DRBDResource) bool {
+			return d.Status.ObservedGeneration >= r.Generation
+		})
+	}
+}
+
 func (z *zone) waitGroup(cluster string, state srv1alpha1.GroupState) {
 	z.t.Helper()
 	env.Eventually(z.t, timeout, "group "+string(state)+" on "+cluster, func() error {

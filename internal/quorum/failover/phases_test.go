@@ -232,6 +232,21 @@ func cutOff(r *srv1alpha1.DRBDResource, fenced bool) *srv1alpha1.DRBDResource {
 	return r
 }
 
+// writingAlone is the source replica, Primary, whose peer is away while it
+// writes on: oos is the figure its status carries, answering the request
+// read if answered is its UID.
+func writingAlone(oos int64, answered string) *srv1alpha1.DRBDResource {
+	r := replica("node-a", pri, pri, false)
+	r.Status.Peers[0].ConnectionState, r.Status.Peers[0].PeerRole = "Connecting", "Unknown"
+	r.Status.Peers[0].Volumes[0].OutOfSyncBytes = oos
+	r.Status.LastUpdateTime = &metav1.Time{Time: t0.Add(-time.Hour)}
+	if answered != "" {
+		r.Spec.StatusRequest, r.Status.StatusAnswered = answered, answered
+		r.Status.StatusReadTime = &metav1.Time{Time: t0}
+	}
+	return r
+}
+
 // heldOpen is the source replica a planned failover asked to be Secondary
 // and whose agent DRBD refused: the VM's disk is still open on the node.
 func heldOpen() *srv1alpha1.DRBDResource {
@@ -345,6 +360,43 @@ func TestPhases(t *testing.T) {
 			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), true), node("node-b", false)}},
 			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "waiting for DRBD on dr to be promotable and promoted: apps/vm-web",
 			check: func(t *testing.T, f *fixture) { require.Equal(t, pri, f.drbd(t, drCluster).Spec.Role) },
+		},
+		{
+			name: "unplanned: a source that answers is asked for DRBD's current figures before the promotion", typ: srv1alpha1.FailoverUnplanned,
+			phase:     srv1alpha1.FailoverWaitingForDRBD,
+			primary:   cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), writingAlone(4096, ""), node("node-a", false)}},
+			dr:        cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), true), node("node-b", false)}},
+			wantPhase: srv1alpha1.FailoverWaitingForDRBD, wantMessage: "reading DRBD's current out-of-sync figures on primary before promoting (0 of 1 replicas answered; at most 10s more)",
+			check: func(t *testing.T, f *fixture) {
+				require.Equal(t, "uid-1", f.drbd(t, primary).Spec.StatusRequest, "the source's agent is asked to read DRBD")
+				require.Equal(t, sec, f.drbd(t, drCluster).Spec.Role, "nothing is promoted before the answer")
+			},
+		},
+		{
+			name: "unplanned: the figures read at promotion time are given", typ: srv1alpha1.FailoverUnplanned,
+			phase:          srv1alpha1.FailoverWaitingForDRBD,
+			primary:        cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), writingAlone(256<<10, "uid-1"), node("node-a", false)}},
+			dr:             cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), true), node("node-b", false)}},
+			wantPhase:      srv1alpha1.FailoverWaitingForDRBD,
+			wantConditions: map[string]string{srv1alpha1.ConditionDataLossRisk: "True/" + srv1alpha1.ReasonLossRead},
+			check: func(t *testing.T, f *fixture) {
+				c := meta.FindStatusCondition(f.request(t).Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+				require.Contains(t, c.Message, "DRBD on primary, read at promotion time, has 262144 bytes out of sync across 1 replicas (vm-web 262144)")
+				require.Equal(t, pri, f.drbd(t, drCluster).Spec.Role)
+			},
+		},
+		{
+			name: "unplanned: a source that does not answer in time is given with the time of its last figures", typ: srv1alpha1.FailoverUnplanned,
+			phase: srv1alpha1.FailoverWaitingForDRBD, since: 11 * time.Second,
+			primary:        cluster{objs: []client.Object{groupCopyIn(testGroup, running, running), writingAlone(4096, ""), node("node-a", false)}},
+			dr:             cluster{objs: []client.Object{groupCopyIn(testGroup, stopped, stopped), cutOff(replica("node-b", sec, sec, true), true), node("node-b", false)}},
+			wantPhase:      srv1alpha1.FailoverWaitingForDRBD,
+			wantConditions: map[string]string{srv1alpha1.ConditionDataLossRisk: "True/" + srv1alpha1.ReasonLossLastReported},
+			check: func(t *testing.T, f *fixture) {
+				c := meta.FindStatusCondition(f.request(t).Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+				require.Contains(t, c.Message, "1 did not answer a reading within 10s (vm-web): their figures are the ones last reported, up to 2026-01-01T11:00:00Z, and writes since then are not counted")
+				require.Equal(t, pri, f.drbd(t, drCluster).Spec.Role, "an unplanned failover does not wait longer")
+			},
 		},
 
 		// Waiting for DRBD.

@@ -237,7 +237,7 @@ func patchDRBD(ctx context.Context, rc *remote.Remote, res *srv1alpha1.DRBDResou
 	}
 	obj := &srv1alpha1.DRBDResource{ObjectMeta: metav1.ObjectMeta{Namespace: res.Namespace, Name: res.Name}}
 	if err := rc.Direct.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("rejoining: patching DRBDResource %s/%s on %s: %w", res.Namespace, res.Name, rc.Key.Cluster, err)
+		return fmt.Errorf("patching DRBDResource %s/%s on %s: %w", res.Namespace, res.Name, rc.Key.Cluster, err)
 	}
 	return nil
 }

@@ -94,17 +94,7 @@ func TestFailbackAfterFencedOffRecordRemoved(t *testing.T) {
 func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 2, latency: true})
 	primaries := z.DRBD(t).WatchPrimaries(t)
-	// The primary runs without DRBD quorum, as protection sets it up: a
-	// replication outage must not fail the production VMs' I/O.
-	for _, vm := range z.vms {
-		r := z.drbd(env.Primary, vm)
-		before := r.DeepCopy()
-		r.Spec.Quorum = srv1alpha1.QuorumForRole(srv1alpha1.RolePrimary)
-		require.NoError(t, z.Client(env.Primary).Patch(z.ctx, r, client.MergeFrom(before)))
-		z.waitDRBD(env.Primary, vm, "quorum off applied", func(d *srv1alpha1.DRBDResource) bool {
-			return d.Status.ObservedGeneration >= r.Generation
-		})
-	}
+	z.primaryWithoutQuorum()
 	// The partition: quorum-manager and the DR cluster lose the primary, whose
 	// own controllers, agent and VMs run on.
 	require.NoError(t, z.DRBD(t).CutLinks())

@@ -65,8 +65,8 @@ func (r *StandDown) setDiverged(ctx context.Context, g *srv1alpha1.ProtectionGro
 // the Diverged condition, so that a rejoin that cannot go on says why.
 func (r *StandDown) rejoinWaits(ctx context.Context, g *srv1alpha1.ProtectionGroup, waits string) error {
 	c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged)
-	if c == nil {
-		return nil
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil // no report yet: the condition says what is measured
 	}
 	report, _, _ := strings.Cut(c.Message, rejoinNow)
 	return r.setDiverged(ctx, g, c.Status, c.Reason, report+rejoinNow+waits)
@@ -78,7 +78,7 @@ const rejoinNow = ". Now: "
 // endStandDown removes StoodDown once the group records no fenced-off
 // cluster, and ends a divergence still reported as under way.
 func (r *StandDown) endStandDown(ctx context.Context, g *srv1alpha1.ProtectionGroup) error {
-	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); c != nil && c.Status != metav1.ConditionFalse {
 		report, _, _ := strings.Cut(c.Message, "; ")
 		if err := r.setDiverged(ctx, g, metav1.ConditionFalse, srv1alpha1.ReasonFencedOffRecordGone,
 			"the group records no fenced-off cluster any more: a failback rejoined it, or the record was removed by hand ("+report+")"); err != nil {

@@ -24,8 +24,8 @@ import (
 // merge them. The active cluster's data is never overwritten: only the
 // returned cluster's replicas discard theirs.
 //
-//  1. The divergence is reported once, before anything is discarded: a
-//     Warning event and the group's Diverged condition say how much each VM
+//  1. The divergence is reported once, before anything is discarded, from
+//     figures the returned cluster's agents read for it: a Warning event and the group's Diverged condition say how much each VM
 //     wrote while cut off, and siterecovery_group_diverged_bytes raises the
 //     SiteRecoveryDivergedSiteReturned alert.
 //  2. HoldDivergedAnnotation on the group stops here, keeping the writes for
@@ -59,6 +59,19 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 	// 1. Report what diverged, once per fencing.
 	// A False condition is an earlier fencing's outcome.
 	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); c == nil || c.Status != metav1.ConditionTrue {
+		// DRBD's events do not report what a replica wrote while cut off:
+		// its agent reads the current figures first.
+		reading := "rejoin-" + token
+		if err := askReading(ctx, rc, res, reading); err != nil {
+			return rejoinPass{}, err
+		}
+		if silent := readingOf(res, reading).silent; len(silent) > 0 {
+			msg := fmt.Sprintf("%s returned: its drbd-node-agents are reading what DRBD there holds out of sync, for the report, before anything is discarded; not yet answered: %s", fenced, flow.Listed(silent))
+			if err := r.setDiverged(ctx, g, metav1.ConditionUnknown, srv1alpha1.ReasonMeasuringDivergence, msg); err != nil {
+				return rejoinPass{}, err
+			}
+			return rejoinPass{waits: msg}, nil
+		}
 		div := divergence(res)
 		msg := divergedMessage(g, fenced, div)
 		reason := srv1alpha1.ReasonDiscardingDiverged

@@ -60,15 +60,34 @@ func TestReturnedClusterDiscardsDivergedWritesAndRejoins(t *testing.T) {
 		t.Helper()
 		return meta.FindStatusCondition(f.quorumGroup(t).Status.Conditions, srv1alpha1.ConditionDiverged)
 	}
-	// standDown passes until primary has stood down (stopped, Secondary).
+	// agentReads answers a reading asked of primary's replica, as its agent
+	// does: the figure in its status becomes the current one.
+	agentReads := func(t *testing.T, f *fixture) {
+		d := f.drbd(t, primary)
+		if d.Spec.StatusRequest == "" || d.Spec.StatusRequest == d.Status.StatusAnswered {
+			return
+		}
+		d.Status.StatusAnswered = d.Spec.StatusRequest
+		d.Status.StatusReadTime = &metav1.Time{Time: t0}
+		require.NoError(t, f.remote.Client(key(primary)).Status().Update(f.ctx, d))
+	}
+	// standDown passes until primary has stood down (stopped, Secondary)
+	// and the divergence is reported.
 	standDown := func(t *testing.T, f *fixture, r *StandDown) []string {
 		t.Helper()
 		var evs []string
-		for range 3 {
+		for range 4 {
 			pass(t, f, r)
 			evs = append(evs, events(f)...)
-			if c := meta.FindStatusCondition(f.quorumGroup(t).Status.Conditions, srv1alpha1.ConditionStoodDown); c != nil && c.Status == metav1.ConditionTrue {
+			d := diverged(t, f)
+			if c := meta.FindStatusCondition(f.quorumGroup(t).Status.Conditions, srv1alpha1.ConditionStoodDown); c != nil && c.Status == metav1.ConditionTrue && d != nil && d.Status == metav1.ConditionTrue {
 				return evs
+			}
+			if d != nil && d.Reason == srv1alpha1.ReasonMeasuringDivergence {
+				require.Equal(t, metav1.ConditionUnknown, d.Status, "nothing is reported before the reading")
+				require.Contains(t, d.Message, "primary returned: its drbd-node-agents are reading what DRBD there holds out of sync, for the report, before anything is discarded; not yet answered: vm-web")
+				require.Empty(t, f.drbd(t, primary).Spec.DiscardData, "nor discarded")
+				agentReads(t, f)
 			}
 		}
 		t.Fatalf("primary did not stand down: %v", f.stoodDown(t))
@@ -93,6 +112,7 @@ func TestReturnedClusterDiscardsDivergedWritesAndRejoins(t *testing.T) {
 		}
 		report, _, _ := strings.Cut(c.Message, rejoinNow)
 		require.Contains(t, evs, "Warning Diverged "+report, "and told in a Warning event")
+		require.Equal(t, "rejoin-"+token, f.drbd(t, primary).Status.StatusAnswered, "from figures primary's agent read for the report")
 		require.Equal(t, token, f.drbd(t, primary).Spec.DiscardData)
 		require.Equal(t, []string{"node-a"}, f.drbd(t, drCluster).Spec.FencedPeers, "dr lets primary in only once it discarded")
 

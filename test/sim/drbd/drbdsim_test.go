@@ -26,6 +26,12 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, protocol string) *cluster {
+	return newClusterWithQuorum(t, protocol, "majority")
+}
+
+// newClusterWithQuorum is newCluster with the resource's quorum policy:
+// "off" is what the product gives a Primary that must keep writing alone.
+func newClusterWithQuorum(t *testing.T, protocol, quorum string) *cluster {
 	dir := t.TempDir()
 	adm, setup := drbdsim.Build(t, dir)
 	c := &cluster{t: t, adm: adm, setup: setup, stateDir: filepath.Join(dir, "state")}
@@ -34,7 +40,7 @@ func newCluster(t *testing.T, protocol string) *cluster {
 		drbdsim.UseMemory(t, c.stateDir)
 	}
 	rc := drbd.ResourceConfig{Name: res, Protocol: protocol,
-		Quorum: drbd.QuorumOptions{Quorum: "majority", OnNoQuorum: "io-error"},
+		Quorum: drbd.QuorumOptions{Quorum: quorum, OnNoQuorum: "io-error"},
 		Nodes: []drbd.NodeConfig{{Hostname: "site-a", NodeID: 0, Address: "10.0.0.1", Port: 7000},
 			{Hostname: "site-b", NodeID: 1, Address: "10.0.0.2", Port: 7000}},
 		Volumes: []drbd.VolumeConfig{{Number: 0, Minor: 1000, Disk: "/dev/vg0/vm-disk-1"}}}

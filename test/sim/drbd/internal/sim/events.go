@@ -71,9 +71,17 @@ func (w *World) resourceObjects(host, only, name string) []object {
 			if pv.Syncing {
 				done = " done:" + fmtPct(pv.Done)
 			}
+			// Without --verbose, drbdsetup prints out-of-sync only when it is
+			// not zero, and neither pending nor unacked
+			// (print_peer_device_statistics in LINBIT/drbd-utils,
+			// user/v9/drbdsetup.c).
+			oos := ""
+			if pv.OOS != 0 {
+				oos = fmt.Sprintf(" out-of-sync:%d", pv.OOS)
+			}
 			out = append(out, object{fmt.Sprintf("peer-device %s volume:%d", id, pv.Volume), fmt.Sprintf(
-				"replication:%s peer-disk:%s peer-client:no resync-suspended:no%s received:%d sent:%d out-of-sync:%d pending:0 unacked:0",
-				pv.Replication, pv.PeerDisk, done, pv.Recv, pv.Sent, pv.OOS)})
+				"replication:%s peer-disk:%s peer-client:no resync-suspended:no%s received:%d sent:%d%s",
+				pv.Replication, pv.PeerDisk, done, pv.Recv, pv.Sent, oos)})
 		}
 	}
 	return out

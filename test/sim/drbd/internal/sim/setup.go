@@ -122,6 +122,7 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	}
 	tick := time.NewTicker(PollInterval)
 	defer tick.Stop()
+	var rate cadence
 	for {
 		changed := changes.wait()
 		select {
@@ -137,6 +138,7 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 		if err != nil {
 			return err
 		}
+		cur = rate.broadcast(prev, cur, time.Now())
 		for _, line := range diff(prev, cur) {
 			_ = emit(line)
 		}
