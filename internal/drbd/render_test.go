@@ -136,6 +136,7 @@ func TestRenderAcceptedByDrbdadm(t *testing.T) {
 	require.NoError(t, err, "drbdadm --dry-run up: %s", out)
 	assert.Contains(t, string(out), "drbdsetup new-resource "+cfg.Name)
 	assert.Contains(t, string(out), "--protocol=A")
+	assert.Contains(t, string(out), "--sndbuf-size=4194304", "protocol A's send buffer, the bound on what a crash loses, reaches the kernel")
 	assert.Regexp(t, `drbdsetup attach \S+ \S+ /dev/siterecovery-meta-0 flexible`, string(out),
 		"drbdadm attaches the external metadata device as flex-external")
 }

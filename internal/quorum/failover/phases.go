@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
@@ -232,8 +234,12 @@ func unplannedRisk(z *srv1alpha1.ProtectionZone, g *srv1alpha1.ProtectionGroup) 
 	if g.Spec.Replication.Protocol == srv1alpha1.ProtocolC {
 		return "unplanned failover under protocol C: writes acknowledged before the source failed are on the target; writes in flight at that moment may be lost"
 	}
-	return "unplanned failover under protocol A: writes acknowledged on the source but not yet replicated (its replication lag) may be lost"
+	return fmt.Sprintf("unplanned failover under protocol A: writes acknowledged on the source but not yet replicated may be lost: those in DRBD's send buffer, at most %s per replica (sndbuf-size %s, which Linux doubles), and those the source held out of sync",
+		quantity(drbd.ProtocolALossBound), quantity(drbd.ProtocolASendBuffer))
 }
+
+// quantity prints bytes as Kubernetes does ("4Mi").
+func quantity(bytes int64) string { return resource.NewQuantity(bytes, resource.BinarySI).String() }
 
 func inZone(z *srv1alpha1.ProtectionZone, cluster string) bool {
 	for _, c := range z.Spec.Clusters {

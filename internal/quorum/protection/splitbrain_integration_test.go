@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,23 +40,7 @@ func TestPartitionedSiteRejoinsWithoutTouchingTheActiveData(t *testing.T) {
 	// The partition: the site runs on, cut off.
 	require.NoError(t, z.fabric.CutLinks())
 	z.Partition(t, env.Primary, true)
-	require.NoError(t, q.Create(ctx, &srv1alpha1.FailoverRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "disaster"},
-		Spec: srv1alpha1.FailoverRequestSpec{
-			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "prod-pg", Namespace: env.Namespace},
-			TargetCluster:      env.DR, FailoverType: srv1alpha1.FailoverUnplanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 120,
-		},
-	}))
-	env.Eventually(t, 2*wait, "disaster Completed", func() error {
-		fr := &srv1alpha1.FailoverRequest{}
-		if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "disaster"}, fr); err != nil {
-			return err
-		}
-		if fr.Status.Phase != srv1alpha1.FailoverCompleted {
-			return fmt.Errorf("phase %q: %s", fr.Status.Phase, fr.Status.Message)
-		}
-		return nil
-	})
+	unplanned(t, z, "disaster", env.DR)
 	verify(t, guests, onDR, vm)
 	_, err = guests.Write(ctx, onDR, vm, 32)
 	require.NoError(t, err, "the VM writes on the DR cluster")

@@ -5,6 +5,8 @@
 package drbdsim
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +113,28 @@ func (f *Fabric) RestoreLinks() error {
 // when drbd would fail the I/O (not Primary, or no quorum); test with
 // errors.Is(err, ErrIO).
 func (f *Fabric) Write(res, node string, kib uint64) error {
-	return f.update(func(w *sim.World) error { return w.Write(res, node, kib) })
+	return f.blocking(func(w *sim.World) error { return w.Write(res, node, kib) })
+}
+
+// congestedFor is how long a write waits for room in a full protocol A send
+// buffer before it fails with ErrIO; DRBD itself waits until the peer takes
+// the data or the connection drops.
+const congestedFor = time.Minute
+
+// blocking runs a write, waiting while a protocol A connection's send buffer
+// has no room for it, as a writer on a real DRBD device blocks.
+func (f *Fabric) blocking(write func(w *sim.World) error) error {
+	deadline := time.Now().Add(congestedFor)
+	for {
+		err := f.update(write)
+		if !errors.Is(err, sim.ErrCongested) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w for %s: %w", err, congestedFor, ErrIO)
+		}
+		time.Sleep(sim.PollInterval / 5)
+	}
 }
 
 // Drain delivers all protocol A lag of res now.
@@ -177,7 +200,7 @@ func (f *Fabric) Node(res, node string) (NodeState, error) {
 // the bytes land in it (below the metadata) and replicate per protocol; on
 // other volumes only the KiB counters move.
 func (f *Fabric) WriteDevice(node string, minor int, off int64, data []byte) error {
-	return f.update(func(w *sim.World) error { return w.WriteDevice(node, minor, off, data) })
+	return f.blocking(func(w *sim.World) error { return w.WriteDevice(node, minor, off, data) })
 }
 
 // ReadDevice reads n bytes at off through /dev/drbd<minor> on node (a Secondary

@@ -145,7 +145,7 @@ func (w *World) syncConfig(rc *ResConfig) *Res {
 		r = &Res{Name: rc.Name, Nodes: map[string]*Node{}, Partitioned: w.LinksCut}
 		w.Resources[rc.Name] = r
 	}
-	r.Protocol = rc.Protocol
+	r.Protocol, r.SndBufKiB = rc.Protocol, rc.SndBufKiB
 	r.AfterSB = rc.AfterSB
 	r.Volumes = maps.Clone(rc.Volumes)
 	for host, h := range rc.Hosts {

@@ -14,6 +14,7 @@ import (
 type ResConfig struct {
 	Name       string
 	Protocol   string
+	SndBufKiB  uint64
 	Quorum     string
 	OnNoQuorum string
 	AfterSB    [3]string // after-sb-0pri, -1pri, -2pri
@@ -170,6 +171,13 @@ func resource(s stmt) (*ResConfig, error) {
 			for _, o := range c.block {
 				if len(o.words) == 2 && o.words[0] == "protocol" {
 					rc.Protocol = o.words[1]
+				}
+				if len(o.words) == 2 && o.words[0] == "sndbuf-size" {
+					size, err := parseSize(o.words[1])
+					if err != nil {
+						return nil, fmt.Errorf("resource %s: sndbuf-size: %w", rc.Name, err)
+					}
+					rc.SndBufKiB = size / 1024
 				}
 				if len(o.words) == 2 && strings.HasPrefix(o.words[0], "after-sb-") {
 					switch o.words[0] {

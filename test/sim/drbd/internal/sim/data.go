@@ -289,8 +289,11 @@ func (w *World) WriteDevice(host string, minor int, off int64, data []byte) erro
 	if err != nil {
 		return err
 	}
-	w.touch(r.Name)
 	kib := uint64((len(data) + 1023) / 1024)
+	if err := r.congested(n, kib); err != nil {
+		return err
+	}
+	w.touch(r.Name)
 	d := n.dev(v)
 	if d != nil && d.NewCur {
 		r.rotateUUID(n, v)

@@ -52,6 +52,9 @@ func (w *World) Write(res, node string, kib uint64) error {
 		off := int64(n.Written[v]*1024) % max(size-int64(len(data))+1, 1) &^ (bmGranule - 1)
 		return w.WriteDevice(n.Host, r.Volumes[v].Minor, off, data)
 	}
+	if err := r.congested(n, kib); err != nil {
+		return err
+	}
 	if d := n.dev(v); d != nil && d.NewCur {
 		r.rotateUUID(n, v)
 	}

@@ -93,8 +93,10 @@ func (w *World) namesOn(host string) []string {
 
 // Res is one resource as seen by all nodes.
 type Res struct {
-	Name        string
-	Protocol    string
+	Name     string
+	Protocol string
+	// SndBufKiB is the net section's sndbuf-size (0: not set).
+	SndBufKiB   uint64      `json:",omitempty"`
 	Partitioned bool        // set by Fabric.Disconnect
 	Volumes     map[int]Vol // by volume number
 	Nodes       map[string]*Node

@@ -1,0 +1,121 @@
+package protection_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	drbdcfg "github.com/siterecovery/siterecovery/internal/drbd"
+	"github.com/siterecovery/siterecovery/internal/quorum/protection"
+	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/sim/guest"
+)
+
+// TestUnplannedFailoverUnderProtocolCLosesNothing: the primary site crashes
+// (its API server and DRBD links gone) with the link up until the crash.
+// Under protocol C every write the guest saw acknowledged was on the DR
+// replica first, so the unplanned failover boots the VM there with all of
+// them: lost 0, corrupt 0.
+func TestUnplannedFailoverUnderProtocolCLosesNothing(t *testing.T) {
+	z, vm, guests, onDR := protectedDB(t, srv1alpha1.ProtocolC)
+	acked := crash(t, z, guests, vm)
+	fr := unplanned(t, z, "crash-c", env.DR)
+	res := verify(t, guests, onDR, vm)
+	assert.Equal(t, acked, res.Acknowledged)
+	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+	require.NotNil(t, risk)
+	assert.Equal(t, srv1alpha1.ReasonLossLastReported, risk.Reason, "the crashed source could not be asked: %s", risk.Message)
+}
+
+// TestUnplannedFailoverUnderProtocolALosesAtMostTheSendBuffer: under
+// protocol A a write completes once it is in DRBD's send buffer, and the
+// link carries the buffer slowly: at the crash, acknowledged writes are
+// still in it. The DR replica lacks them, and no more than the request's
+// DataLossPossible says: the send buffer's bound. Nothing reads back
+// corrupt, and every write the DR replica has reads back whole.
+func TestUnplannedFailoverUnderProtocolALosesAtMostTheSendBuffer(t *testing.T) {
+	z, vm, guests, onDR := protectedDB(t, srv1alpha1.ProtocolA)
+	onPrimary := guest.NewCluster(env.Primary, z.Client(env.Primary), z.fabric, z.devices)
+	_, err := guests.Write(t.Context(), onPrimary, vm, 32)
+	require.NoError(t, err)
+	require.NoError(t, z.fabric.Drain(srv1alpha1.DRBDResourceName("db")), "these reached the DR cluster")
+	require.NoError(t, z.fabric.SetDrainRate(16)) // KiB/s: 4 blocks a second reach the DR cluster
+	acked := crash(t, z, guests, vm)
+	fr := unplanned(t, z, "crash-a", env.DR)
+	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
+	require.NotNil(t, risk)
+	bound := fmt.Sprintf("at most %dMi per replica", drbdcfg.ProtocolALossBound>>20)
+	require.Contains(t, risk.Message, bound, "the request reports the window")
+
+	var res guest.Result
+	env.Eventually(t, wait, "the guest's data reads on the DR cluster", func() (err error) {
+		res, err = guests.Verify(t.Context(), onDR, vm)
+		return err
+	})
+	t.Logf("protocol A, crash with the link slow: %s (%s)", res, bound)
+	assert.Equal(t, acked, res.Acknowledged)
+	assert.Zero(t, res.Corrupt)
+	assert.Positive(t, res.Lost, "writes in the send buffer at the crash are lost: the link was slower than the guest")
+	assert.GreaterOrEqual(t, res.Intact, 32, "the writes the link carried before the crash are there")
+	assert.LessOrEqual(t, int64(res.Lost)*4096, int64(drbdcfg.ProtocolALossBound), "no more is lost than the request reported")
+	assert.Equal(t, res.Acknowledged, res.Intact+res.Lost)
+}
+
+// protectedDB protects the db VM with protocol and returns the zone, the VM,
+// its guest and the guest's view of the DR cluster.
+func protectedDB(t *testing.T, protocol srv1alpha1.ReplicationProtocol) (*zone, client.ObjectKey, *guest.Guests, *guest.Cluster) {
+	t.Helper()
+	z := newZone(t)
+	ctx, q := t.Context(), z.Client(env.Quorum)
+	vm, guests, _, onDR := runDB(t, z)
+	req := newRequest("protect-db", "db")
+	req.Spec.Protocol = protocol
+	require.NoError(t, q.Create(ctx, req))
+	env.Eventually(t, wait, "protect-db Protected", phaseIs(ctx, q, "protect-db", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
+	require.NoError(t, z.fabric.Drain(srv1alpha1.DRBDResourceName("db")))
+	return z, vm, guests, onDR
+}
+
+// crash has the guest write 64 blocks on the primary, then the primary site
+// fails at once: its DRBD links and its API server go. It returns the
+// writes acknowledged in all.
+func crash(t *testing.T, z *zone, guests *guest.Guests, vm client.ObjectKey) int {
+	t.Helper()
+	onPrimary := guest.NewCluster(env.Primary, z.Client(env.Primary), z.fabric, z.devices)
+	ack, err := guests.Write(t.Context(), onPrimary, vm, 64)
+	require.NoError(t, err)
+	require.NoError(t, z.fabric.CutLinks())
+	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
+	return int(ack.LastSeq)
+}
+
+// unplanned fails the group over to target with an unplanned
+// FailoverRequest and returns it once Completed.
+func unplanned(t *testing.T, z *zone, name, target string) *srv1alpha1.FailoverRequest {
+	t.Helper()
+	ctx, q := t.Context(), z.Client(env.Quorum)
+	require.NoError(t, q.Create(ctx, &srv1alpha1.FailoverRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
+		Spec: srv1alpha1.FailoverRequestSpec{
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "prod-pg", Namespace: env.Namespace},
+			TargetCluster:      target, FailoverType: srv1alpha1.FailoverUnplanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 120,
+		},
+	}))
+	fr := &srv1alpha1.FailoverRequest{}
+	env.Eventually(t, 2*wait, name+" Completed", func() error {
+		if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr); err != nil {
+			return err
+		}
+		if fr.Status.Phase != srv1alpha1.FailoverCompleted {
+			return fmt.Errorf("phase %q: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	return fr
+}
