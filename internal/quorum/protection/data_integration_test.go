@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,24 +129,8 @@ func verify(t *testing.T, g *guest.Guests, c *guest.Cluster, vm types.Namespaced
 // waits until it completed.
 func planned(t *testing.T, z *zone, name, target string) {
 	t.Helper()
-	ctx, q := t.Context(), z.Client(env.Quorum)
-	require.NoError(t, q.Create(ctx, &srv1alpha1.FailoverRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
-		Spec: srv1alpha1.FailoverRequestSpec{
-			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "prod-pg", Namespace: env.Namespace},
-			TargetCluster:      target, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 120,
-		},
-	}))
-	env.Eventually(t, 2*wait, "failover "+name+" Completed", func() error {
-		fr := &srv1alpha1.FailoverRequest{}
-		if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr); err != nil {
-			return err
-		}
-		if fr.Status.Phase != srv1alpha1.FailoverCompleted {
-			return fmt.Errorf("phase %q", fr.Status.Phase)
-		}
-		return nil
-	})
+	require.NoError(t, z.Client(env.Quorum).Create(t.Context(), newFailover(name, target, srv1alpha1.FailoverPlanned)))
+	waitCompleted(t, z, name)
 }
 
 // contents is a digest of a claim's volume file on a cluster.

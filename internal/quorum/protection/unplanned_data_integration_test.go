@@ -96,20 +96,34 @@ func crash(t *testing.T, z *zone, guests *guest.Guests, vm client.ObjectKey) int
 }
 
 // unplanned fails the group over to target with an unplanned
-// FailoverRequest and returns it once Completed.
-func unplanned(t *testing.T, z *zone, name, target string) *srv1alpha1.FailoverRequest {
+// FailoverRequest, created with annotations, and returns it once Completed.
+func unplanned(t *testing.T, z *zone, name, target string, annotations ...map[string]string) *srv1alpha1.FailoverRequest {
 	t.Helper()
-	ctx, q := t.Context(), z.Client(env.Quorum)
-	require.NoError(t, q.Create(ctx, &srv1alpha1.FailoverRequest{
+	fr := newFailover(name, target, srv1alpha1.FailoverUnplanned)
+	if len(annotations) > 0 {
+		fr.Annotations = annotations[0]
+	}
+	require.NoError(t, z.Client(env.Quorum).Create(t.Context(), fr))
+	return waitCompleted(t, z, name)
+}
+
+// newFailover is a FailoverRequest of the db VM's group.
+func newFailover(name, target string, typ srv1alpha1.FailoverType) *srv1alpha1.FailoverRequest {
+	return &srv1alpha1.FailoverRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
 		Spec: srv1alpha1.FailoverRequestSpec{
 			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "prod-pg", Namespace: env.Namespace},
-			TargetCluster:      target, FailoverType: srv1alpha1.FailoverUnplanned, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 120,
+			TargetCluster:      target, FailoverType: typ, DrainTimeoutSeconds: 60, BatchBootTimeoutSeconds: 120,
 		},
-	}))
+	}
+}
+
+// waitCompleted waits until FailoverRequest name is Completed and returns it.
+func waitCompleted(t *testing.T, z *zone, name string) *srv1alpha1.FailoverRequest {
+	t.Helper()
 	fr := &srv1alpha1.FailoverRequest{}
 	env.Eventually(t, 2*wait, name+" Completed", func() error {
-		if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, fr); err != nil {
+		if err := z.Client(env.Quorum).Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: name}, fr); err != nil {
 			return err
 		}
 		if fr.Status.Phase != srv1alpha1.FailoverCompleted {
@@ -118,4 +132,38 @@ func unplanned(t *testing.T, z *zone, name, target string) *srv1alpha1.FailoverR
 		return nil
 	})
 	return fr
+}
+
+// TestFencedFailoverAndRejoinKeepEveryWrite: the primary's API server goes
+// while its DRBD stays Primary and connected; the operator fences it and
+// confirms, and the unplanned failover disconnects the DR replica from it and
+// promotes there. The guest writes on the DR cluster. When the primary
+// answers again, a planned failback discards the writes it might have made
+// while fenced, resyncs it from the DR cluster and moves the VM back: every
+// write acknowledged on either cluster reads back on the primary, none
+// corrupt.
+func TestFencedFailoverAndRejoinKeepEveryWrite(t *testing.T) {
+	z, vm, guests, onDR := protectedDB(t, srv1alpha1.ProtocolC)
+	ctx := t.Context()
+	onPrimary := guest.NewCluster(env.Primary, z.Client(env.Primary), z.fabric, z.devices)
+	_, err := guests.Write(ctx, onPrimary, vm, 48)
+	require.NoError(t, err)
+	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
+	// The operator powered the site's nodes off (its VM writes no more) and
+	// confirms it on the request.
+	fenced := unplanned(t, z, "fenced", env.DR, map[string]string{srv1alpha1.SourceFencedAnnotation: "prod-pg"})
+	c := meta.FindStatusCondition(fenced.Status.Conditions, srv1alpha1.ConditionFencingRequired)
+	require.NotNil(t, c)
+	require.Equal(t, srv1alpha1.ReasonSourceFenced, c.Reason, c.Message)
+	verify(t, guests, onDR, vm)
+	_, err = guests.Write(ctx, onDR, vm, 48)
+	require.NoError(t, err, "the VM writes on the DR cluster")
+
+	require.NoError(t, z.Clusters[env.Primary].StartAPIServer())
+	back := newFailover("back", env.Primary, srv1alpha1.FailoverPlanned)
+	back.Annotations = map[string]string{srv1alpha1.DiscardDivergedAnnotation: "prod-pg"}
+	require.NoError(t, z.Client(env.Quorum).Create(ctx, back))
+	waitCompleted(t, z, "back")
+	res := verify(t, guests, onPrimary, vm)
+	assert.Equal(t, 96, res.Acknowledged)
 }
