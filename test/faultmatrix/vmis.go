@@ -42,6 +42,9 @@ type Presence struct {
 	intervals map[string][]interval // by VM name
 	open      map[string]time.Time  // by cluster/VM
 	events    int
+	// started are told of each object that became live on a cluster
+	// (OnStart).
+	started []func(cluster, name string)
 }
 
 type interval struct {
@@ -201,6 +204,9 @@ func (r *Presence) observe(cluster, vm string, t watch.EventType, live bool, at 
 	case (t == watch.Added || t == watch.Modified) && live:
 		if _, ok := r.open[key]; !ok {
 			r.open[key] = at
+			for _, fn := range r.started {
+				fn(cluster, vm)
+			}
 		}
 	case t == watch.Added || t == watch.Modified || t == watch.Deleted:
 		if start, ok := r.open[key]; ok {
@@ -208,6 +214,15 @@ func (r *Presence) observe(cluster, vm string, t watch.EventType, live bool, at 
 			delete(r.open, key)
 		}
 	}
+}
+
+// OnStart has fn told of each object that becomes live on a cluster from
+// now on. It runs under the recorder's lock: it must return at once and not
+// call the recorder.
+func (r *Presence) OnStart(fn func(cluster, name string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, fn)
 }
 
 func (r *Presence) closeMissing(cluster string, keep map[string]bool, at time.Time) {

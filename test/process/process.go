@@ -32,7 +32,9 @@ type Process struct {
 // Start starts the process, its output going to <logDir>/<Name>.log.
 func (p *Process) Start(logDir string) error {
 	p.log = filepath.Join(logDir, p.Name+".log")
-	log, err := os.Create(p.log)
+	// Appended to: a process started again after Stop or Kill keeps its
+	// earlier output.
+	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -78,6 +80,15 @@ func (p *Process) Stop() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// Kill ends the process at once, as a power cut would, and waits for it.
+func (p *Process) Kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
 }
 
 // Build compiles the main packages pkgs (./cmd/quorum-manager, ...) of the

@@ -38,12 +38,13 @@ type faultActions interface {
 	Known(cluster string) bool
 	// Links cuts (cut) or restores the DRBD links of cluster's site.
 	Links(cluster string, cut bool) error
-	// PowerOff stops cluster's API server and cuts its DRBD links.
+	// PowerOff cuts the power of cluster's site: its API server,
+	// controllers, agent, DRBD and VMs stop.
 	PowerOff(cluster string) error
 	// Partition cuts cluster's site off from quorum-manager and from the
 	// other site (its DRBD links); its controllers, agents and VMs run on.
 	Partition(cluster string) error
-	// Heal restores the links and restarts what PowerOff stopped.
+	// Heal restores the links and boots what PowerOff stopped.
 	Heal() error
 }
 
@@ -213,10 +214,17 @@ func (f *sandboxFaults) Links(_ string, cut bool) error {
 	return f.sb.fabric.RestoreLinks()
 }
 
+// PowerOff cuts the power of a whole site: its pg-controller and agent are
+// killed, its node's DRBD stops without a flush (drbdsim.Fabric.PowerOff:
+// the VMs' devices go with it, so their guests' writes fail), and its API
+// server stops. The peer site's DRBD sees the node vanish.
 func (f *sandboxFaults) PowerOff(cluster string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.sb.fabric.CutLinks(); err != nil {
+	for _, p := range f.sb.siteProcesses(cluster) {
+		p.Kill()
+	}
+	if err := f.sb.fabric.PowerOff(nodes[cluster].name); err != nil {
 		return err
 	}
 	if err := f.sb.zone.Clusters[cluster].StopAPIServer(); err != nil {
@@ -245,9 +253,16 @@ func (f *sandboxFaults) Heal() error {
 	for _, l := range f.sb.links {
 		l.Cut(false)
 	}
+	// A powered-off site boots: its API server, then its controllers and
+	// agent, which bring its DRBD resources up again (Secondary).
 	for cluster := range f.stopped {
 		if err := f.sb.zone.Clusters[cluster].StartAPIServer(); err != nil {
 			return err
+		}
+		for _, p := range f.sb.siteProcesses(cluster) {
+			if err := p.Start(f.sb.logDir()); err != nil {
+				return fmt.Errorf("starting %s again: %w", p.Name, err)
+			}
 		}
 		delete(f.stopped, cluster)
 	}

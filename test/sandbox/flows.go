@@ -154,8 +154,10 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 	fmt.Printf("  total %s\n\n", h[len(h)-1].Time.Sub(created).Round(time.Millisecond))
 }
 
-// demo runs planned failover, failback, and an unplanned failover with the
-// primary site down.
+// demo runs a planned failover and failback, an unplanned failover through a
+// partition of the primary site and its rejoin, then an unplanned failover
+// back after a power cut of the DR site and its rejoin, verifying the guests'
+// data after each.
 func (sb *sandbox) demo(ctx context.Context) error {
 	if err := sb.guestsWrite(ctx, primary); err != nil {
 		return err
@@ -193,9 +195,45 @@ func (sb *sandbox) demo(ctx context.Context) error {
 		return err
 	}
 	say("the partition heals: the primary is stopped there, its diverged writes discarded, and it resyncs from the DR site")
+	healed := time.Now()
 	if err := faults.Heal(); err != nil {
 		return err
 	}
+	if err := sb.waitRejoined(ctx, healed); err != nil {
+		return err
+	}
+	if err := sb.guestsVerify(ctx, dr, true); err != nil {
+		return err
+	}
+	say("a power cut takes the DR site, where the VMs run now: its API server, pg-controller, agent, DRBD and VMs stop at once")
+	if err := faults.PowerOff(dr); err != nil {
+		return err
+	}
+	if err := sb.failover(ctx, "outage-to-primary", primary, srv1alpha1.FailoverUnplanned); err != nil {
+		return err
+	}
+	if err := sb.guestsVerify(ctx, primary, true); err != nil {
+		return err
+	}
+	say("the DR site's power returns: it boots, its VMs are kept stopped, and it rejoins from the primary")
+	healed = time.Now()
+	if err := faults.Heal(); err != nil {
+		return err
+	}
+	if err := sb.waitRejoined(ctx, healed); err != nil {
+		return err
+	}
+	if err := sb.guestsVerify(ctx, primary, true); err != nil {
+		return err
+	}
+	say("demo complete; logs in %s", sb.o.workDir+"/logs")
+	return nil
+}
+
+// waitRejoined waits until a site fenced off after since has rejoined:
+// the group's Diverged condition turned False after since. It prints the
+// condition's message, which says how much diverged there.
+func (sb *sandbox) waitRejoined(ctx context.Context, since time.Time) error {
 	var diverged string
 	if err := poll(ctx, 3*time.Minute, func() (bool, error) {
 		pg := &srv1alpha1.ProtectionGroup{}
@@ -203,19 +241,15 @@ func (sb *sandbox) demo(ctx context.Context) error {
 			return false, err
 		}
 		c := meta.FindStatusCondition(pg.Status.Conditions, srv1alpha1.ConditionDiverged)
-		if c == nil || c.Status != metav1.ConditionFalse {
+		if c == nil || c.Status != metav1.ConditionFalse || c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
 			return false, nil
 		}
 		diverged = c.Message
 		return true, nil
 	}); err != nil {
-		return fmt.Errorf("waiting for the primary to rejoin: %w", err)
+		return fmt.Errorf("waiting for the fenced-off site to rejoin: %w", err)
 	}
 	fmt.Printf("\n  Diverged=False: %s\n", diverged)
-	if err := sb.guestsVerify(ctx, dr, true); err != nil {
-		return err
-	}
-	say("demo complete; logs in %s", sb.o.workDir+"/logs")
 	return nil
 }
 

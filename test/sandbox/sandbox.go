@@ -231,11 +231,26 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 				}, common...)})
 	}
 	for _, p := range sb.procs {
-		if err := p.Start(filepath.Join(sb.o.workDir, "logs")); err != nil {
+		if err := p.Start(sb.logDir()); err != nil {
 			return fmt.Errorf("starting %s: %w (did `make build sim-binaries` run?)", p.Name, err)
 		}
 	}
 	return nil
+}
+
+// logDir holds the product's processes' logs.
+func (sb *sandbox) logDir() string { return filepath.Join(sb.o.workDir, "logs") }
+
+// siteProcesses are the product's processes that run on a workload
+// cluster's site: its pg-controller and its node's agent.
+func (sb *sandbox) siteProcesses(cluster string) []*process.Process {
+	var out []*process.Process
+	for _, p := range sb.procs {
+		if p.Name == "pg-controller-"+cluster || p.Name == "drbd-node-agent-"+nodes[cluster].name {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (sb *sandbox) shutdown() {

@@ -603,3 +603,28 @@ func TestProtocolASendBufferBoundsTheWindow(t *testing.T) {
 	assert.Equal(t, 5, lost, "the peer got none of the buffered writes, nor the one made after the cut")
 	assert.Equal(t, uint64(20<<10), peerPD(c.status("site-a")).OutOfSyncBytes, "the lost window and the later write are out of sync, for the resync")
 }
+
+// TestPowerOffStopsTheNodeWithoutAFlush: a power cut takes the Primary's
+// resource down at once, open device and all: its protocol A window never
+// reaches the peer, which sees the node vanish (not depart). Brought up
+// again, the node is Secondary, and the window's blocks resync from it once
+// it is made Primary again.
+func TestPowerOffStopsTheNodeWithoutAFlush(t *testing.T) {
+	c := newFileCluster(t, fileOpts{protocol: "A"})
+	c.upSynced()
+	require.NoError(t, c.fabric.OpenDevice("site-a", fminor, "vm"))
+	require.NoError(t, c.fabric.WriteDevice("site-a", fminor, 0, pattern(21, 8192)))
+	require.NoError(t, c.fabric.PowerOff("site-a"))
+	st, err := c.fabric.Node(fres, "site-a")
+	require.NoError(t, err)
+	assert.False(t, st.Up, "the resource is down without drbdadm down, whatever held it open")
+	assert.NotEqual(t, pattern(21, 8192), readFileAt(t, c.disk["site-b"], 0, 8192), "the window died with the node")
+	peer := c.waitFor("site-b", "the peer gone", func(st drbd.ResourceStatus) bool { return peerPD(st).ReplicationState == "Off" })
+	assert.Equal(t, "Connecting", peer.Connections[0].ConnectionState, "the peer keeps trying: the node vanished, it did not leave")
+
+	c.must("site-a", "up", fres)
+	assert.Equal(t, "Secondary", c.status("site-a").Role, "a node comes back Secondary")
+	c.must("site-a", "primary", fres)
+	c.waitUpToDate()
+	assert.Equal(t, pattern(21, 8192), readFileAt(t, c.disk["site-b"], 0, 8192), "the lost window resyncs from the node's disk")
+}

@@ -137,6 +137,13 @@ func (f *Fabric) blocking(write func(w *sim.World) error) error {
 	}
 }
 
+// PowerOff cuts the power of node: all its DRBD resources stop at once,
+// without flushing, and come back Secondary when brought up again (see
+// World.PowerOff).
+func (f *Fabric) PowerOff(node string) error {
+	return f.update(func(w *sim.World) error { w.PowerOff(node); return nil })
+}
+
 // Drain delivers all protocol A lag of res now.
 func (f *Fabric) Drain(res string) error {
 	return f.update(func(w *sim.World) error { return w.Drain(res) })

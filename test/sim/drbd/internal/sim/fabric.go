@@ -65,6 +65,30 @@ func (w *World) Write(res, node string, kib uint64) error {
 	return nil
 }
 
+// PowerOff is a power cut of host: every resource there stops at once, as
+// if never brought up, without the flush of a graceful down. Its protocol A
+// windows are lost (their blocks out of sync, as the activity log marks
+// them at the next attach), its openers are gone with the VMs, and when it
+// is brought up again it starts Secondary. Its peers see it vanish, not
+// depart: it still counts against their quorum.
+func (w *World) PowerOff(host string) {
+	for _, r := range w.Resources {
+		n := r.Nodes[host]
+		if n == nil || !n.Up {
+			continue
+		}
+		r.LoseLag()
+		n.Up, n.Departed, n.Role = false, false, "Secondary"
+		n.StandAlone, n.DiscardMyData = nil, false
+		for _, d := range n.Devs {
+			if d != nil {
+				d.Openers = nil
+			}
+		}
+		w.touch(r.Name)
+	}
+}
+
 // SetLinksCut cuts or restores the network of every resource, and of those
 // created while it is cut.
 func (w *World) SetLinksCut(cut bool) {
