@@ -135,7 +135,10 @@ SEED ?= 0
 fault-matrix: ## Every cell of the failover fault matrix on real API servers (SEED=<n> fixes the rotation; 0 is today's).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 120m -run '^TestFaultMatrix$$' ./internal/quorum/failover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
-.PHONY: protection-fault-matrix
+.PHONY: data-fault-matrix protection-fault-matrix
+data-fault-matrix: ## Every cell of the data fault matrix: the guest's writes checked through planned failovers with faults (SEED=<n> fixes their order).
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 30m -run '^TestDataFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+
 protection-fault-matrix: ## Every cell of the protect/unprotect fault matrix on real API servers (SEED=<n> fixes their order).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 90m -run '^TestProtectionFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 

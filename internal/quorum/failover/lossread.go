@@ -58,7 +58,9 @@ func (r *Reconciler) readLoss(ctx context.Context, s *scope, targetRes []srv1alp
 	}
 	token := string(s.req.UID)
 	if err := askReading(ctx, src, res, token); err != nil {
-		r.reportUnasked(ctx, s, src, health, err, targetRes)
+		// One line is enough: every replica's write failed the same way.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		r.reportUnasked(ctx, s, src, health, fmt.Errorf("its API server did not take the request to read them: %s", first), targetRes)
 		return nil
 	}
 	reading := readingOf(res, token)
