@@ -247,7 +247,7 @@ func getRequest(t *testing.T, q client.Client, name string) *srv1alpha1.Protecti
 	return r
 }
 
-func drbd(t *testing.T, c client.Client, name string) *srv1alpha1.DRBDResource {
+func replicaIn(t *testing.T, c client.Client, name string) *srv1alpha1.DRBDResource {
 	t.Helper()
 	r := &srv1alpha1.DRBDResource{}
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: env.AppNS, Name: name}, r))

@@ -78,7 +78,7 @@ func TestProtectionFlow(t *testing.T) {
 			}
 		}
 		// DRBDResources with peers.
-		prim, dr := drbd(t, p, "vm-vm1"), drbd(t, d, "vm-vm1")
+		prim, dr := replicaIn(t, p, "vm-vm1"), replicaIn(t, d, "vm-vm1")
 		assert.Equal(t, primaryNode.Name, prim.Spec.NodeName, "primary replica on the VMI's node")
 		assert.Equal(t, drNode.Name, dr.Spec.NodeName, "DR replica on the first Ready node")
 		assert.Equal(t, int32(0), prim.Spec.NodeID)
@@ -167,7 +167,7 @@ func TestProtectionFlow(t *testing.T) {
 		z.quorum.Stop(t)
 		require.NoError(t, z.fabric.SetSyncRate(1<<30))
 		env.Eventually(t, wait, "the sync finishes while quorum-manager is down", func() error {
-			r := drbd(t, d, "vm-vm2")
+			r := replicaIn(t, d, "vm-vm2")
 			if len(r.Status.Volumes) == 0 || r.Status.Volumes[0].DiskState != "UpToDate" {
 				return fmt.Errorf("DR replica %+v", r.Status.Volumes)
 			}
@@ -183,7 +183,7 @@ func TestProtectionFlow(t *testing.T) {
 			require.NoError(t, c.List(ctx, list, client.MatchingLabels{srv1alpha1.ProtectionRequestLabel: "protect-vm2"}))
 			require.Len(t, list.Items, 1, cluster)
 			assert.Equal(t, int32(7001), list.Items[0].Spec.Port)
-			assert.NotEqual(t, drbd(t, c, "vm-vm1").Spec.Volumes[0].Minor, list.Items[0].Spec.Volumes[0].Minor, "minors unique")
+			assert.NotEqual(t, replicaIn(t, c, "vm-vm1").Spec.Volumes[0].Minor, list.Items[0].Spec.Volumes[0].Minor, "minors unique")
 			pods := &corev1.PodList{}
 			require.NoError(t, c.List(ctx, pods, client.MatchingLabels{srv1alpha1.ProtectionRequestLabel: "protect-vm2"}))
 			assert.Len(t, pods.Items, 1, cluster)
@@ -218,7 +218,7 @@ func TestProtectionFlow(t *testing.T) {
 		require.NoError(t, vmRunning(t, p, "vm3")())
 
 		// Deleting the failed request removes what it had created.
-		drbd(t, d, "vm-vm3")
+		replicaIn(t, d, "vm-vm3")
 		require.NoError(t, q.Delete(ctx, getRequest(t, q, "protect-vm3")))
 		env.Eventually(t, wait, "protect-vm3 gone", gone(q, "protect-vm3"))
 		nothingLeft(t, z, "protect-vm3")

@@ -40,7 +40,7 @@ func TestPartitionedSiteRejoinsWithoutTouchingTheActiveData(t *testing.T) {
 	// The partition: the site runs on, cut off.
 	require.NoError(t, z.fabric.CutLinks())
 	z.Partition(t, env.Primary, true)
-	unplanned(t, z, "disaster", env.DR)
+	unplanned(t, z, "disaster")
 	verify(t, guests, onDR, vm)
 	_, err = guests.Write(ctx, onDR, vm, 32)
 	require.NoError(t, err, "the VM writes on the DR cluster")

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	drbdcfg "github.com/siterecovery/siterecovery/internal/drbd"
+	"github.com/siterecovery/siterecovery/internal/drbd"
 	"github.com/siterecovery/siterecovery/internal/quorum/protection"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/sim/guest"
@@ -25,7 +25,7 @@ import (
 func TestUnplannedFailoverUnderProtocolCLosesNothing(t *testing.T) {
 	z, vm, guests, onDR := protectedDB(t, srv1alpha1.ProtocolC)
 	acked := crash(t, z, guests, vm)
-	fr := unplanned(t, z, "crash-c", env.DR)
+	fr := unplanned(t, z, "crash-c")
 	res := verify(t, guests, onDR, vm)
 	assert.Equal(t, acked, res.Acknowledged)
 	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
@@ -47,10 +47,10 @@ func TestUnplannedFailoverUnderProtocolALosesAtMostTheSendBuffer(t *testing.T) {
 	require.NoError(t, z.fabric.Drain(srv1alpha1.DRBDResourceName("db")), "these reached the DR cluster")
 	require.NoError(t, z.fabric.SetDrainRate(16)) // KiB/s: 4 blocks a second reach the DR cluster
 	acked := crash(t, z, guests, vm)
-	fr := unplanned(t, z, "crash-a", env.DR)
+	fr := unplanned(t, z, "crash-a")
 	risk := meta.FindStatusCondition(fr.Status.Conditions, srv1alpha1.ConditionDataLossRisk)
 	require.NotNil(t, risk)
-	bound := fmt.Sprintf("at most %dMi per replica", drbdcfg.ProtocolALossBound>>20)
+	bound := fmt.Sprintf("at most %dMi per replica", drbd.ProtocolALossBound>>20)
 	require.Contains(t, risk.Message, bound, "the request reports the window")
 
 	var res guest.Result
@@ -63,7 +63,7 @@ func TestUnplannedFailoverUnderProtocolALosesAtMostTheSendBuffer(t *testing.T) {
 	assert.Zero(t, res.Corrupt)
 	assert.Positive(t, res.Lost, "writes in the send buffer at the crash are lost: the link was slower than the guest")
 	assert.GreaterOrEqual(t, res.Intact, 32, "the writes the link carried before the crash are there")
-	assert.LessOrEqual(t, int64(res.Lost)*4096, int64(drbdcfg.ProtocolALossBound), "no more is lost than the request reported")
+	assert.LessOrEqual(t, int64(res.Lost)*4096, int64(drbd.ProtocolALossBound), "no more is lost than the request reported")
 	assert.Equal(t, res.Acknowledged, res.Intact+res.Lost)
 }
 
@@ -95,11 +95,11 @@ func crash(t *testing.T, z *zone, guests *guest.Guests, vm client.ObjectKey) int
 	return int(ack.LastSeq)
 }
 
-// unplanned fails the group over to target with an unplanned
+// unplanned fails the group over to the DR cluster with an unplanned
 // FailoverRequest, created with annotations, and returns it once Completed.
-func unplanned(t *testing.T, z *zone, name, target string, annotations ...map[string]string) *srv1alpha1.FailoverRequest {
+func unplanned(t *testing.T, z *zone, name string, annotations ...map[string]string) *srv1alpha1.FailoverRequest {
 	t.Helper()
-	fr := newFailover(name, target, srv1alpha1.FailoverUnplanned)
+	fr := newFailover(name, env.DR, srv1alpha1.FailoverUnplanned)
 	if len(annotations) > 0 {
 		fr.Annotations = annotations[0]
 	}
@@ -151,7 +151,7 @@ func TestFencedFailoverAndRejoinKeepEveryWrite(t *testing.T) {
 	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
 	// The operator powered the site's nodes off (its VM writes no more) and
 	// confirms it on the request.
-	fenced := unplanned(t, z, "fenced", env.DR, map[string]string{srv1alpha1.SourceFencedAnnotation: "prod-pg"})
+	fenced := unplanned(t, z, "fenced", map[string]string{srv1alpha1.SourceFencedAnnotation: "prod-pg"})
 	c := meta.FindStatusCondition(fenced.Status.Conditions, srv1alpha1.ConditionFencingRequired)
 	require.NotNil(t, c)
 	require.Equal(t, srv1alpha1.ReasonSourceFenced, c.Reason, c.Message)

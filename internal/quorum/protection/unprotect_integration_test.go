@@ -128,7 +128,7 @@ func TestUnprotect(t *testing.T) {
 		assert.Contains(t, ready.Message, srv1alpha1.ForceUnprotectAnnotation)
 		assert.Equal(t, []string{"vm3"}, members(t, q, "fo-pg"))
 		require.NoError(t, vmRunning(t, d, "vm3")())
-		drbd(t, d, "vm-vm3")
+		replicaIn(t, d, "vm-vm3")
 
 		// Forced: the VM stays on DR, on its DR backing PVCs.
 		req := getRequest(t, q, "protect-vm3")
