@@ -227,6 +227,13 @@ type ProtectionGroupStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// divergence is what the last fenced-off cluster that returned had
+	// written while it was cut off, as its DRBD counted it (quorum copy). It is
+	// set with the Diverged condition's report and kept after the rejoin, until
+	// the next report.
+	// +optional
+	Divergence *GroupDivergence `json:"divergence,omitempty"`
+
 	// history is the outcome of the group's last failover requests (quorum copy),
 	// newest first, so that deleting a finished request loses nothing an operator
 	// needs.
@@ -234,6 +241,40 @@ type ProtectionGroupStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	History []RequestRecord `json:"history,omitempty"`
+}
+
+// GroupDivergence is what a returned fenced-off cluster wrote while it was
+// cut off: the blocks DRBD there held out of sync for the active cluster.
+type GroupDivergence struct {
+	// cluster is the cluster that returned.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// bytes is the sum over the group's VMs.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Bytes int64 `json:"bytes"`
+	// virtualMachines holds each VM's share.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	VirtualMachines []VMDivergence `json:"virtualMachines,omitempty"`
+	// reportTime is when the figures were read.
+	// +required
+	ReportTime metav1.Time `json:"reportTime"`
+}
+
+// VMDivergence is one VM's share of a GroupDivergence.
+type VMDivergence struct {
+	// name is the VM's "namespace/name".
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	Name string `json:"name"`
+	// bytes is what DRBD held out of sync for its disks.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Bytes int64 `json:"bytes"`
 }
 
 // GroupHistoryLength is how many requests ProtectionGroupStatus.History keeps.

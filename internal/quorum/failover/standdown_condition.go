@@ -3,7 +3,6 @@ package failover
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -61,6 +60,17 @@ func (r *StandDown) setDiverged(ctx context.Context, g *srv1alpha1.ProtectionGro
 	return err
 }
 
+// setDivergence reports a divergence: status.divergence and the Diverged
+// condition, True, in one write.
+func (r *StandDown) setDivergence(ctx context.Context, g *srv1alpha1.ProtectionGroup, div *srv1alpha1.GroupDivergence, reason, msg string) error {
+	_, err := r.patchStatus(ctx, g, func(st *srv1alpha1.ProtectionGroupStatus) {
+		st.Divergence = div
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: srv1alpha1.ConditionDiverged, Status: metav1.ConditionTrue,
+			Reason: reason, Message: msg, ObservedGeneration: g.Generation})
+	})
+	return err
+}
+
 // rejoinWaits puts what the rejoin waits for after the divergence report in
 // the Diverged condition, so that a rejoin that cannot go on says why.
 func (r *StandDown) rejoinWaits(ctx context.Context, g *srv1alpha1.ProtectionGroup, waits string) error {
@@ -68,8 +78,7 @@ func (r *StandDown) rejoinWaits(ctx context.Context, g *srv1alpha1.ProtectionGro
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return nil // no report yet: the condition says what is measured
 	}
-	report, _, _ := strings.Cut(c.Message, rejoinNow)
-	return r.setDiverged(ctx, g, c.Status, c.Reason, report+rejoinNow+waits)
+	return r.setDiverged(ctx, g, c.Status, c.Reason, divergedMessage(g, g.Status.Divergence)+rejoinNow+waits)
 }
 
 // rejoinNow separates the divergence report from the rejoin's progress.
@@ -79,9 +88,11 @@ const rejoinNow = ". Now: "
 // cluster, and ends a divergence still reported as under way.
 func (r *StandDown) endStandDown(ctx context.Context, g *srv1alpha1.ProtectionGroup) error {
 	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); c != nil && c.Status != metav1.ConditionFalse {
-		report, _, _ := strings.Cut(c.Message, "; ")
-		if err := r.setDiverged(ctx, g, metav1.ConditionFalse, srv1alpha1.ReasonFencedOffRecordGone,
-			"the group records no fenced-off cluster any more: a failback rejoined it, or the record was removed by hand ("+report+")"); err != nil {
+		msg := "the group records no fenced-off cluster any more: a failback rejoined it, or the record was removed by hand"
+		if report := divergedReport(g, g.Status.Divergence); report != "" {
+			msg += " (" + report + ")"
+		}
+		if err := r.setDiverged(ctx, g, metav1.ConditionFalse, srv1alpha1.ReasonFencedOffRecordGone, msg); err != nil {
 			return err
 		}
 		divergedMetrics.reset(g.Name)
@@ -93,20 +104,26 @@ func (r *StandDown) endStandDown(ctx context.Context, g *srv1alpha1.ProtectionGr
 // setCondition writes want (nil: no StoodDown condition) when it changes the
 // group's conditions, and reports whether it wrote.
 func (r *StandDown) setCondition(ctx context.Context, g *srv1alpha1.ProtectionGroup, want *metav1.Condition) (bool, error) {
-	before := g.DeepCopy()
-	if want == nil {
-		if !meta.RemoveStatusCondition(&g.Status.Conditions, srv1alpha1.ConditionStoodDown) {
-			return false, nil
+	return r.patchStatus(ctx, g, func(st *srv1alpha1.ProtectionGroupStatus) {
+		if want == nil {
+			meta.RemoveStatusCondition(&st.Conditions, srv1alpha1.ConditionStoodDown)
+			return
 		}
-	} else {
 		want.ObservedGeneration = g.Generation
-		meta.SetStatusCondition(&g.Status.Conditions, *want)
-		if equality.Semantic.DeepEqual(before.Status.Conditions, g.Status.Conditions) {
-			return false, nil
-		}
+		meta.SetStatusCondition(&st.Conditions, *want)
+	})
+}
+
+// patchStatus applies change to the group's status and writes what changed,
+// if anything, with the resourceVersion the group was read with.
+func (r *StandDown) patchStatus(ctx context.Context, g *srv1alpha1.ProtectionGroup, change func(*srv1alpha1.ProtectionGroupStatus)) (bool, error) {
+	before := g.DeepCopy()
+	change(&g.Status)
+	if equality.Semantic.DeepEqual(before.Status, g.Status) {
+		return false, nil
 	}
 	if err := r.Client.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("writing the StoodDown condition of ProtectionGroup %s: %w", g.Name, err)
+		return false, fmt.Errorf("writing the stand-down's status of ProtectionGroup %s: %w", g.Name, err)
 	}
 	return true, nil
 }

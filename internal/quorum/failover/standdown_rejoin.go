@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,34 +66,39 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 		if err := askReading(ctx, rc, res, reading); err != nil {
 			return rejoinPass{}, err
 		}
-		if silent := readingOf(res, reading).silent; len(silent) > 0 {
+		read := readingOf(res, reading)
+		if silent := read.silent; len(silent) > 0 {
 			msg := fmt.Sprintf("%s returned: its drbd-node-agents are reading what DRBD there holds out of sync, for the report, before anything is discarded; not yet answered: %s", fenced, flow.Listed(silent))
 			if err := r.setDiverged(ctx, g, metav1.ConditionUnknown, srv1alpha1.ReasonMeasuringDivergence, msg); err != nil {
 				return rejoinPass{}, err
 			}
 			return rejoinPass{waits: msg}, nil
 		}
-		div := divergence(res)
-		msg := divergedMessage(g, fenced, div)
+		if read.at.IsZero() {
+			read.at = time.Now()
+		}
+		div := divergence(res, fenced, read.at)
 		reason := srv1alpha1.ReasonDiscardingDiverged
 		if g.Annotations[srv1alpha1.HoldDivergedAnnotation] == "true" {
 			reason = srv1alpha1.ReasonDivergedHeld
 		}
-		if err := r.setDiverged(ctx, g, metav1.ConditionTrue, reason, msg); err != nil {
+		if err := r.setDivergence(ctx, g, div, reason, divergedMessage(g, div)); err != nil {
 			return rejoinPass{}, err
 		}
-		r.Recorder.Event(g, "Warning", srv1alpha1.ConditionDiverged, msg)
-		divergedMetrics.set(g.Name, fenced, div.total())
+		r.Recorder.Event(g, "Warning", srv1alpha1.ConditionDiverged, divergedMessage(g, div))
+	}
+	// The alert's gauge, also after a restart of quorum-manager mid-rejoin.
+	if div := g.Status.Divergence; div != nil {
+		divergedMetrics.set(g.Name, fenced, div.Bytes)
 	}
 	// 2. The operator's hold, set or lifted after the report.
 	held := g.Annotations[srv1alpha1.HoldDivergedAnnotation] == "true"
 	if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged); held != (c.Reason == srv1alpha1.ReasonDivergedHeld) {
-		report, _, _ := strings.Cut(c.Message, "; ")
 		reason := srv1alpha1.ReasonDiscardingDiverged
 		if held {
 			reason = srv1alpha1.ReasonDivergedHeld
 		}
-		if err := r.setDiverged(ctx, g, metav1.ConditionTrue, reason, report+divergedTail(g, fenced)); err != nil {
+		if err := r.setDiverged(ctx, g, metav1.ConditionTrue, reason, divergedMessage(g, g.Status.Divergence)); err != nil {
 			return rejoinPass{}, err
 		}
 	}
@@ -132,10 +138,8 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 	}); err != nil {
 		return rejoinPass{}, err
 	}
-	c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionDiverged)
 	msg := fmt.Sprintf("%s rejoined: its writes made while it was cut off were discarded and it was resynced from %s, where group %s runs", fenced, g.Spec.ActiveCluster, g.Name)
-	if c != nil {
-		report, _, _ := strings.Cut(c.Message, "; ")
+	if report := divergedReport(g, g.Status.Divergence); report != "" {
 		msg += " (" + report + ")"
 	}
 	if err := r.setDiverged(ctx, g, metav1.ConditionFalse, srv1alpha1.ReasonDivergedDiscarded, msg); err != nil {
@@ -149,48 +153,44 @@ func (r *StandDown) rejoinReturned(ctx context.Context, g *srv1alpha1.Protection
 	return rejoinPass{}, nil
 }
 
-// divergedBytes maps each VM ("namespace/name", from its replica's name) to
-// the bytes it wrote while cut off, as DRBD counts them: the blocks its
-// bitmap marks out of sync for the peers it could not reach.
-type divergedBytes map[string]int64
-
-func divergence(res []srv1alpha1.DRBDResource) divergedBytes {
-	out := divergedBytes{}
+// divergence is what the returned cluster's replicas res hold out of sync
+// for the peers they could not reach: what each VM ("namespace/name", from
+// its replica's name) wrote while cut off, as DRBD counts it.
+func divergence(res []srv1alpha1.DRBDResource, fenced string, now time.Time) *srv1alpha1.GroupDivergence {
+	out := &srv1alpha1.GroupDivergence{Cluster: fenced, ReportTime: metav1.NewTime(now)}
 	for _, d := range res {
-		vm := d.Namespace + "/" + strings.TrimPrefix(d.Name, srv1alpha1.DRBDResourceName(""))
-		var n int64
+		vm := srv1alpha1.VMDivergence{Name: d.Namespace + "/" + strings.TrimPrefix(d.Name, srv1alpha1.DRBDResourceName(""))}
 		for _, p := range d.Status.Peers {
 			for _, v := range p.Volumes {
-				n += v.OutOfSyncBytes
+				vm.Bytes += v.OutOfSyncBytes
 			}
 		}
-		out[vm] = n
+		out.Bytes += vm.Bytes
+		out.VirtualMachines = append(out.VirtualMachines, vm)
 	}
+	sort.Slice(out.VirtualMachines, func(i, j int) bool { return out.VirtualMachines[i].Name < out.VirtualMachines[j].Name })
 	return out
 }
 
-func (d divergedBytes) total() int64 {
-	var n int64
-	for _, v := range d {
-		n += v
+// divergedReport says how much diverged on which VMs ("" without a report).
+func divergedReport(g *srv1alpha1.ProtectionGroup, div *srv1alpha1.GroupDivergence) string {
+	if div == nil {
+		return ""
 	}
-	return n
+	parts := make([]string, 0, len(div.VirtualMachines))
+	for _, vm := range div.VirtualMachines {
+		parts = append(parts, fmt.Sprintf("%s %s", vm.Name, resource.NewQuantity(vm.Bytes, resource.BinarySI).String()))
+	}
+	return fmt.Sprintf("%s returned with writes made while it was cut off from %s, where group %s runs since the unplanned failover: %s out of sync (%s)",
+		div.Cluster, g.Spec.ActiveCluster, g.Name, resource.NewQuantity(div.Bytes, resource.BinarySI).String(), strings.Join(parts, ", "))
 }
 
-// divergedMessage says how much diverged on which VMs, and what happens.
-func divergedMessage(g *srv1alpha1.ProtectionGroup, fenced string, div divergedBytes) string {
-	names := make([]string, 0, len(div))
-	for n := range div {
-		names = append(names, n)
+// divergedMessage is the report and what becomes of the diverged writes.
+func divergedMessage(g *srv1alpha1.ProtectionGroup, div *srv1alpha1.GroupDivergence) string {
+	if div == nil {
+		return divergedTail(g, g.Annotations[srv1alpha1.FencedOffAnnotation])[2:]
 	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %s", n, resource.NewQuantity(div[n], resource.BinarySI).String()))
-	}
-	what := fmt.Sprintf("%s returned with writes made while it was cut off from %s, where group %s runs since the unplanned failover: %s out of sync (%s)",
-		fenced, g.Spec.ActiveCluster, g.Name, resource.NewQuantity(div.total(), resource.BinarySI).String(), strings.Join(parts, ", "))
-	return what + divergedTail(g, fenced)
+	return divergedReport(g, div) + divergedTail(g, div.Cluster)
 }
 
 // divergedTail says, after the report, what becomes of the diverged writes.

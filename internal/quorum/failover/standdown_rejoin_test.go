@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +114,18 @@ func TestReturnedClusterDiscardsDivergedWritesAndRejoins(t *testing.T) {
 		report, _, _ := strings.Cut(c.Message, rejoinNow)
 		require.Contains(t, evs, "Warning Diverged "+report, "and told in a Warning event")
 		require.Equal(t, "rejoin-"+token, f.drbd(t, primary).Status.StatusAnswered, "from figures primary's agent read for the report")
+		div := f.quorumGroup(t).Status.Divergence
+		require.NotNil(t, div, "the figures are in the status, not only in a message")
+		require.Equal(t, primary, div.Cluster)
+		require.Equal(t, int64(64<<10), div.Bytes)
+		require.Equal(t, []srv1alpha1.VMDivergence{{Name: "apps/web", Bytes: 64 << 10}}, div.VirtualMachines)
+		gauge := func() float64 { return testutil.ToFloat64(divergedMetrics.bytes.WithLabelValues(testGroup, primary)) }
+		require.Equal(t, float64(64<<10), gauge(), "the alert's gauge")
+		// quorum-manager restarts: its gauge starts empty, and the next pass
+		// sets it again from the status.
+		divergedMetrics.reset(testGroup)
+		pass(t, f, r)
+		require.Equal(t, float64(64<<10), gauge(), "the gauge is set again after a restart")
 		require.Equal(t, token, f.drbd(t, primary).Spec.DiscardData)
 		require.Equal(t, []string{"node-a"}, f.drbd(t, drCluster).Spec.FencedPeers, "dr lets primary in only once it discarded")
 
