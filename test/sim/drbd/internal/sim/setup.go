@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// fileRecheck is how often an idle `events2` reads a state file that
+// seems unchanged.
+const fileRecheck = time.Second
+
 // PollInterval is how often `events2` re-reads the shared state.
 const PollInterval = 50 * time.Millisecond
 
@@ -64,6 +68,7 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 	busy, statePath := true, filepath.Join(env.StateDir, "state.json")
 	mem, inMemory := memoryWorld(env.StateDir)
 	var seen os.FileInfo
+	var readAt time.Time
 	var seenVersion uint64
 	// In memory, a stream renders again only the resources changed since its
 	// last snapshot (objectsSince), unless time was moving them then or now; a
@@ -82,18 +87,26 @@ func events2(env Env, stdout io.Writer, only string, now, timestamps bool) error
 			}
 			objs, cache = w.objectsSince(env.Node, only, rendered, cache)
 			rendered, busy = w.version, moving
+			if !inMemory {
+				// Under the lock: the file just read. A stat after the
+				// lock is released may see a newer file, unread, and the
+				// stream would then miss that change until the next.
+				readAt = time.Now()
+				seen, _ = os.Stat(statePath)
+			}
 			return nil
 		}, false)
-		if !inMemory {
-			seen, _ = os.Stat(statePath)
-		}
 		return objs, err
 	}
 	unchanged := func() bool {
 		if inMemory {
 			return !busy && mem.currentVersion() == seenVersion
 		}
-		if busy || seen == nil {
+		// A file's identity can also repeat: a freed inode is reused by the
+		// next state file, and its times come from a coarse clock, so a
+		// change of the same size can look like none. Read it again once a
+		// second.
+		if busy || seen == nil || time.Since(readAt) > fileRecheck {
 			return false
 		}
 		st, err := os.Stat(statePath)
