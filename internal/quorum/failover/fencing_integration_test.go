@@ -13,24 +13,31 @@ import (
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
+// waitReachable waits until the zone's status says quorum-manager reaches
+// cluster.
+func (z *zone) waitReachable(cluster string) {
+	z.t.Helper()
+	env.Eventually(z.t, timeout, "quorum-manager reaching "+cluster, func() error {
+		pz := &srv1alpha1.ProtectionZone{}
+		if err := z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, pz); err != nil {
+			return err
+		}
+		for _, st := range pz.Status.Clusters {
+			if st.Name == cluster && meta.IsStatusConditionTrue(st.Conditions, srv1alpha1.ConditionReachable) {
+				return nil
+			}
+		}
+		return errPending
+	})
+}
+
 // holdForFencing stops only the primary's API server, with its DRBD link up,
 // starts an unplanned failover and waits until it holds with FencingRequired.
 func holdForFencing(t *testing.T, z *zone, name string) *srv1alpha1.FailoverRequest {
 	t.Helper()
 	// quorum-manager must have reached the primary once, as in production,
 	// where the zone was connected long before the site failed.
-	env.Eventually(t, timeout, "quorum-manager reaching "+env.Primary, func() error {
-		pz := &srv1alpha1.ProtectionZone{}
-		if err := z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, pz); err != nil {
-			return err
-		}
-		for _, st := range pz.Status.Clusters {
-			if st.Name == env.Primary && meta.IsStatusConditionTrue(st.Conditions, srv1alpha1.ConditionReachable) {
-				return nil
-			}
-		}
-		return errPending
-	})
+	z.waitReachable(env.Primary)
 	require.NoError(t, z.Clusters[env.Primary].StopAPIServer())
 	z.failover(name, env.DR, srv1alpha1.FailoverUnplanned)
 	var fr *srv1alpha1.FailoverRequest

@@ -44,9 +44,20 @@ func (r *Reconciler) readLoss(ctx context.Context, s *scope, targetRes []srv1alp
 	if c := meta.FindStatusCondition(s.req.Status.Conditions, srv1alpha1.ConditionDataLossRisk); c != nil && c.Reason == srv1alpha1.ReasonLossRead {
 		return nil
 	}
+	left := statusReadTimeout
+	if s.req.Status.StartTime != nil {
+		left = s.req.Status.StartTime.Add(statusReadTimeout).Sub(s.now)
+	}
 	key := s.key(s.source())
 	health := r.Remote.Health(key)
 	src, err := r.Remote.Get(key)
+	if err != nil && health.Reachable() && left > 0 {
+		// The source answers, but quorum-manager's view of it is still
+		// loading (just started, or just reconnected): wait within the budget.
+		return flow.Waiting(srv1alpha1.ReasonProgressing, min(left, time.Second),
+			"waiting for quorum-manager's view of %s to load, to read DRBD's current out-of-sync figures there before promoting (at most %s more): %s",
+			s.source(), left.Round(time.Second), err.Error())
+	}
 	if err != nil || !health.Reachable() {
 		r.reportUnasked(ctx, s, src, health, err, targetRes)
 		return nil
@@ -64,10 +75,6 @@ func (r *Reconciler) readLoss(ctx context.Context, s *scope, targetRes []srv1alp
 		return nil
 	}
 	reading := readingOf(res, token)
-	left := statusReadTimeout
-	if s.req.Status.StartTime != nil {
-		left = s.req.Status.StartTime.Add(statusReadTimeout).Sub(s.now)
-	}
 	if len(reading.silent) > 0 && left > 0 {
 		return flow.Waiting(srv1alpha1.ReasonProgressing, left,
 			"reading DRBD's current out-of-sync figures on %s before promoting (%d of %d replicas answered; at most %s more)",

@@ -18,6 +18,7 @@ import (
 // agent reads DRBD's current figures for the request.
 func TestUnplannedFailoverReadsWhatTheSourceWroteAlone(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 1})
+	z.waitReachable(env.Primary) // as in production, where the zone was connected long before
 	vm := z.vms[0]
 	z.primaryWithoutQuorum()
 	require.NoError(t, z.DRBD(t).Disconnect(drbdName(vm)))
