@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
+.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl kwok test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
 
 all: build
 
@@ -86,15 +86,19 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	$(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/kubectl && $(GO) mod tidy -diff
+	cd tools/kwok && $(GO) mod tidy -diff
 	cd tools/images && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/promql && $(GO) mod tidy -diff
 
-kube-binaries: ## Build kube-apiserver and etcd for the integration tests (cached).
+kube-binaries: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration tests (cached).
 	scripts/dev/kube-binaries.sh
 
 kubectl: ## Build kubectl for the runbook tests (cached; tools/kubectl pins the version).
 	scripts/dev/kubectl.sh >/dev/null
+
+kwok: ## Build kwok, the test clusters' nodes (cached; tools/kwok pins the version).
+	scripts/dev/kwok.sh >/dev/null
 
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, aliases, linters) and shellcheck.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \

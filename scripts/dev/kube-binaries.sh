@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver and etcd binaries the integration tests run, from the
-# Go module proxy only, into a per-version cache folder outside the repository.
+# Builds the control plane the integration tests run (etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler), from the Go module proxy only, into
+# a per-version cache folder outside the repository.
 #
 # Usage: scripts/dev/kube-binaries.sh        # builds what is missing, prints the folder
 #
 # kubernetes' own go.mod replaces its staging modules (k8s.io/api, ...) with local
-# paths that do not exist in the module zip, so kube-apiserver is built through a
-# throwaway wrapper module that maps each staging module to its published version.
+# paths that do not exist in the module zip, so the three kube binaries are built
+# through a throwaway wrapper module that maps each staging module to its published
+# version. They are built in one go command, which compiles their shared packages
+# once.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
@@ -17,7 +20,16 @@ DEST="$CACHE_ROOT/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
 
 log() { echo "kube-binaries: $*" >&2; }
 
-if [[ -x "$DEST/kube-apiserver" && -x "$DEST/etcd" ]]; then
+KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler)
+
+missing_kube() {
+  local c
+  for c in "${KUBE_COMMANDS[@]}"; do
+    [[ -x "$DEST/$c" ]] || echo "$c"
+  done
+}
+
+if [[ -x "$DEST/etcd" && -z "$(missing_kube)" ]]; then
   echo "$DEST"
   exit 0
 fi
@@ -51,15 +63,17 @@ GO
     mv "$DEST/etcd.tmp" "$DEST/etcd")
 }
 
-build_apiserver() {
-  [[ -x "$DEST/kube-apiserver" ]] && return 0
-  log "building kube-apiserver $KUBE_VERSION (about 8 minutes on 2 cores)"
-  local dir="$work/apiserver"
+build_kube() {
+  local missing
+  mapfile -t missing < <(missing_kube)
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  log "building ${missing[*]} $KUBE_VERSION (about 8 minutes on 2 cores for the first, 3 for each more)"
+  local dir="$work/kube"
   mkdir -p "$dir"
   local kmod
   kmod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
   {
-    echo "module siterecovery.local/apiserver-wrapper"
+    echo "module siterecovery.local/kube-wrapper"
     echo
     echo "go 1.26"
     echo
@@ -69,20 +83,23 @@ build_apiserver() {
     grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$kmod" |
       awk -v v="$STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
   } >"$dir/go.mod"
-  cat >"$dir/tools.go" <<'GO'
-//go:build tools
-
-// Package tools pins kube-apiserver so that go mod tidy keeps its dependencies.
-package tools
-
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
-GO
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools pins the kube commands so that go mod tidy keeps their dependencies."
+    echo "package tools"
+    echo
+    for c in "${KUBE_COMMANDS[@]}"; do echo "import _ \"k8s.io/kubernetes/cmd/$c\""; done
+  } >"$dir/tools.go"
+  local pkgs=() c
+  for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  mkdir -p "$dir/out"
   (cd "$dir" && go mod tidy >/dev/null &&
-    CGO_ENABLED=0 go build -trimpath -o "$DEST/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver &&
-    mv "$DEST/kube-apiserver.tmp" "$DEST/kube-apiserver")
+    CGO_ENABLED=0 go build -trimpath -o "$dir/out/" "${pkgs[@]}")
+  for c in "${missing[@]}"; do mv "$dir/out/$c" "$DEST/$c"; done
 }
 
 build_etcd
-build_apiserver
+build_kube
 log "ready in $DEST"
 echo "$DEST"

@@ -50,8 +50,9 @@ type Cluster struct {
 	// start failed, the logs are kept.
 	Dir string
 
-	env  *envtest.Environment
-	logs []*os.File
+	env   *envtest.Environment
+	logs  []*os.File
+	plane *controlPlane // nil for a bare API server
 
 	mu      sync.Mutex // serialises StopAPIServer, StartAPIServer and stop
 	apiDown bool
@@ -66,7 +67,7 @@ func (c *Cluster) EtcdLog() string { return filepath.Join(c.Dir, "etcd.log") }
 
 // startCluster starts etcd and kube-apiserver for one cluster under dir, installs crds
 // (which it takes ownership of) and waits until /readyz answers.
-func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, flags map[string]string) (*Cluster, error) {
+func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, opts Options) (*Cluster, error) {
 	c := &Cluster{Name: name, Dir: dir}
 	certPath, dataPath := filepath.Join(dir, certDir), filepath.Join(dir, etcdDataDir)
 	for _, d := range []string{certPath, dataPath} {
@@ -93,8 +94,12 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		Out:     apiLog,
 		Err:     apiLog,
 	}
+	if err := configureAdmission(api.Configure(), dir, opts.ControlPlane); err != nil {
+		c.closeLogs()
+		return nil, fmt.Errorf("cluster %q: %w", name, err)
+	}
 	configureAPIServer(api.Configure())
-	for k, v := range flags {
+	for k, v := range opts.APIServerFlags {
 		api.Configure().Set(k, v)
 	}
 	c.serveDebugSocket(api.Configure())
@@ -142,35 +147,22 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		_ = c.stop()
 		return nil, c.failure("start", err)
 	}
+	if opts.ControlPlane {
+		nodes := DefaultNodes
+		if opts.Nodes != nil {
+			nodes = opts.Nodes
+		}
+		if err := c.startControlPlane(ctx, binDir, nodes(name)); err != nil {
+			_ = c.stop()
+			return nil, c.failure("start the control plane", err)
+		}
+	}
 	return c, nil
 }
 
 // configureAPIServer trims kube-apiserver to what the controllers under test use. envtest
 // already sets certificates, ports, RBAC authorization and the service account issuer.
 func configureAPIServer(args *envtest.Arguments) {
-	// No kube-controller-manager runs next to the API server, so admission plugins whose
-	// effects a controller would complete only get in the way: StorageObjectInUseProtection
-	// would leave PVCs stuck on the kubernetes.io/pvc-protection finalizer forever,
-	// ServiceAccount would wait for token controllers. NamespaceLifecycle, the webhook and
-	// admission-policy plugins stay enabled.
-	args.Set("disable-admission-plugins", strings.Join([]string{
-		"ServiceAccount",
-		"LimitRanger",
-		"Priority",
-		"DefaultTolerationSeconds",
-		"DefaultStorageClass",
-		"StorageObjectInUseProtection",
-		"PersistentVolumeClaimResize",
-		"RuntimeClass",
-		"DefaultIngressClass",
-		"TaintNodesByCondition",
-		"PodSecurity",
-		"ResourceQuota",
-		"CertificateApproval",
-		"CertificateSigning",
-		"CertificateSubjectRestriction",
-		"ClusterTrustBundleAttest",
-	}, ","))
 	// API priority and fairness creates its bootstrap configuration at start and adds
 	// per-request bookkeeping; plain max-in-flight limits are enough for tests.
 	args.Set("enable-priority-and-fairness", "false")
@@ -271,6 +263,7 @@ func (c *Cluster) stop() error {
 		return nil
 	}
 	c.stopped = true
+	c.plane.stop()
 	err := c.env.Stop()
 	c.closeLogs()
 	if err != nil {

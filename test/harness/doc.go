@@ -6,9 +6,19 @@
 // client, and a self-contained kubeconfig (embedded client certificate) that can be put
 // into a Secret so that a controller in another cluster can reach it.
 //
+// With Options.ControlPlane a cluster is a whole control plane: kube-controller-manager
+// and kube-scheduler beside the API server, and kwok playing three nodes in two zones
+// (DefaultNodes) with their pods' lifecycle, and every admission plugin a kubeadm cluster
+// enables plus OwnerReferencesPermissionEnforcement (admission.go). A bare cluster (the
+// default) runs the same admission plugins but for three that only a controller manager
+// completes, each with its reason in bareAPIServerOff; PodSecurity enforces baseline by
+// default on both. TestControlPlane checks what the full control plane does that a bare
+// API server does not.
+//
 // A cluster's kube-apiserver can be stopped and started again on the same address with
 // the same certificates and the same etcd data, which simulates a site outage.
 //
 // The binaries are found through KUBEBUILDER_ASSETS or the cache folder filled by
-// `make kube-binaries` (scripts/dev/kube-binaries.sh); see BinaryDir.
+// `make kube-binaries` (scripts/dev/kube-binaries.sh), see BinaryDir, and kwok in the one
+// `make kwok` fills, see KwokDir.
 package harness

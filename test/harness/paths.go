@@ -54,22 +54,55 @@ func DefaultCRDPaths() []string {
 	return paths
 }
 
+// KwokVersion is the kwok scripts/dev/kwok.sh builds (tools/kwok pins it).
+const KwokVersion = "v0.8.0"
+
+// KwokDir returns the folder scripts/dev/kwok.sh builds kwok and its
+// stages.yaml into: $SITERECOVERY_KWOK if set, else
+// ${SITERECOVERY_CACHE:-$XDG_CACHE_HOME/siterecovery}/kwok-<v>.
+func KwokDir() (string, error) {
+	dir := os.Getenv("SITERECOVERY_KWOK")
+	if dir == "" {
+		dir = filepath.Join(cacheRoot(), "kwok-"+KwokVersion)
+	}
+	if err := hasBinaries(dir, "kwok"); err != nil {
+		return "", fmt.Errorf("no kwok for the full control plane: %w; run `make kwok` (scripts/dev/kwok.sh)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stages.yaml")); err != nil {
+		return "", fmt.Errorf("no kwok stages: %w; run `make kwok` (scripts/dev/kwok.sh)", err)
+	}
+	return dir, nil
+}
+
+// ControlPlaneBinaries checks that dir holds kube-controller-manager and
+// kube-scheduler besides etcd and kube-apiserver.
+func ControlPlaneBinaries(dir string) error {
+	if err := hasBinaries(dir, "kube-controller-manager", "kube-scheduler"); err != nil {
+		return fmt.Errorf("%w; run `make kube-binaries` (scripts/dev/kube-binaries.sh), which builds them beside kube-apiserver", err)
+	}
+	return nil
+}
+
 // DefaultBinaryDir is the folder scripts/dev/kube-binaries.sh builds into:
 // ${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}/kube-<v>-etcd-<v>.
 func DefaultBinaryDir() string {
-	root := os.Getenv("SITERECOVERY_CACHE")
-	if root == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				home = os.TempDir()
-			}
-			cache = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(cache, "siterecovery")
+	return filepath.Join(cacheRoot(), fmt.Sprintf("kube-%s-etcd-%s", KubeVersion, EtcdVersion))
+}
+
+// cacheRoot is ${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}.
+func cacheRoot() string {
+	if root := os.Getenv("SITERECOVERY_CACHE"); root != "" {
+		return root
 	}
-	return filepath.Join(root, fmt.Sprintf("kube-%s-etcd-%s", KubeVersion, EtcdVersion))
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "siterecovery")
 }
 
 // BinaryDir returns the folder holding the etcd and kube-apiserver binaries:
@@ -89,9 +122,12 @@ func BinaryDir() (string, error) {
 	return dir, nil
 }
 
-func hasBinaries(dir string) error {
+func hasBinaries(dir string, names ...string) error {
+	if len(names) == 0 {
+		names = []string{"etcd", "kube-apiserver"}
+	}
 	var errs []error
-	for _, name := range []string{"etcd", "kube-apiserver"} {
+	for _, name := range names {
 		p := filepath.Join(dir, name)
 		info, err := os.Stat(p)
 		switch {

@@ -36,6 +36,13 @@ type Options struct {
 	// APIServerFlags are extra kube-apiserver flags (name without dashes to
 	// value) for every cluster, e.g. an OIDC issuer to trust.
 	APIServerFlags map[string]string
+	// ControlPlane runs kube-controller-manager, kube-scheduler and kwok nodes
+	// beside each API server, with every admission plugin a kubeadm cluster
+	// enables (see admission.go). Without it a cluster is a bare API server.
+	ControlPlane bool
+	// Nodes returns the nodes kwok plays in a cluster of a ControlPlane zone;
+	// nil means DefaultNodes.
+	Nodes func(cluster string) []NodeSpec
 }
 
 // Zone is a set of named clusters started together.
@@ -114,6 +121,14 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.ControlPlane {
+		if err := ControlPlaneBinaries(binDir); err != nil {
+			return nil, err
+		}
+		if _, err := KwokDir(); err != nil {
+			return nil, err
+		}
+	}
 	crds, err := readCRDs(opts.CRDDirectoryPaths)
 	if err != nil {
 		return nil, err
@@ -140,7 +155,7 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crds), scheme, opts.APIServerFlags)
+			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crds), scheme, opts)
 		})
 	}
 	wg.Wait()
