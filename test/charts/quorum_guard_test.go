@@ -68,9 +68,12 @@ func TestQuorumGuardNarrowsTheClusterWideRights(t *testing.T) {
 	ctx := t.Context()
 
 	values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}}
-	for _, ns := range []string{"siterecovery-system", "apps"} {
-		require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	}
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "siterecovery-system"}}))
+	// The application namespace allows privileged pods (PodSecurity's
+	// privileged level, as some clusters have): the guard must refuse them
+	// on its own.
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}))
 	for _, obj := range renderValues(t, "workload-control-plane", "siterecovery-system", values) {
 		if obj.GetKind() == "Namespace" || obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access" {
 			require.NoError(t, admin.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
