@@ -160,12 +160,14 @@ func (z *Zone) startWorkload(cluster string) {
 		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, SkipRestores: true, DeviceDir: z.devices}); err != nil {
 			return err
 		}
-		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond}); err != nil {
+		// Snapshots of the storage simulator's volumes, by its CSI driver, as
+		// the class below: a test failover picks the class of the disk's driver.
+		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond, Driver: storagesim.Driver}); err != nil {
 			return err
 		}
 		return kubelet.SetupWithManager(mgr)
 	})
-	z.Create(cluster, &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: SnapshotClass}, Driver: snapshotsim.DefaultDriver,
+	z.Create(cluster, &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: SnapshotClass}, Driver: storagesim.Driver,
 		DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
 }
 

@@ -177,7 +177,7 @@ func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *
 	if p.Type == srv1alpha1.ProbeHTTP {
 		cmd = fmt.Sprintf("wget -q -T %d -O /dev/null 'http://%s:%d%s'", timeout, host, p.Port, p.Path)
 	}
-	labels := labelsOf(s.tf, vm)
+	labels := componentLabels(s.tf, vm, ComponentProbe)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(), Name: probeName(vm), Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -206,7 +206,8 @@ func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *
 }
 
 // ensureProbeService gives a test VM a DNS name for the probe: a headless
-// Service selecting its launcher pod (which carries the VM template's labels).
+// Service selecting its launcher pod (which carries the VM template's labels,
+// LabelComponent=ComponentVM among them) and not the probe pod.
 func (r *Reconciler) ensureProbeService(ctx context.Context, s *scope, rc *remote.Remote, vm string) error {
 	p := s.tf.Spec.Checks.Probe
 	if p == nil {
@@ -216,7 +217,7 @@ func (r *Reconciler) ensureProbeService(ctx context.Context, s *scope, rc *remot
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(), Name: probeName(vm), Labels: labelsOf(s.tf, vm)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{LabelUID: string(s.tf.UID), LabelVM: labelsOf(s.tf, vm)[LabelVM]},
+			Selector:  probeSelector(s.tf, vm),
 			Ports:     []corev1.ServicePort{{Name: "probe", Port: p.Port, Protocol: corev1.ProtocolTCP}},
 		},
 	}

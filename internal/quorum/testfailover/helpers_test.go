@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -80,6 +81,10 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		z.procs.StartAgent(t, c)
 	}
 	z.startSnapshotSimulator()
+	// The backing PVCs' StorageClass and a default VolumeSnapshotClass for its
+	// driver: a test failover snapshots with the class of the disk's driver.
+	z.create(env.DR, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: snapshotsim.DefaultDriver})
+	z.create(env.DR, snapshotClass())
 	go z.playJobController(t.Context())
 	z.procs.StartQuorum(t, o.quorum)
 	fabric := z.DRBD(t)

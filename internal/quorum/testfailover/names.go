@@ -20,6 +20,16 @@ const (
 	LabelDRNamespace = "siterecovery.trilio.io/dr-namespace"
 	// LabelVM names, on test objects, the production VM they stand for.
 	LabelVM = "siterecovery.trilio.io/test-vm"
+	// LabelComponent tells a test VM's pods (ComponentVM) from its probe's
+	// (ComponentProbe): both carry the same LabelUID and LabelVM, and the probe
+	// Service must select the VM alone, or the probe could reach itself.
+	LabelComponent = "siterecovery.trilio.io/test-component"
+
+	// ComponentVM is LabelComponent on a test VM's template, so on its
+	// virt-launcher pod (KubeVirt copies the template's labels to it).
+	ComponentVM = "vm"
+	// ComponentProbe is LabelComponent on a probe Job and its pod.
+	ComponentProbe = "probe"
 
 	// AnnotationSourcePVC records, on a snapshot, the production PVC it copies.
 	AnnotationSourcePVC = "siterecovery.trilio.io/source-pvc"
@@ -55,6 +65,10 @@ const (
 	ReasonNoDisks         = "NoReplicatedDisks"
 	ReasonStandbyMissing  = "StandbyVMNotFound"
 	ReasonSnapshotFailed  = "SnapshotFailed"
+	// ReasonNoSnapshotClass: no VolumeSnapshotClass on the DR cluster fits a
+	// disk's CSI driver (none, or several and not one default); nothing is
+	// snapshotted.
+	ReasonNoSnapshotClass = "NoVolumeSnapshotClass"
 	// ReasonReplicaNotUpToDate: a DR replica to snapshot is not UpToDate (an
 	// initial sync or a resync under way, or Outdated); nothing is booted.
 	ReasonReplicaNotUpToDate = "ReplicaNotUpToDate"
@@ -110,3 +124,16 @@ func contentName(tf *srv1alpha1.TestFailover, vm, volume string) string {
 }
 
 func probeName(vm string) string { return objectName("probe", vm) }
+
+// componentLabels are labelsOf(tf, vm) with LabelComponent set to component.
+func componentLabels(tf *srv1alpha1.TestFailover, vm, component string) map[string]string {
+	l := labelsOf(tf, vm)
+	l[LabelComponent] = component
+	return l
+}
+
+// probeSelector selects the launcher pod of one test VM, never its probe pod.
+func probeSelector(tf *srv1alpha1.TestFailover, vm string) map[string]string {
+	l := componentLabels(tf, vm, ComponentVM)
+	return map[string]string{LabelUID: l[LabelUID], LabelVM: l[LabelVM], LabelComponent: ComponentVM}
+}

@@ -58,9 +58,14 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 	if err := r.replicasUpToDate(ctx, s, rc, unsnapshotted); err != nil {
 		return ctrl.Result{}, err
 	}
+	classes, err := r.snapshotClasses(ctx, s, rc, unsnapshotted)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var waiting []string
 	for _, d := range disks {
-		vs, err := r.requestSnapshot(ctx, s, rc, d, existing[d.namespace+"/"+snapshotName(s.tf, d.vm, d.volume)])
+		key := d.namespace + "/" + snapshotName(s.tf, d.vm, d.volume)
+		vs, err := r.requestSnapshot(ctx, s, rc, d, existing[key], classes[key])
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -79,8 +84,9 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 }
 
 // requestSnapshot is the VolumeSnapshot of disk d: vs when it exists already,
-// else one created now (or found, when another reconcile created it first).
-func (r *Reconciler) requestSnapshot(ctx context.Context, s *scope, rc *remote.Remote, d disk, vs *snapshotv1.VolumeSnapshot) (*snapshotv1.VolumeSnapshot, error) {
+// else one of class created now (or found, when another reconcile created it
+// first).
+func (r *Reconciler) requestSnapshot(ctx context.Context, s *scope, rc *remote.Remote, d disk, vs *snapshotv1.VolumeSnapshot, class *string) (*snapshotv1.VolumeSnapshot, error) {
 	if vs != nil {
 		return vs, nil
 	}
@@ -90,7 +96,8 @@ func (r *Reconciler) requestSnapshot(ctx context.Context, s *scope, rc *remote.R
 			Labels: labelsOf(s.tf, d.vm),
 			Annotations: map[string]string{annotationVM: d.vm, annotationVolume: d.volume, annotationClaim: d.claim,
 				AnnotationSourcePVC: d.source.Name}},
-		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(d.source.Name)}},
+		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(d.source.Name)},
+			VolumeSnapshotClassName: class},
 	}
 	if err := rc.Direct.Create(ctx, vs); err != nil {
 		if !apierrors.IsAlreadyExists(err) {

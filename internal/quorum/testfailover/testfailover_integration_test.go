@@ -79,6 +79,9 @@ func TestTestFailover(t *testing.T) {
 		env.Eventually(t, timeout, "probe Jobs created", func() error {
 			return z.expectCount(&batchv1.JobList{}, tf, len(z.vms))
 		})
+		// The probe Jobs get no verdict here, so they and their Services
+		// stay for this look at what the probe reaches.
+		z.assertProbeSelectsTheVMOnly(tf)
 		require.NoError(t, z.Client(env.Quorum).Delete(z.ctx, tf))
 		env.Eventually(t, timeout, "TestFailover gone", func() error {
 			err := z.Client(env.Quorum).Get(z.ctx, client.ObjectKeyFromObject(tf), &srv1alpha1.TestFailover{})
@@ -149,6 +152,11 @@ func TestTestFailover(t *testing.T) {
 		require.Empty(t, tf.Status.Results, "nothing was booted, so nothing was verified")
 		z.assertLeavesNothing(tf)
 		z.assertProductionUntouched(prod)
+	})
+
+	t.Run("no VolumeSnapshotClass for the driver", func(t *testing.T) {
+		z.t = t
+		z.testNoSnapshotClass(prod)
 	})
 
 	t.Run("bad input is rejected", func(t *testing.T) {

@@ -133,7 +133,7 @@ func testVM(s *scope, standby *kubevirtv1.VirtualMachine, claims map[string]stri
 	if tmpl.ObjectMeta.Labels == nil {
 		tmpl.ObjectMeta.Labels = map[string]string{}
 	}
-	maps.Copy(tmpl.ObjectMeta.Labels, labelsOf(s.tf, standby.Name))
+	maps.Copy(tmpl.ObjectMeta.Labels, componentLabels(s.tf, standby.Name, ComponentVM))
 	tmpl.ObjectMeta.Annotations = withoutNetworkAnnotations(tmpl.ObjectMeta.Annotations)
 
 	for i := range tmpl.Spec.Volumes {

@@ -19,5 +19,8 @@ package testfailover
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get,namespace=workload-cluster
+// Picks each snapshot's class by its disk's CSI driver (snapshotClasses).
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=list,namespace=workload-cluster
+// +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get,namespace=workload-cluster
 // Reads the DR replicas of the group before snapshotting them (replicasUpToDate).
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get,namespace=workload-cluster
