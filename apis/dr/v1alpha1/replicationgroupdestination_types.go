@@ -29,6 +29,28 @@ type VolSyncProtectedPVC struct {
 	// resources of the PVC.
 	// +optional
 	Resources corev1.VolumeResourceRequirements `json:"resources,omitempty"`
+	// volumeMode of the PVC: the PVC the destination receives into is made
+	// alike, since a mover copies a block device only into a block device and
+	// files only into a file system.
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
+}
+
+// VolSyncDestination is where the ReplicationDestination of one PVC listens.
+type VolSyncDestination struct {
+	// pvcName is the PVC the destination receives.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PVCName string `json:"pvcName"`
+	// address is the destination's address: the one its ReplicationDestination
+	// publishes in status.rsyncTLS.address, or, with ServiceExports enabled,
+	// the clusterset name of its exported service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Address string `json:"address"`
 }
 
 // VolSyncReplicationDestinationSpec is one PVC's destination.
@@ -81,6 +103,14 @@ type ReplicationGroupDestinationStatus struct {
 	// +optional
 	// +listType=atomic
 	ReplicationDestinations []*corev1.ObjectReference `json:"replicationDestinations,omitempty"`
+	// destinations are the addresses the ReplicationDestinations listen on,
+	// one per PVC once its destination published it; the quorum tier relays
+	// them to the primary's ReplicationGroupSource.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=100
+	Destinations []VolSyncDestination `json:"destinations,omitempty"`
 	// conditions of the destination.
 	// +optional
 	// +listType=map

@@ -30,6 +30,14 @@ type ReplicationGroupSourceSpec struct {
 	// volumeGroupSnapshotSource selects the PVCs of the consistency group.
 	// +required
 	VolumeGroupSnapshotSource *metav1.LabelSelector `json:"volumeGroupSnapshotSource"`
+	// destinations are where each PVC's ReplicationDestination on the peer
+	// cluster listens, as that destination published it; a PVC without one
+	// waits: no address is guessed.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=100
+	Destinations []VolSyncDestination `json:"destinations,omitempty"`
 }
 
 // ReplicationGroupSourceStatus is the progress of the sync cycles.

@@ -87,6 +87,14 @@ type VRGVolSyncSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	FinalSync string `json:"finalSync,omitempty"`
+	// destinations, on a primary VRG, are where the secondary's destination
+	// of each PVC listens, as the secondary VRG reports them; the quorum tier
+	// copies them here.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=100
+	Destinations []VolSyncDestination `json:"destinations,omitempty"`
 }
 
 // ProtectedPVC is the replication state of one PVC of the VRG.
@@ -121,6 +129,15 @@ type ProtectedPVC struct {
 	// resources of the PVC (VolSync only).
 	// +optional
 	Resources corev1.VolumeResourceRequirements `json:"resources,omitempty"`
+	// volumeMode of the PVC (VolSync only).
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
+	// destinationAddress, on a secondary (VolSync only), is where the PVC's
+	// ReplicationDestination listens; empty until it published an address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DestinationAddress string `json:"destinationAddress,omitempty"`
 	// lastSyncTime is the last time the PVC was fully replicated.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -123,10 +123,11 @@ func (s *scope) volSyncSpec(cluster string, state drv1alpha1.ReplicationState) *
 		return nil
 	}
 	if state == drv1alpha1.Primary {
-		if s.finalSync == "" {
+		dsts := s.destinations(cluster)
+		if s.finalSync == "" && len(dsts) == 0 {
 			return nil
 		}
-		return &drv1alpha1.VRGVolSyncSpec{FinalSync: s.finalSync}
+		return &drv1alpha1.VRGVolSyncSpec{FinalSync: s.finalSync, Destinations: dsts}
 	}
 	specs := s.rdSpecs(cluster)
 	if len(specs) == 0 {
@@ -154,6 +155,33 @@ func (s *scope) rdSpecs(cluster string) []drv1alpha1.VolSyncReplicationDestinati
 	return nil
 }
 
+// destinations are where the peer's destinations listen, which a primary
+// VRG on cluster sends to: the addresses the peer's secondary VRG reports, as
+// its ReplicationDestinations published them. While the peer is unreachable
+// the primary keeps what it was given; a peer that is not secondary, or has
+// published nothing yet, gives none, and the primary's cycles wait.
+func (s *scope) destinations(cluster string) []drv1alpha1.VolSyncDestination {
+	peer := s.other(cluster)
+	if _, down := s.unreachable[peer]; down {
+		if v := s.vrgs[cluster]; v != nil && v.Spec.ReplicationState == drv1alpha1.Primary && v.Spec.VolSync != nil {
+			return v.Spec.VolSync.Destinations
+		}
+		return nil
+	}
+	v := s.vrgs[peer]
+	if v == nil || v.Spec.ReplicationState != drv1alpha1.Secondary {
+		return nil
+	}
+	var out []drv1alpha1.VolSyncDestination
+	for _, p := range v.Status.ProtectedPVCs {
+		if p.ProtectedByVolSync && p.DestinationAddress != "" {
+			out = append(out, drv1alpha1.VolSyncDestination{PVCName: p.Name, Address: p.DestinationAddress})
+		}
+	}
+	slices.SortFunc(out, func(a, b drv1alpha1.VolSyncDestination) int { return strings.Compare(a.PVCName, b.PVCName) })
+	return out
+}
+
 func rdSpecsOf(pvcs []drv1alpha1.ProtectedPVC, namespace string) []drv1alpha1.VolSyncReplicationDestinationSpec {
 	var out []drv1alpha1.VolSyncReplicationDestinationSpec
 	for _, p := range pvcs {
@@ -170,7 +198,7 @@ func rdSpecsOf(pvcs []drv1alpha1.ProtectedPVC, namespace string) []drv1alpha1.Vo
 		}
 		out = append(out, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
 			Name: p.Name, Namespace: ns, StorageClassName: sc, Labels: maps.Clone(p.Labels),
-			AccessModes: slices.Clone(p.AccessModes), Resources: *p.Resources.DeepCopy(),
+			AccessModes: slices.Clone(p.AccessModes), Resources: *p.Resources.DeepCopy(), VolumeMode: p.VolumeMode,
 		}})
 	}
 	slices.SortFunc(out, func(a, b drv1alpha1.VolSyncReplicationDestinationSpec) int {

@@ -44,6 +44,9 @@ type PGOptions struct {
 	// Allowed are the identities the admission webhooks let start standby VMs
 	// and change the replication stack's objects.
 	Allowed admission.Identities
+	// VolSyncServiceExport exports each VolSync destination's Service with an
+	// MCS ServiceExport and has the peer send to its clusterset name.
+	VolSyncServiceExport bool
 }
 
 // Run runs pg-controller until SIGTERM or SIGINT and returns its exit code.
@@ -64,7 +67,7 @@ func PGController(p PGOptions) boot.Register {
 		if err := rgs.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		if err := rgd.SetupWithManager(mgr); err != nil {
+		if err := rgd.SetupWithManager(mgr, rgd.Options{ServiceExport: p.VolSyncServiceExport}); err != nil {
 			return err
 		}
 		if err := vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace}); err != nil {

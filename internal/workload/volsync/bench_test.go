@@ -285,6 +285,10 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 		}
 		return bound == len(f.g.pvcs)
 	})
+	addresses := map[string]string{}
+	for _, d := range f.g.source().Spec.Destinations {
+		addresses[d.PVCName] = d.Address
+	}
 	for _, p := range f.g.pvcs {
 		base := ""
 		if f.previous != "" {
@@ -300,7 +304,7 @@ func (f *floorGroup) cycle(b testing.TB, name string) {
 		rs.Spec.External = &volsyncv1alpha1.ReplicationSourceExternalSpec{Provider: provisioner, Parameters: map[string]string{
 			"copyMethod": string(volsyncv1alpha1.CopyMethodDirect), "volumeName": volsync.RestoredPVCName(p),
 			"baseSnapshotName": base, "targetSnapshotName": name + "-" + p,
-			"address": volsync.DestinationAddress(ns, p), "keySecret": volsync.PSKSecretName(f.g.name)}}
+			"address": addresses[p], "keySecret": volsync.PSKSecretName(f.g.name)}}
 		if f.sources {
 			must(b, c.Patch(ctx, rs, client.Merge))
 		} else {

@@ -1,5 +1,5 @@
 // Package volsync holds what the VolSync controllers of the workload tier share:
 // the labels on the objects they create, the names of the VolSync objects of a
-// consistency group, and the service address of a destination. The group's
-// source half is package rgs, its destination half package rgd.
+// consistency group, and the Service and clusterset names of a destination.
+// The group's source half is package rgs, its destination half package rgd.
 package volsync

@@ -22,6 +22,7 @@ func TestConsistencyGroup(t *testing.T) {
 	t.Run("InterruptedSyncKeepsLastImage", func(t *testing.T) { interrupted(t, z) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, z) })
 	t.Run("CrashInEveryStep", func(t *testing.T) { crash(t, z) })
+	t.Run("PublishedAddressAndBlockMode", func(t *testing.T) { publishedAddressBlock(t, z) })
 	t.Run("VRG", func(t *testing.T) { vrgPath(t, z, "vrg", true) })
 	t.Run("VRGStandard", func(t *testing.T) { vrgPath(t, z, "vrg-std", false) })
 	t.Run("RollbackCrashInEveryStep", func(t *testing.T) { rollbackCrash(t, z, "rb-crash", true) })
@@ -43,8 +44,7 @@ func fullSync(t *testing.T, z *zone) {
 	for _, rs := range g.sources() {
 		require.NotNil(t, rs.Spec.RsyncTLS, "full-sync mode uses RsyncTLS")
 		require.Nil(t, rs.Spec.External)
-		require.Equal(t, "volsync-rsync-tls-dst-"+rs.Name+".full.svc.clusterset.local", *rs.Spec.RsyncTLS.Address)
-		require.Equal(t, mover.Address("full", rs.Name), *rs.Spec.RsyncTLS.Address)
+		require.Equal(t, g.address(rs.Name), *rs.Spec.RsyncTLS.Address)
 	}
 	g.change(0.01, 1)
 	g.cycle("2", g.primarySums())
@@ -73,7 +73,7 @@ func diffSync(t *testing.T, z *zone) {
 		require.Equal(t, "Direct", p["copyMethod"])
 		require.Empty(t, p["baseSnapshotName"])
 		require.NotEmpty(t, p["targetSnapshotName"])
-		require.Equal(t, mover.Address("diff", rs.Name), p["address"])
+		require.Equal(t, g.address(rs.Name), p["address"])
 		require.Equal(t, "diff-cg-vs-secret", p["keySecret"])
 	}
 	requireAtRest(t, g, 1)

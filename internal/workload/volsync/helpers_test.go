@@ -59,6 +59,8 @@ type zone struct {
 	simStops           map[string]func()
 	// writes counts the writes of the controllers under test, per cluster.
 	writes map[string]*writeCounter
+	// serviceExport runs the destinations' controller with ServiceExports on.
+	serviceExport bool
 	// t is the test that owns the zone: a manager restarted inside a subtest
 	// must outlive that subtest, so that later subtests find it running.
 	t testing.TB
@@ -69,11 +71,30 @@ func startZone(t *testing.T) *zone { return startZoneWith(t, blockSize, blocks) 
 
 func startZoneWith(t testing.TB, blockSize int64, blocks int) *zone {
 	t.Helper()
+	return startZoneOf(t, zoneOptions{blockSize: blockSize, blocks: blocks})
+}
+
+// zoneOptions configure startZoneOf.
+type zoneOptions struct {
+	blockSize int64
+	blocks    int
+	// crds replaces the default CRD paths.
+	crds []string
+	// serviceExport turns ServiceExports on in the destinations' controller.
+	serviceExport bool
+}
+
+func startZoneOf(t testing.TB, o zoneOptions) *zone {
+	t.Helper()
 	log.SetLogger(zap.New(zap.WriteTo(t.Output()), zap.UseDevMode(false)))
 	s := scheme.New()
-	hz := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary, harness.DR)
-	z := &zone{data: blockstore.New(blockSize, blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, simStops: map[string]func(){}, t: t,
-		writes: map[string]*writeCounter{harness.Primary: {}, harness.DR: {}}}
+	crds := o.crds
+	if crds == nil {
+		crds = harness.DefaultCRDPaths()
+	}
+	hz := harness.Start(t, harness.Options{CRDDirectoryPaths: crds, Scheme: s}, harness.Primary, harness.DR)
+	z := &zone{data: blockstore.New(o.blockSize, o.blocks), configs: map[string]*rest.Config{}, stops: map[string]func(){}, simStops: map[string]func(){}, t: t,
+		writes: map[string]*writeCounter{harness.Primary: {}, harness.DR: {}}, serviceExport: o.serviceExport}
 	z.mover = mover.New(z.data)
 	for _, name := range []string{harness.Primary, harness.DR} {
 		cfg := hz.Clusters[name].Config
@@ -134,7 +155,7 @@ func (z *zone) startSims(t testing.TB, cluster string) {
 func (z *zone) startControllers(t testing.TB, cluster string) {
 	mgr := newManager(t, z.writes[cluster].wrap(z.configs[cluster]))
 	require.NoError(t, rgs.SetupWithManager(mgr))
-	require.NoError(t, rgd.SetupWithManager(mgr))
+	require.NoError(t, rgd.SetupWithManager(mgr, rgd.Options{ServiceExport: z.serviceExport}))
 	require.NoError(t, vrg.SetupWithManager(mgr, vrg.Options{}))
 	z.stops[cluster] = run(z.t, mgr)
 }
@@ -152,6 +173,15 @@ type group struct {
 // and RGS (trigger manual, not yet fired).
 func (z *zone) newGroup(t testing.TB, ns string, n int, annotations map[string]string) *group {
 	t.Helper()
+	g := z.newGroupOf(t, ns, n, annotations, nil)
+	g.relay()
+	return g
+}
+
+// newGroupOf is newGroup with PVCs of volumeMode mode (nil: the default), and
+// without relaying the destinations' addresses to the RGS.
+func (z *zone) newGroupOf(t testing.TB, ns string, n int, annotations map[string]string, mode *corev1.PersistentVolumeMode) *group {
+	t.Helper()
 	g := &group{z: z, t: t, ns: ns, name: ns + "-cg"}
 	ctx := t.Context()
 	for _, c := range []client.Client{z.primary, z.secondary} {
@@ -163,9 +193,11 @@ func (z *zone) newGroup(t testing.TB, ns string, n int, annotations map[string]s
 		g.pvcs = append(g.pvcs, name)
 		pvc := newPVC(ns, name, storageClass)
 		pvc.Labels = map[string]string{groupLabel: g.name}
+		pvc.Spec.VolumeMode = mode
 		require.NoError(t, z.primary.Create(ctx, pvc))
 		specs = append(specs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
 			Name: name, Namespace: ns, StorageClassName: ptr.To(storageClass), AccessModes: pvc.Spec.AccessModes, Resources: pvc.Spec.Resources,
+			VolumeMode: mode,
 		}})
 	}
 	for i, name := range g.pvcs {
@@ -185,6 +217,37 @@ func (z *zone) newGroup(t testing.TB, ns string, n int, annotations map[string]s
 		},
 	}))
 	return g
+}
+
+// relay copies the addresses the RGD recorded for its destinations into the
+// RGS's spec.destinations, as the quorum tier relays them from the secondary
+// VRG to the primary one, once every PVC has one.
+func (g *group) relay() {
+	g.t.Helper()
+	var dsts []drv1alpha1.VolSyncDestination
+	eventually(g.t, "the destinations' addresses", func() error {
+		d := &drv1alpha1.ReplicationGroupDestination{}
+		if err := g.z.secondary.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: g.name}, d); err != nil {
+			return err
+		}
+		if len(d.Status.Destinations) != len(g.pvcs) {
+			return fmt.Errorf("destinations %+v", d.Status.Destinations)
+		}
+		dsts = d.Status.Destinations
+		return nil
+	})
+	g.patchSource(func(s *drv1alpha1.ReplicationGroupSource) { s.Spec.Destinations = dsts })
+}
+
+// address is where the RGS sends a PVC.
+func (g *group) address(pvc string) string {
+	for _, d := range g.source().Spec.Destinations {
+		if d.PVCName == pvc {
+			return d.Address
+		}
+	}
+	g.t.Fatalf("no destination address for %s", pvc)
+	return ""
 }
 
 // shareKey creates one pre-shared-key Secret on both clusters, as the quorum
@@ -469,12 +532,12 @@ func (g *group) rolledBack(t *testing.T, ns string, last map[string]string, diff
 		}
 	}
 	// The old primary has no destination, as after a disaster: the new
-	// primary's cycles cannot connect. Its PVCs stay ready; DataProtected
-	// names the failure.
+	// primary's cycles have no address to send to. Its PVCs stay ready;
+	// DataProtected names what they wait for.
 	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
 		protected := meta.FindStatusCondition(v.Status.Conditions, drv1alpha1.ConditionDataProtected)
 		if !meta.IsStatusConditionTrue(v.Status.Conditions, drv1alpha1.ConditionDataReady) || protected == nil ||
-			protected.Status != metav1.ConditionFalse || !strings.Contains(protected.Message, "cannot connect to") {
+			protected.Status != metav1.ConditionFalse || !strings.Contains(protected.Message, "no address yet for ReplicationDestination") {
 			return fmt.Errorf("conditions %+v", v.Status.Conditions)
 		}
 		return nil

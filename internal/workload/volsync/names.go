@@ -2,6 +2,7 @@ package volsync
 
 import (
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -26,11 +27,25 @@ const (
 	VRGLabel = "dr.siterecovery.trilio.io/volumereplicationgroup"
 )
 
-// DestinationAddress is the address a ReplicationSource sends a PVC's data to:
-// the service VolSync creates for the ReplicationDestination of that PVC
-// (named like the PVC), exported across the clusters.
-func DestinationAddress(namespace, pvc string) string {
-	return fmt.Sprintf("volsync-rsync-tls-dst-%s.%s.svc.clusterset.local", pvc, namespace)
+// serviceNameMax is the longest Service name: a DNS label.
+const serviceNameMax = 63
+
+// ServiceName is the Service VolSync's rsync-tls mover creates for a
+// ReplicationDestination: volsync-rsync-tls-dst-<rd>, with the name replaced by
+// its CRC-32 (8 hex digits) when the whole would not fit in a DNS label.
+func ServiceName(rd string) string {
+	const prefix = "volsync-rsync-tls-dst-"
+	if len(prefix)+len(rd) <= serviceNameMax {
+		return prefix + rd
+	}
+	return fmt.Sprintf("%s%08x", prefix, crc32.ChecksumIEEE([]byte(rd)))
+}
+
+// ClusterSetAddress is the name under which the clusters of a clusterset
+// reach a ReplicationDestination's Service once a ServiceExport of the same
+// name exports it (Multi-Cluster Services API).
+func ClusterSetAddress(namespace, rd string) string {
+	return ServiceName(rd) + "." + namespace + ".svc.clusterset.local"
 }
 
 // PSKSecretName is the Secret holding the TLS pre-shared key of a group's

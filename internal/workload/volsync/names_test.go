@@ -1,6 +1,9 @@
 package volsync_test
 
 import (
+	"fmt"
+	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,4 +25,16 @@ func TestSchedule(t *testing.T) {
 	next, err := volsync.NextRun("*/5 * * * *", time.Date(2026, 1, 1, 10, 3, 0, 0, time.UTC))
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 1, 1, 10, 5, 0, 0, time.UTC), next)
+}
+
+// The Service name follows VolSync's: the destination's name after the
+// prefix, or its CRC-32 when the whole would exceed a DNS label.
+func TestServiceName(t *testing.T) {
+	require.Equal(t, "volsync-rsync-tls-dst-disk-0", volsync.ServiceName("disk-0"))
+	require.Equal(t, "volsync-rsync-tls-dst-disk-0.ns.svc.clusterset.local", volsync.ClusterSetAddress("ns", "disk-0"))
+	long := strings.Repeat("a", 42)
+	got := volsync.ServiceName(long)
+	require.Len(t, got, len("volsync-rsync-tls-dst-")+8)
+	require.Equal(t, fmt.Sprintf("volsync-rsync-tls-dst-%08x", crc32.ChecksumIEEE([]byte(long))), got)
+	require.Equal(t, "volsync-rsync-tls-dst-"+long[:41], volsync.ServiceName(long[:41]), "63 characters fit")
 }

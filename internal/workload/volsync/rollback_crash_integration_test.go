@@ -257,6 +257,7 @@ func (z *zone) vrgPair(t *testing.T, ns string, diff bool) *group {
 	for _, p := range primaryVRG.Status.ProtectedPVCs {
 		rdSpecs = append(rdSpecs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
 			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources,
+			VolumeMode: p.VolumeMode,
 		}})
 	}
 	secondary := spec.DeepCopy()
@@ -264,6 +265,7 @@ func (z *zone) vrgPair(t *testing.T, ns string, diff bool) *group {
 	secondary.VolSync = &drv1alpha1.VRGVolSyncSpec{RDSpecs: rdSpecs}
 	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: *secondary}))
+	relayDestinations(t, z, ns)
 	want := g.primarySums()
 	eventually(t, "first cycle's images", func() error { return sumsEqual(g, want) })
 	waitProtected(t, z, g)

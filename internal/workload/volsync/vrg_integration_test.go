@@ -95,8 +95,10 @@ func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 	for _, p := range primaryVRG.Status.ProtectedPVCs {
 		require.True(t, p.ProtectedByVolSync)
 		require.Equal(t, map[string]string{"app": ns}, p.Labels, "the application's labels, not the consistency-group label")
+		require.Equal(t, corev1.PersistentVolumeFilesystem, ptr.Deref(p.VolumeMode, ""), "the PVC's volumeMode, for the receiving PVC")
 		rdSpecs = append(rdSpecs, drv1alpha1.VolSyncReplicationDestinationSpec{ProtectedPVC: drv1alpha1.VolSyncProtectedPVC{
 			Name: p.Name, Namespace: ns, StorageClassName: ptr.To(p.StorageClassName), Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources,
+			VolumeMode: p.VolumeMode,
 		}})
 	}
 	secondary := spec.DeepCopy()
@@ -104,6 +106,7 @@ func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 	secondary.VolSync = &drv1alpha1.VRGVolSyncSpec{RDSpecs: rdSpecs}
 	require.NoError(t, z.secondary.Create(ctx, &drv1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns, Annotations: annotations}, Spec: *secondary}))
+	relayDestinations(t, z, ns)
 
 	// The first cycle runs at once.
 	want := g.primarySums()
@@ -164,6 +167,38 @@ func vrgPath(t *testing.T, z *zone, ns string, diff bool) {
 	require.Empty(t, rollbackLeft.Items, "the rollback cleans up")
 }
 
+// relayDestinations copies the addresses the secondary VRG reports for its
+// destinations into the primary VRG's spec.volSync.destinations, as the
+// quorum tier does, once every PVC has one.
+func relayDestinations(t *testing.T, z *zone, ns string) {
+	t.Helper()
+	var dsts []drv1alpha1.VolSyncDestination
+	waitVRG(t, z.secondary, ns, func(v *drv1alpha1.VolumeReplicationGroup) error {
+		dsts = nil
+		for _, p := range v.Status.ProtectedPVCs {
+			if p.DestinationAddress != "" {
+				dsts = append(dsts, drv1alpha1.VolSyncDestination{PVCName: p.Name, Address: p.DestinationAddress})
+			}
+		}
+		if len(dsts) != 2 {
+			return fmt.Errorf("protected PVCs %+v", v.Status.ProtectedPVCs)
+		}
+		return nil
+	})
+	eventually(t, "the primary's destinations", func() error {
+		v := &drv1alpha1.VolumeReplicationGroup{}
+		if err := z.primary.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, v); err != nil {
+			return err
+		}
+		before := v.DeepCopy()
+		if v.Spec.VolSync == nil {
+			v.Spec.VolSync = &drv1alpha1.VRGVolSyncSpec{}
+		}
+		v.Spec.VolSync.Destinations = dsts
+		return z.primary.Patch(context.Background(), v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
 func setFinalSync(t *testing.T, c client.Client, ns, value string) {
 	t.Helper()
 	eventually(t, "finalSync "+value, func() error {
@@ -172,7 +207,10 @@ func setFinalSync(t *testing.T, c client.Client, ns, value string) {
 			return err
 		}
 		before := v.DeepCopy()
-		v.Spec.VolSync = &drv1alpha1.VRGVolSyncSpec{FinalSync: value}
+		if v.Spec.VolSync == nil {
+			v.Spec.VolSync = &drv1alpha1.VRGVolSyncSpec{}
+		}
+		v.Spec.VolSync.FinalSync = value
 		return c.Patch(context.Background(), v, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	})
 }

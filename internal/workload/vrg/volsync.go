@@ -218,6 +218,11 @@ func (r *Reconciler) ensureRGS(ctx context.Context, s *scope, name, key, class s
 		}
 		rgs.Spec.VolumeGroupSnapshotClassName = class
 		rgs.Spec.VolumeGroupSnapshotSource = sel
+		// Every destination the peer published; the group uses its own PVCs'.
+		rgs.Spec.Destinations = nil
+		if v := s.vrg.Spec.VolSync; v != nil {
+			rgs.Spec.Destinations = slices.Clone(v.Destinations)
+		}
 		return nil
 	})
 	if err != nil {

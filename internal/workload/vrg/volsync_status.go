@@ -181,7 +181,8 @@ func volSyncProtectedPVCs(s *scope, ready, protected metav1.Condition) []drv1alp
 	if s.primary() {
 		for _, p := range s.pvcs {
 			add(drv1alpha1.ProtectedPVC{Name: p.pvc.Name, Namespace: p.pvc.Namespace, StorageClassName: storageClassName(p.pvc), StorageID: p.storageID,
-				ProtectedByVolSync: true, Labels: appLabels(p.pvc.Labels), AccessModes: p.pvc.Spec.AccessModes, Resources: p.pvc.Spec.Resources})
+				ProtectedByVolSync: true, Labels: appLabels(p.pvc.Labels), AccessModes: p.pvc.Spec.AccessModes, Resources: p.pvc.Spec.Resources,
+				VolumeMode: p.pvc.Spec.VolumeMode})
 		}
 		return out
 	}
@@ -192,9 +193,28 @@ func volSyncProtectedPVCs(s *scope, ready, protected metav1.Condition) []drv1alp
 			ns = s.vrg.Namespace
 		}
 		add(drv1alpha1.ProtectedPVC{Name: p.Name, Namespace: ns, StorageClassName: ptr.Deref(p.StorageClassName, ""),
-			ProtectedByVolSync: true, Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources})
+			ProtectedByVolSync: true, Labels: p.Labels, AccessModes: p.AccessModes, Resources: p.Resources, VolumeMode: p.VolumeMode,
+			DestinationAddress: destinationAddress(s, p)})
 	}
 	return out
+}
+
+// destinationAddress is where the destination of a PVC a secondary receives
+// listens, as its group's RGD recorded it; the quorum tier relays it to the
+// primary.
+func destinationAddress(s *scope, p drv1alpha1.VolSyncProtectedPVC) string {
+	name := groupName(s.vrg.Name, consistencyGroupKey(ptr.Deref(p.StorageClassName, "")))
+	for _, g := range s.destinations {
+		if g.Name != name {
+			continue
+		}
+		for _, d := range g.Status.Destinations {
+			if d.PVCName == p.Name {
+				return d.Address
+			}
+		}
+	}
+	return ""
 }
 
 // appLabels are a PVC's labels without the consistency-group label this

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,22 +24,22 @@ type destinations struct {
 
 // Reconcile publishes one destination's address and creates its PVC.
 func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	address := Address(req.Namespace, req.Name)
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	if err := r.reader.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.mover.unregister(address, r.cluster)
+			r.unpublish(req.NamespacedName)
 			return ctrl.Result{}, r.images.collectOwnedBy(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
 	if rd.DeletionTimestamp != nil {
-		r.mover.unregister(address, r.cluster)
+		r.unpublish(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if err := r.ensurePVC(ctx, rd); err != nil {
 		return ctrl.Result{}, err
 	}
+	address := r.mover.publishedAddress(r.cluster, req.NamespacedName, rd.UID)
 	r.mover.register(address, endpoint{cluster: r.cluster, client: r.client, reader: r.reader, key: req.NamespacedName})
 	if rd.Status != nil && rd.Status.RsyncTLS != nil && ptr.Deref(rd.Status.RsyncTLS.Address, "") == address {
 		return ctrl.Result{}, nil
@@ -48,6 +49,13 @@ func (r *destinations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	rd.Status.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{Address: ptr.To(address), KeySecret: keySecret(rd)}
 	return ctrl.Result{}, client.IgnoreNotFound(r.client.Status().Update(ctx, rd))
+}
+
+// unpublish stops a destination that went from answering.
+func (r *destinations) unpublish(key types.NamespacedName) {
+	if address := r.mover.withdraw(r.cluster, key); address != "" {
+		r.mover.unregister(address, r.cluster)
+	}
 }
 
 // ensurePVC creates volsync-<rd>-dst when the destination names no PVC.
@@ -65,6 +73,11 @@ func (r *destinations) ensurePVC(ctx context.Context, rd *volsyncv1alpha1.Replic
 		ObjectMeta: metav1.ObjectMeta{Name: destinationPVC(rd), Namespace: rd.Namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: o.StorageClassName, AccessModes: modes,
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
+	}
+	// The PVC VolSync provisions takes spec.rsyncTLS.volumeMode (upstream:
+	// api/v1alpha1/rsync_tls_types.go, "used for the dynamic destination PVC").
+	if rd.Spec.RsyncTLS != nil {
+		pvc.Spec.VolumeMode = rd.Spec.RsyncTLS.VolumeMode
 	}
 	if err := r.client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

@@ -2,14 +2,20 @@
 // movers for the RsyncTLS and External (ceph-volsync-plugin) specs, across the
 // simulated clusters of one test process. It is never product code.
 //
-// A ReplicationDestination gets status.rsyncTLS.address, Address(namespace,
-// name), which is the service name VolSync exports for it; the mover resolves
-// that address to the destination on whichever cluster registered it. A
-// ReplicationSource whose spec.trigger.manual differs from
+// A ReplicationDestination publishes status.rsyncTLS.address, a simulated
+// ClusterIP of its Service (new when the destination is recreated), and a
+// source reaches it there; its clusterset name, ClusterSetAddress, answers
+// only while a ServiceExport (multicluster.x-k8s.io/v1alpha1) named like its
+// Service, ServiceName, exists on its cluster. Any other address does not
+// answer.
+//
+// A ReplicationSource whose spec.trigger.manual differs from
 // status.lastManualSync syncs once, provided that its key Secret and the
 // destination's hold the same pre-shared key (PSKKey), as VolSync's TLS
-// handshake requires; otherwise it fails, naming the missing Secret or the
-// mismatch:
+// handshake requires, and that its PVC and the destination's have the same
+// volumeMode, as VolSync's movers copy a block device only into a block
+// device and files only into a file system; otherwise it fails, naming the
+// missing Secret or the mismatch:
 //   - RsyncTLS, or External without snapshots: every block of the source PVC;
 //   - External with targetSnapshotName: the target snapshot's blocks that differ
 //     from baseSnapshotName's, or all of them when the base is empty;
@@ -26,7 +32,7 @@
 // half of its blocks, until it is cleared.
 //
 // Failures are reported as VolSync reports them: a failed mover (a Fault, no
-// destination at the address, a failed handshake) sets latestMoverStatus
+// destination at the address, a failed handshake, a volumeMode mismatch) sets latestMoverStatus
 // Failed with its log while Synchronizing stays True (SyncInProgress), and
 // the mover runs again after a backoff that doubles up to two seconds; only
 // the controller's own errors (the source's key Secret missing) set

@@ -1,7 +1,6 @@
 package mover
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -14,12 +13,6 @@ import (
 
 // Poll is how often the mover looks again at something it waits for.
 const Poll = 100 * time.Millisecond
-
-// Address is the service address of a ReplicationDestination, the one VolSync
-// exports across clusters for it.
-func Address(namespace, name string) string {
-	return fmt.Sprintf("volsync-rsync-tls-dst-%s.%s.svc.clusterset.local", name, namespace)
-}
 
 // PSKKey is the key of the pre-shared-key Secret both movers of a pair read;
 // they connect only when the two keys are equal.
@@ -54,6 +47,12 @@ type Mover struct {
 	// failures counts the failed attempts of a source's sync since its last
 	// success, for the backoff of its retries.
 	failures map[string]int
+	// published holds the address each destination published, by
+	// cluster/namespace/name; nextIP numbers the simulated ClusterIPs and seq
+	// the registrations.
+	published map[string]publication
+	nextIP    int
+	seq       int
 }
 
 // endpoint is a destination an address resolves to.
@@ -63,6 +62,9 @@ type endpoint struct {
 	// reader reads the destination's cluster past the cache (its key Secret).
 	reader client.Reader
 	key    types.NamespacedName
+	// seq orders registrations: of two destinations a name reaches, the
+	// later one answers.
+	seq int
 }
 
 // job is a sync in progress.
@@ -79,7 +81,8 @@ type job struct {
 // New returns a mover that moves the blocks of data.
 func New(data *blockstore.Store) *Mover {
 	return &Mover{data: data, endpoints: map[string][]endpoint{}, faults: map[types.NamespacedName]Fault{},
-		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}, failures: map[string]int{}}
+		transfers: map[types.NamespacedName][]Transfer{}, jobs: map[string]*job{}, failures: map[string]int{},
+		published: map[string]publication{}}
 }
 
 // maxBackoff caps the wait before a failed mover runs again, so that a test
@@ -149,6 +152,15 @@ func (m *Mover) record(key types.NamespacedName, t Transfer) {
 func (m *Mover) register(address string, e endpoint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, o := range m.endpoints[address] {
+		if o.cluster == e.cluster && o.key == e.key {
+			e.seq = o.seq
+		}
+	}
+	if e.seq == 0 {
+		m.seq++
+		e.seq = m.seq
+	}
 	list := slices.DeleteFunc(m.endpoints[address], func(o endpoint) bool { return o.cluster == e.cluster })
 	m.endpoints[address] = append(list, e)
 }
@@ -164,7 +176,7 @@ func (m *Mover) unregister(address, cluster string) {
 	m.endpoints[address] = list
 }
 
-func (m *Mover) resolve(address string) (endpoint, bool) {
+func (m *Mover) resolvePublished(address string) (endpoint, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	list := m.endpoints[address]
@@ -172,6 +184,17 @@ func (m *Mover) resolve(address string) (endpoint, bool) {
 		return endpoint{}, false
 	}
 	return list[len(list)-1], true
+}
+
+// allEndpoints lists every registered destination.
+func (m *Mover) allEndpoints() []endpoint {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []endpoint
+	for _, list := range m.endpoints {
+		out = append(out, list...)
+	}
+	return out
 }
 
 func (m *Mover) job(key string) *job {

@@ -55,9 +55,12 @@ func (r *sources) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if f, ok := r.mover.fault(req.NamespacedName); ok && f.Fail != "" {
 		return r.moverFailed(ctx, rs, f.Fail)
 	}
-	dst, ok := r.mover.resolve(address(rs))
+	dst, ok, err := r.mover.resolve(ctx, address(rs))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !ok {
-		return r.moverFailed(ctx, rs, fmt.Sprintf("cannot connect to %s", address(rs)))
+		return r.moverFailed(ctx, rs, fmt.Sprintf("cannot connect to %s: no destination listens there", address(rs)))
 	}
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	if err := dst.client.Get(ctx, dst.key, rd); err != nil {
@@ -74,6 +77,12 @@ func (r *sources) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			return ctrl.Result{RequeueAfter: Poll}, r.setError(ctx, rs, ctrlErr)
 		}
 		return r.moverFailed(ctx, rs, moverErr)
+	}
+	if mismatch, ready, err := r.volumeModes(ctx, rs, rd, dst); err != nil || !ready || mismatch != "" {
+		if err != nil || !ready {
+			return ctrl.Result{RequeueAfter: Poll}, err
+		}
+		return r.moverFailed(ctx, rs, mismatch)
 	}
 	j, err := r.start(ctx, rs, rd, dst, manual)
 	if err != nil || j == nil {
@@ -345,6 +354,40 @@ func destinationKeySecret(rd *volsyncv1alpha1.ReplicationDestination) string {
 		return rd.Spec.External.Parameters["keySecret"]
 	}
 	return ptr.Deref(keySecret(rd), "")
+}
+
+// volumeModes refuses a pair whose volumes differ in volumeMode, as VolSync's
+// movers fail it: upstream mover-rsync-tls/client.sh sends with diskrsync
+// when its volume is a block device and with rsync when it is a directory,
+// and mover-rsync-tls/server.sh receives the same way by its own volume's
+// kind; internal/controller/mover/rsynctls/mover.go attaches a Block PVC as a
+// device and any other as a mount (utils.PvcIsBlockMode). The two sides then
+// speak different protocols and the source's mover exits failed after its
+// retries. ready is false while either PVC is missing.
+func (r *sources) volumeModes(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource, rd *volsyncv1alpha1.ReplicationDestination, dst endpoint) (mismatch string, ready bool, err error) {
+	name := rs.Spec.SourcePVC
+	if ext := rs.Spec.External; ext != nil && ext.Parameters["volumeName"] != "" {
+		name = ext.Parameters["volumeName"]
+	}
+	src := &corev1.PersistentVolumeClaim{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: name}, src); err != nil {
+		return "", false, client.IgnoreNotFound(err)
+	}
+	dstPVC := &corev1.PersistentVolumeClaim{}
+	if err := dst.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: destinationPVC(rd)}, dstPVC); err != nil {
+		return "", false, client.IgnoreNotFound(err)
+	}
+	sm, dm := modeOf(src), modeOf(dstPVC)
+	if sm == dm {
+		return "", true, nil
+	}
+	return fmt.Sprintf("source PVC %s is volumeMode %s, destination PVC %s is volumeMode %s\n"+
+		"sync to %s failed: a %s source cannot be received into a %s destination", src.Name, sm, dstPVC.Name, dm, address(rs), sm, dm), true, nil
+}
+
+// modeOf is a PVC's volumeMode, Filesystem when unset (the API's default).
+func modeOf(pvc *corev1.PersistentVolumeClaim) corev1.PersistentVolumeMode {
+	return ptr.Deref(pvc.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
 }
 
 // address is where a source sends its data.

@@ -43,10 +43,14 @@ const recheck = 10 * time.Second
 // names the External mover.
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupdestinations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupdestinations/status,verbs=get;update;patch
+// The ReplicationDestinations it creates name it as their controller (blockOwnerDeletion).
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupdestinations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=volsync.backube,resources=replicationdestinations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;patch;delete
+// With Options.ServiceExport it exports each destination's Service.
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports,verbs=get;create
 
 // Reconciler reconciles the ReplicationGroupDestinations of one workload cluster.
 type Reconciler struct {
@@ -56,11 +60,20 @@ type Reconciler struct {
 	// through Client.
 	APIReader client.Reader
 	Clock     clock.PassiveClock
+	// ServiceExport exports each destination's Service (MCS API) and records
+	// its clusterset name as the destination's address.
+	ServiceExport bool
+}
+
+// Options configure the controller.
+type Options struct {
+	// ServiceExport: see Reconciler.ServiceExport.
+	ServiceExport bool
 }
 
 // SetupWithManager registers the controller.
-func SetupWithManager(mgr ctrl.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clock.RealClock{}}
+func SetupWithManager(mgr ctrl.Manager, o Options) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, ServiceExport: o.ServiceExport}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&drv1alpha1.ReplicationGroupDestination{}).
@@ -89,11 +102,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil {
 		err = r.deleteStale(ctx, rgd)
 	}
+	var unpublished []string
+	if err == nil {
+		unpublished, err = r.recordDestinations(ctx, rgd, rds)
+	}
 	if err == nil {
 		recordImages(rgd, rds)
 		err = r.retainImages(ctx, rgd, rds)
 	}
-	setReady(rgd, rds, err)
+	setReady(rgd, rds, unpublished, err)
 	if !equality.Semantic.DeepEqual(before.Status, rgd.Status) {
 		if _, werr := flow.NewStatusWriter(r.Client, nil).Write(ctx, rgd, flow.Change{Changed: true}); werr != nil {
 			return ctrl.Result{}, werr
@@ -111,6 +128,9 @@ func (r *Reconciler) ensureDestinations(ctx context.Context, rgd *drv1alpha1.Rep
 	for _, spec := range rgd.Spec.RDSpecs {
 		p := spec.ProtectedPVC
 		if err := r.ensurePVC(ctx, rgd, p); err != nil {
+			if flow.As(err) != nil {
+				return nil, err
+			}
 			return nil, flow.Transient("CreateFailed", fmt.Errorf("PVC %s: %w", p.Name, err))
 		}
 		provider := ""
@@ -159,6 +179,9 @@ func mutateDestination(rgd *drv1alpha1.ReplicationGroupDestination, rd *volsyncv
 			AccessModes: p.AccessModes, DestinationPVC: ptr.To(p.Name),
 		},
 		KeySecret: ptr.To(secret),
+		// Where VolSync reads the mode of a PVC it provisions; ours is made
+		// by ensurePVC, alike.
+		VolumeMode: p.VolumeMode,
 	}
 }
 
@@ -168,7 +191,15 @@ func (r *Reconciler) ensurePVC(ctx context.Context, rgd *drv1alpha1.ReplicationG
 	// The cache first: the PVC exists on every reconcile but the first, and
 	// a create refused as already there is a write to the API server all the
 	// same.
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: rgd.Namespace, Name: p.Name}, &corev1.PersistentVolumeClaim{})
+	existing := &corev1.PersistentVolumeClaim{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: rgd.Namespace, Name: p.Name}, existing)
+	if err == nil {
+		// volumeMode is immutable: a PVC of the other mode can never receive.
+		if have, want := modeOf(existing.Spec.VolumeMode), modeOf(p.VolumeMode); have != want {
+			return flow.Stalled("VolumeModeMismatch", "receiving PVC %s is %s but the protected PVC is %s; volumeMode cannot change, delete the receiving PVC", p.Name, have, want)
+		}
+		return nil
+	}
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -178,12 +209,18 @@ func (r *Reconciler) ensurePVC(ctx context.Context, rgd *drv1alpha1.ReplicationG
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: rgd.Namespace, Labels: receivingLabels(rgd, p)},
-		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: p.StorageClassName, AccessModes: modes, Resources: p.Resources},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: p.StorageClassName, AccessModes: modes, Resources: p.Resources,
+			VolumeMode: p.VolumeMode},
 	}
 	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
+}
+
+// modeOf is a PVC's volumeMode, Filesystem when unset (the API's default).
+func modeOf(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
+	return ptr.Deref(m, corev1.PersistentVolumeFilesystem)
 }
 
 // receivingLabels are the protected PVC's labels, so that the VRG's
@@ -254,7 +291,7 @@ func recordImages(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1a
 	}
 }
 
-func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha1.ReplicationDestination, err error) {
+func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha1.ReplicationDestination, unpublished []string, err error) {
 	c := metav1.Condition{Type: ConditionReady, ObservedGeneration: rgd.Generation, Status: metav1.ConditionTrue, Reason: "Replicated"}
 	var waiting []string
 	for _, rd := range rds {
@@ -265,6 +302,8 @@ func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha
 	switch {
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, flow.ReasonOf(err, "Error"), flow.Truncate(err.Error(), 1024)
+	case len(unpublished) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonWaitingForAddress, unpublishedMessage(unpublished)
 	case len(waiting) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "WaitingForFirstSync", "no image received yet for "+strings.Join(waiting, ", ")
 	default:

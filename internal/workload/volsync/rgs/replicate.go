@@ -23,10 +23,26 @@ func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, erro
 	if s.idle {
 		return ctrl.Result{}, nil
 	}
+	addresses := map[string]string{}
+	for _, d := range s.rgs.Spec.Destinations {
+		addresses[d.PVCName] = d.Address
+	}
+	// No address is guessed: a source sends only where its destination said
+	// it listens, relayed from the peer cluster into spec.destinations.
+	var unknown []string
+	for _, pvc := range sortedKeys(s.members) {
+		if addresses[pvc] == "" {
+			unknown = append(unknown, pvc)
+		}
+	}
+	if len(unknown) > 0 {
+		return ctrl.Result{}, flow.Waiting(ReasonNoDestinationAddress, poll,
+			"no address yet for ReplicationDestination %s on the peer cluster: it has not published status.rsyncTLS.address, or it has not reached spec.destinations", strings.Join(unknown, ", "))
+	}
 	refs := make([]*corev1.ObjectReference, 0, len(s.members))
 	var failing, pending []string
 	for _, pvc := range sortedKeys(s.members) {
-		rs, err := r.ensureSource(ctx, s, pvc)
+		rs, err := r.ensureSource(ctx, s, pvc, addresses[pvc])
 		if err != nil {
 			return ctrl.Result{}, flow.Transient("SourceUpdateFailed", fmt.Errorf("ReplicationSource %s: %w", pvc, err))
 		}
@@ -73,12 +89,11 @@ func lastLine(logs string) string {
 }
 
 // ensureSource creates or updates the ReplicationSource of one PVC for this
-// cycle: RsyncTLS in full-sync mode, External with the base and target member
-// snapshots in diff mode.
-func (r *Reconciler) ensureSource(ctx context.Context, s *scope, pvc string) (*volsyncv1alpha1.ReplicationSource, error) {
+// cycle, sending to address: RsyncTLS in full-sync mode, External with the
+// base and target member snapshots in diff mode.
+func (r *Reconciler) ensureSource(ctx context.Context, s *scope, pvc, address string) (*volsyncv1alpha1.ReplicationSource, error) {
 	rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Name: pvc, Namespace: s.rgs.Namespace}}
 	restored := volsync.RestoredPVCName(pvc)
-	address := volsync.DestinationAddress(s.rgs.Namespace, pvc)
 	secret := volsync.KeySecretName(s.rgs)
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rs, func() error {
 		if rs.Labels == nil {

@@ -26,6 +26,7 @@ const (
 	ReasonSnapshotFailed       = "SnapshotFailed"
 	ReasonRestoreNotBound      = "RestoreNotBound"
 	ReasonSourceFailing        = "SourceFailing"
+	ReasonNoDestinationAddress = "NoDestinationAddress"
 	ReasonNoGroupSnapshotClass = "VolumeGroupSnapshotClassNotFound"
 	ReasonNoStorageClass       = "StorageClassNotFound"
 	ReasonNoPVCs               = "NoPVCs"
