@@ -228,9 +228,6 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// holderUser is the pause image's own non-root user.
-const holderUser int64 = 65535
-
 // holderResources bound the holder: pause sleeps.
 var holderResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
@@ -253,8 +250,12 @@ func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
 			Tolerations:                  []corev1.Toleration{{Key: srv1alpha1.LostQuorumTaintKey, Operator: corev1.TolerationOpExists}},
 			AutomountServiceAccountToken: new(false),
 			// PodSecurity "restricted": the holder only keeps the volumes
-			// attached, it never opens them, so it needs no rights at all.
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(holderUser),
+			// attached, it never opens them, so it needs no rights at all. It
+			// runs as the image's own user (pause: USER 65535:65535, numeric,
+			// so the kubelet can check runAsNonRoot); no fixed UID, which
+			// platforms that assign a namespace's UIDs (OpenShift's
+			// restricted-v2 SCC) refuse.
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{Name: "holder", Image: image,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), ReadOnlyRootFilesystem: new(true),

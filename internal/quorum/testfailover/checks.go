@@ -168,6 +168,9 @@ func probeTimeout(p *srv1alpha1.NetworkProbe) int32 {
 // probeHost is the DNS name of a test VM's probe Service.
 func probeHost(s *scope, vm string) string { return probeName(vm) + "." + s.namespace() + ".svc" }
 
+// probeUser runs the probe: nobody in busybox's /etc/passwd.
+const probeUser int64 = 65534
+
 // probeJob is a one-shot, unprivileged client that connects to the test VM
 // through its Service.
 func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *batchv1.Job {
@@ -188,7 +191,12 @@ func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65534)),
+					// PodSecurity "restricted" (runAsNonRoot, RuntimeDefault seccomp, no
+					// escalation, all capabilities dropped). The UID is fixed because
+					// busybox, the default image, has no USER and so runs as root: with
+					// runAsNonRoot alone the kubelet would refuse to start it. 65534 is
+					// busybox's nobody.
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(probeUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Containers: []corev1.Container{{
 						Name: "probe", Image: r.ProbeImage, Command: []string{"sh", "-c", cmd},
