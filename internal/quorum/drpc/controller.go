@@ -50,6 +50,8 @@ const maxConcurrentReconciles = 50
 // and patches the quorum ProtectionGroup a DRPC drives.
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols/status,verbs=get;update;patch
+// The VolSync key Secret it creates names it as its controller (blockOwnerDeletion).
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols/finalizers,verbs=update
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch

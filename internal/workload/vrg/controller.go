@@ -37,6 +37,8 @@ type Options struct {
 // pods and VMIs that say whether the PVCs are in use.
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups/status,verbs=get;update;patch
+// The VolSync groups it creates name it as their controller (blockOwnerDeletion).
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplications,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;patch

@@ -35,6 +35,9 @@ const Finalizer = "dr.siterecovery.trilio.io/replication-group-source"
 // snapshots, PVs and classes that map PVCs to member snapshots.
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources/status,verbs=get;update;patch
+// The snapshots, restored claims and ReplicationSources it creates name it as their
+// controller (blockOwnerDeletion).
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=replicationgroupsources/finalizers,verbs=update
 // +kubebuilder:rbac:groups=groupsnapshot.storage.k8s.io,resources=volumegroupsnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=groupsnapshot.storage.k8s.io,resources=volumegroupsnapshotcontents;volumegroupsnapshotclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots;volumesnapshotcontents,verbs=get;list;watch
