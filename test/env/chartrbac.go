@@ -97,7 +97,7 @@ func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptio
 				return err
 			}
 		}
-		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay})
+		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name})
 	})
 	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if o.Offloaded == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -49,10 +50,26 @@ func (e *Env) drbdNet(t testing.TB) *drbdNetwork {
 // createNodes adds each workload cluster's simulated worker node.
 func (e *Env) createNodes(t testing.TB) {
 	for cluster, n := range Nodes {
-		create(t, e.Client(cluster), &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}},
-			Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}},
-		})
+		create(t, e.Client(cluster), simulatedNode(n.Name, n.Address))
+	}
+}
+
+// simulatedNode is a worker Node as its kubelet registers it: Ready, with
+// its address and capacity, which kube-scheduler needs to place pods on it.
+func simulatedNode(name, address string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("16"),
+		corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{
+			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: address}},
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
 	}
 }
 
@@ -66,10 +83,7 @@ func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
 // AddNode creates another simulated worker node on a workload cluster, for
 // StartAgentOn.
 func (e *Env) AddNode(t testing.TB, cluster, name, address string) {
-	create(t, e.Client(cluster), &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: address}}},
-	})
+	create(t, e.Client(cluster), simulatedNode(name, address))
 }
 
 // StartAgentOn runs the drbd-node-agent of the named node of a workload

@@ -72,7 +72,9 @@ func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	opts.MintedKubeconfigs = opts.MintedKubeconfigs || os.Getenv(MintedKubeconfigsEnv) != ""
 	s := scheme.New()
-	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, "quorum", "primary", "dr")
+	// kube-scheduler places the pods the product creates (replica holders)
+	// on the simulated nodes, as it would in a real cluster.
+	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, Scheduler: true}, "quorum", "primary", "dr")
 	e := &Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
 		Quorum: z.Clusters["quorum"], Primary: z.Clusters["primary"], DR: z.Clusters["dr"],
 	}}

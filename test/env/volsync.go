@@ -40,7 +40,7 @@ func (e *Env) registerVolSync(cluster string, mgr ctrl.Manager, o WorkloadOption
 	if err := wsetup.PGController(wsetup.PGOptions{})(mgr, wsetup.Options{}); err != nil {
 		return err
 	}
-	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay}); err != nil {
+	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name}); err != nil {
 		return err
 	}
 	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: o.VolSync.Data}); err != nil {

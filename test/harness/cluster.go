@@ -147,12 +147,12 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		_ = c.stop()
 		return nil, c.failure("start", err)
 	}
-	if opts.ControlPlane {
+	if opts.ControlPlane || opts.Scheduler {
 		nodes := DefaultNodes
 		if opts.Nodes != nil {
 			nodes = opts.Nodes
 		}
-		if err := c.startControlPlane(ctx, binDir, nodes(name)); err != nil {
+		if err := c.startControlPlane(ctx, binDir, nodes(name), !opts.ControlPlane); err != nil {
 			_ = c.stop()
 			return nil, c.failure("start the control plane", err)
 		}

@@ -57,18 +57,35 @@ type controlPlane struct {
 }
 
 // startControlPlane starts the controller manager, the scheduler and kwok for
-// c, then creates nodes and waits until kwok reports them Ready.
-func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []NodeSpec) error {
-	kwokDir, err := KwokDir()
-	if err != nil {
-		return err
-	}
+// c, then creates nodes and waits until kwok reports them Ready. With
+// schedulerOnly it starts kube-scheduler alone and creates no node.
+func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []NodeSpec, schedulerOnly bool) error {
 	kubeconfig := filepath.Join(c.Dir, "admin.kubeconfig")
 	if err := os.WriteFile(kubeconfig, c.Kubeconfig, 0o600); err != nil {
 		return err
 	}
 	caFile := filepath.Join(c.Dir, certDir, "serving-ca.crt")
 	if err := os.WriteFile(caFile, c.Config.CAData, 0o600); err != nil {
+		return err
+	}
+	scheduler := &process.Process{Name: "kube-scheduler", Bin: filepath.Join(binDir, "kube-scheduler"), Kubeconfig: kubeconfig, Args: []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}}
+	cp := &controlPlane{}
+	c.plane = cp
+	if schedulerOnly {
+		if err := scheduler.Start(c.Dir); err != nil {
+			return fmt.Errorf("starting kube-scheduler: %w", err)
+		}
+		cp.procs = append(cp.procs, scheduler)
+		return nil
+	}
+	kwokDir, err := KwokDir()
+	if err != nil {
 		return err
 	}
 	procs := []*process.Process{
@@ -87,13 +104,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []
 			"--use-service-account-credentials=true",
 			"--controllers=*",
 		}},
-		{Name: "kube-scheduler", Bin: filepath.Join(binDir, "kube-scheduler"), Kubeconfig: kubeconfig, Args: []string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--leader-elect=false",
-			"--secure-port=0",
-		}},
+		scheduler,
 		{Name: "kwok", Bin: filepath.Join(kwokDir, "kwok"), Kubeconfig: kubeconfig, Args: []string{
 			"--kubeconfig=" + kubeconfig,
 			"--config=" + filepath.Join(kwokDir, "stages.yaml"),
@@ -105,8 +116,6 @@ func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []
 			"--node-lease-duration-seconds=40",
 		}},
 	}
-	cp := &controlPlane{}
-	c.plane = cp
 	for _, p := range procs {
 		if err := p.Start(c.Dir); err != nil {
 			return fmt.Errorf("starting %s: %w", p.Name, err)

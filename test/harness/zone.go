@@ -40,6 +40,10 @@ type Options struct {
 	// beside each API server, with every admission plugin a kubeadm cluster
 	// enables (see admission.go). Without it a cluster is a bare API server.
 	ControlPlane bool
+	// Scheduler runs kube-scheduler (alone) beside each bare API server, for
+	// tests whose pods must be placed on the nodes they create, which then
+	// need allocatable capacity. Implied by ControlPlane.
+	Scheduler bool
 	// Nodes returns the nodes kwok plays in a cluster of a ControlPlane zone;
 	// nil means DefaultNodes.
 	Nodes func(cluster string) []NodeSpec
@@ -121,10 +125,12 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.ControlPlane {
+	if opts.ControlPlane || opts.Scheduler {
 		if err := ControlPlaneBinaries(binDir); err != nil {
 			return nil, err
 		}
+	}
+	if opts.ControlPlane {
 		if _, err := KwokDir(); err != nil {
 			return nil, err
 		}

@@ -68,8 +68,9 @@ const (
 
 	// ReasonClusterUnreachable (wait): a workload cluster cannot be reached.
 	ReasonClusterUnreachable = "ClusterUnreachable"
-	// ReasonNoReadyNode (wait): a workload cluster has no Ready node for the replica.
-	ReasonNoReadyNode = "NoReadyNode"
+	// ReasonReplicaUnscheduled (wait): the scheduler has not placed a replica
+	// holder pod on a node; the message gives the scheduler's reason.
+	ReasonReplicaUnscheduled = "ReplicaUnscheduled"
 	// ReasonWaitingForAgent (wait): a drbd-node-agent has not reported its address.
 	ReasonWaitingForAgent = "WaitingForAgent"
 	// ReasonSyncing (wait): the initial sync is running.

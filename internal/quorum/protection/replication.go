@@ -3,7 +3,6 @@ package protection
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -62,14 +61,11 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	var nodes [2]string
 	for i, sd := range s.sides() {
-		node, ok, err := r.replicaNode(ctx, s, sd)
+		node, ok, err := r.placeReplica(ctx, s, sd)
 		if err != nil || !ok {
 			return ctrl.Result{}, err
 		}
 		nodes[i] = node
-		if err := createOwned(ctx, sd.rc, sd.cluster, s, r.holderPod(s, sd, node)); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	var res [2]*srv1alpha1.DRBDResource
 	for _, i := range []int{1, 0} { // the DR replica first, the VM's disk last
@@ -171,63 +167,6 @@ func (r *Reconciler) protocol(ctx context.Context, s *scope) (srv1alpha1.Replica
 	}
 }
 
-// replicaNode returns the node of a side's replica. What exists is the record:
-// the DRBDResource's node, else the holder pod's node. Otherwise, on the primary,
-// the node of the VM's VirtualMachineInstance, else (both sides) the first Ready,
-// schedulable node by name. ok is false (with a wait condition) when there is none.
-func (r *Reconciler) replicaNode(ctx context.Context, s *scope, sd side) (string, bool, error) {
-	ns := s.vmNamespace()
-	d := &srv1alpha1.DRBDResource{}
-	switch err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.req.Status.DRBDResourceName}, d); {
-	case err == nil && ownedBy(d, s):
-		return d.Spec.NodeName, true, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return "", false, remoteErr(sd.cluster, "reading DRBDResource "+s.req.Status.DRBDResourceName, err)
-	}
-	pod := &corev1.Pod{}
-	switch err := sd.rc.Direct.Get(ctx, types.NamespacedName{Namespace: ns, Name: HolderName(s.req.Spec.VirtualMachine.Name)}, pod); {
-	case err == nil && ownedBy(pod, s) && pod.Spec.NodeName != "":
-		return pod.Spec.NodeName, true, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return "", false, remoteErr(sd.cluster, "reading replica holder pod", err)
-	}
-	if sd.primary {
-		vmi := &kubevirtv1.VirtualMachineInstance{}
-		switch err := sd.rc.Direct.Get(ctx, s.vmKey(), vmi); {
-		case err == nil && vmi.Status.NodeName != "":
-			return vmi.Status.NodeName, true, nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return "", false, remoteErr(sd.cluster, "reading VirtualMachineInstance "+s.vmKey().String(), err)
-		}
-	}
-	nodes := &corev1.NodeList{}
-	if err := sd.rc.Direct.List(ctx, nodes); err != nil {
-		return "", false, remoteErr(sd.cluster, "listing nodes", err)
-	}
-	var ready []string
-	for _, n := range nodes.Items {
-		if nodeReady(&n) && !n.Spec.Unschedulable {
-			ready = append(ready, n.Name)
-		}
-	}
-	if len(ready) == 0 {
-		s.trail.Wait(ReasonNoReadyNode, "cluster %s has no Ready, schedulable node for the replica", sd.cluster)
-		s.requeue(unreachableRetry)
-		return "", false, nil
-	}
-	sort.Strings(ready)
-	return ready[0], true, nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // holderResources bound the holder: pause sleeps.
 var holderResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
@@ -235,16 +174,16 @@ var holderResources = corev1.ResourceRequirements{
 }
 
 // holderPod consumes a side's backing PVCs as raw block devices on the replica
-// node, so that the node has them attached for the drbd-node-agent.
-func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
+// node, so that the node has them attached for the drbd-node-agent. vmNode is
+// the node of the VM it must share, if any (see holderPlacement).
+func (r *Reconciler) holderPod(s *scope, sd side, vmNode string) *corev1.Pod {
 	image := r.Options.HolderImage
 	if image == "" {
 		image = DefaultHolderImage
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: HolderName(s.req.Spec.VirtualMachine.Name), Labels: labels(s.req, "holder")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.vmNamespace(), Name: HolderName(s.req.Spec.VirtualMachine.Name), Labels: labels(s.req, srv1alpha1.ObjectRoleHolder)},
 		Spec: corev1.PodSpec{
-			NodeName:      node,
 			RestartPolicy: corev1.RestartPolicyAlways,
 			// The holder must stay while DRBD lost quorum on the node.
 			Tolerations:                  []corev1.Toleration{{Key: srv1alpha1.LostQuorumTaintKey, Operator: corev1.TolerationOpExists}},
@@ -264,6 +203,7 @@ func (r *Reconciler) holderPod(s *scope, sd side, node string) *corev1.Pod {
 			}},
 		},
 	}
+	pod.Spec.Affinity, pod.Spec.TopologySpreadConstraints = holderPlacement(s, vmNode)
 	for _, v := range s.req.Status.Volumes {
 		name := fmt.Sprintf("vol-%d", v.Volume)
 		claim := v.SourcePVC

@@ -18,6 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
+// Annotations of a claim the PV controller bound.
+const (
+	annBindCompleted     = "pv.kubernetes.io/bind-completed"
+	annBoundByController = "pv.kubernetes.io/bound-by-controller"
+)
+
 // Driver is the CSI driver name of the volumes the binder creates.
 const Driver = "sim.storage.siterecovery.test"
 
@@ -73,6 +79,20 @@ func (b *binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 		before := pvc.DeepCopy()
 		pvc.Spec.VolumeName = pvName
+		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, annBoundByController, "yes")
+		if err := b.client.Patch(ctx, pvc, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// The PV controller marks every claim it binds (k8s.io/kubernetes
+	// pkg/controller/volume/persistentvolume/pv_controller.go,
+	// bindClaimToVolume); kube-scheduler's volume binding counts a claim as
+	// bound only with bind-completed (pkg/scheduler/framework/plugins/
+	// volumebinding/binder.go, isPVCFullyBound) and otherwise looks for its
+	// class to provision it.
+	if pvc.Annotations[annBindCompleted] == "" {
+		before := pvc.DeepCopy()
+		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, annBindCompleted, "yes")
 		if err := b.client.Patch(ctx, pvc, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err
 		}
