@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/siterecovery/siterecovery/internal/vmdisks"
 )
 
 // standbySpec returns the part of a standby VM's spec that pg-sync owns, built
@@ -21,7 +23,7 @@ func standbySpec(src *kubevirtv1.VirtualMachineSpec) kubevirtv1.VirtualMachineSp
 			convertDataVolume(&out.Template.Spec.Volumes[i])
 		}
 	}
-	out.DataVolumeTemplates = referencedTemplates(src.DataVolumeTemplates, out.Template)
+	out.DataVolumeTemplates = vmdisks.ReferencedTemplates(src.DataVolumeTemplates, out.Template)
 	if src.Instancetype != nil {
 		out.Instancetype = src.Instancetype.DeepCopy()
 		out.Instancetype.RevisionName = ""
@@ -44,26 +46,6 @@ func convertDataVolume(v *kubevirtv1.Volume) {
 		Hotpluggable: dv.Hotpluggable,
 	}}
 	v.PersistentVolumeClaim.ClaimName = dv.Name
-}
-
-// referencedTemplates keeps the dataVolumeTemplates that a DataVolume volume of
-// tmpl still names.
-func referencedTemplates(in []kubevirtv1.DataVolumeTemplateSpec, tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec) []kubevirtv1.DataVolumeTemplateSpec {
-	used := map[string]bool{}
-	if tmpl != nil {
-		for _, v := range tmpl.Spec.Volumes {
-			if v.DataVolume != nil {
-				used[v.DataVolume.Name] = true
-			}
-		}
-	}
-	var out []kubevirtv1.DataVolumeTemplateSpec
-	for _, t := range in {
-		if used[t.Name] {
-			out = append(out, *t.DeepCopy())
-		}
-	}
-	return out
 }
 
 // newStandby returns the standby VM to create for src: the owned spec, the

@@ -61,7 +61,10 @@
 //     frontend PVCs, frontend PVs, the DRBDResources (each drbd-node-agent runs
 //     `drbdadm down` under its own finalizer, so DRBD is down before anything
 //     below goes) and the holder pods —, then in one patch swap the disks back
-//     to the volumes in OriginalVolumesAnnotation and restore the strategy;
+//     to the volumes in OriginalVolumesAnnotation, put back the
+//     dataVolumeTemplates the switch dropped (KubeVirt refuses a template no
+//     volume references, so the switch keeps them in
+//     OriginalDataVolumeTemplatesAnnotation) and restore the strategy;
 //     wait until it runs if it ran. The VM also loses the group label. A VM that
 //     was Halted stays Halted; one its group had stopped gets back the strategy
 //     it had before, as a start of the group would.

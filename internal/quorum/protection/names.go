@@ -19,6 +19,12 @@ const (
 	// so that removing protection can put the VM back on its original PVCs.
 	OriginalVolumesAnnotation = "siterecovery.trilio.io/original-volumes"
 
+	// OriginalDataVolumeTemplatesAnnotation keeps, on the VM, its
+	// spec.dataVolumeTemplates (JSON list) when the frontend switch dropped
+	// those no DataVolume volume names any more, so that removing protection
+	// puts them back.
+	OriginalDataVolumeTemplatesAnnotation = "siterecovery.trilio.io/original-datavolume-templates"
+
 	// MinorBase is the first DRBD minor the controller allocates; lower minors are
 	// left to resources made by hand.
 	MinorBase = 1000

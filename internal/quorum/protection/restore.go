@@ -17,7 +17,8 @@ import (
 // it again as it ran before:
 //
 //   - VM stays on the primary: its disks go back to the volumes recorded in
-//     OriginalVolumesAnnotation (DataVolumes become DataVolume volumes again);
+//     OriginalVolumesAnnotation (DataVolumes become DataVolume volumes again,
+//     with their dataVolumeTemplates);
 //   - VM stays on the DR cluster (forced): the primary's VM, which the failover
 //     stopped, only gets its original volumes back and stays Halted; the DR VM
 //     moves onto the DR backing PVCs, which hold the same data.
@@ -117,9 +118,10 @@ func onFrontend(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume
 }
 
 // swapBack points every disk that names its frontend PVC at its original volume
-// (original) or at its DR backing PVC, and drops OriginalVolumesAnnotation. A
-// disk the annotation does not know goes back to the source PVC recorded in the
-// request, which is the PVC it had.
+// (original), with the dataVolumeTemplates the switch dropped, or at its DR
+// backing PVC, and drops OriginalVolumesAnnotation. A disk the annotation does
+// not know goes back to the source PVC recorded in the request, which is the
+// PVC it had.
 func swapBack(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume, original bool) error {
 	orig, err := originalVolumes(vm.Annotations)
 	if err != nil {
@@ -145,6 +147,10 @@ func swapBack(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume, 
 		}
 	}
 	delete(vm.Annotations, OriginalVolumesAnnotation)
+	if original {
+		restoreTemplates(vm)
+	}
+	delete(vm.Annotations, OriginalDataVolumeTemplatesAnnotation)
 	return nil
 }
 

@@ -196,7 +196,8 @@ func isSwapped(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume)
 }
 
 // swapVolumes points every protected disk at its frontend PVC and records the
-// original volumes in OriginalVolumesAnnotation.
+// original volumes in OriginalVolumesAnnotation; the dataVolumeTemplates of
+// the DataVolumes it replaced go (see dropOrphanedTemplates).
 func swapVolumes(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolume) error {
 	orig, err := originalVolumes(vm.Annotations)
 	if err != nil {
@@ -220,10 +221,10 @@ func swapVolumes(vm *kubevirtv1.VirtualMachine, vols []srv1alpha1.ProtectedVolum
 	}
 	raw, err := json.Marshal(orig)
 	if err != nil {
-		return err
+		return fmt.Errorf("recording the original volumes: %w", err)
 	}
 	setAnnotation(vm, OriginalVolumesAnnotation, string(raw))
-	return nil
+	return dropOrphanedTemplates(vm)
 }
 
 // halt stops the VM in its own API style, keeping the previous strategy, and
