@@ -37,8 +37,9 @@ func copyCRDs(in []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1
 	return out
 }
 
-// installCRDs creates the CRDs concurrently (envtest creates them one by one) and waits
-// until discovery serves all of them, as envtest does.
+// installCRDs creates the CRDs concurrently (envtest creates them one by one), waits
+// until discovery serves all of them, as envtest does, and installs the admission
+// policies that come with them (installPolicies).
 func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if len(crds) == 0 {
 		return nil
@@ -72,5 +73,5 @@ func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.
 	if err := envtest.WaitForCRDs(cfg, crds, opts); err != nil {
 		return fmt.Errorf("waiting for CRDs to be served: %w", err)
 	}
-	return nil
+	return installPolicies(ctx, cfg, crds)
 }

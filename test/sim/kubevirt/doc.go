@@ -15,9 +15,10 @@
 // field set means Halted, as in KubeVirt.
 //
 // A VM that sets both spec.running and spec.runStrategy is rejected by KubeVirt's
-// admission webhook ("mutually exclusive"). There is no webhook here, so the simulator
-// instead sets the VM condition Failure=True with reason ReasonInvalidRunStrategy and
-// leaves the VMI and printable status alone until the spec is fixed.
+// admission webhook ("mutually exclusive"); test/harness installs admission policies
+// that refuse it the same way. On a cluster without them the simulator instead sets
+// the VM condition Failure=True with reason ReasonInvalidRunStrategy and leaves the
+// VMI and printable status alone until the spec is fixed.
 //
 // Transitions are timed without sleeping: the annotations TransitionAnnotation and
 // TransitionSinceAnnotation on the VM record which transition began when, and the
