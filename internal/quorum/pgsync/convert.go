@@ -12,8 +12,8 @@ import (
 // from the spec of the VM on the active cluster: the template with every
 // DataVolume volume turned into a PersistentVolumeClaim volume of the same claim
 // name (the DR side has the replicated PVC, never a DataVolume to import), only
-// the dataVolumeTemplates some volume still references (after that conversion:
-// none), and the instancetype and preference without the source cluster's
+// the dataVolumeTemplates a DataVolume volume still names
+// (vmdisks.ReferencedTemplates; after that conversion: none), and the instancetype and preference without the source cluster's
 // ControllerRevision names. Run fields are never part of it. src is not changed.
 func standbySpec(src *kubevirtv1.VirtualMachineSpec) kubevirtv1.VirtualMachineSpec {
 	out := kubevirtv1.VirtualMachineSpec{}
