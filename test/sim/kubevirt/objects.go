@@ -47,6 +47,10 @@ func (r *reconciler) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachin
 			PhaseTransitionTimestamp: now,
 		}},
 	}
+	if r.opts.LauncherPods {
+		// The VMI waits for its launcher pod (launcher.go).
+		status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Pending}
+	}
 	vmi.Status = *status.DeepCopy()
 	if err := r.client.Create(ctx, vmi); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
@@ -56,7 +60,16 @@ func (r *reconciler) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachin
 		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
 			return err
 		}
+		if r.opts.LauncherPods {
+			return nil
+		}
 		return r.openDisks(ctx, vmi)
+	}
+	if r.opts.LauncherPods {
+		if vmi.Status.Phase == "" {
+			return r.setVMIStatus(ctx, vmi, func(s *kubevirtv1.VirtualMachineInstanceStatus) { *s = status })
+		}
+		return nil
 	}
 	if err := r.openDisks(ctx, vmi); err != nil {
 		return err

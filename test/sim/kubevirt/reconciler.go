@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -100,16 +101,25 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		})
 	}
 	run := shouldRun(vm, strategy, vmi)
+	var res ctrl.Result
 	switch {
 	case run && vmi == nil:
-		return r.start(ctx, vm, strategy)
+		res, err = r.start(ctx, vm, strategy)
+	case run && r.opts.LauncherPods && vmi.Status.Phase != kubevirtv1.Running:
+		err = r.launch(ctx, vm, strategy, vmi)
 	case run:
-		return ctrl.Result{}, r.settle(ctx, vm, strategy, true)
+		err = r.settle(ctx, vm, strategy, true)
 	case vmi != nil:
-		return r.stop(ctx, vm, strategy, vmi)
+		res, err = r.stop(ctx, vm, strategy, vmi)
 	default:
-		return ctrl.Result{}, r.settle(ctx, vm, strategy, false)
+		err = r.settle(ctx, vm, strategy, false)
 	}
+	// A launcher pod that does not run yet, or is not gone yet, wakes the VM
+	// again with its own events.
+	if errors.Is(err, errLauncherPending) {
+		return ctrl.Result{}, nil
+	}
+	return res, err
 }
 
 // shouldRun maps the run strategy to whether a VMI should exist.
@@ -142,6 +152,13 @@ func (r *reconciler) start(ctx context.Context, vm *kubevirtv1.VirtualMachine, s
 	}
 	if err := r.createVMI(ctx, vm); err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.opts.LauncherPods {
+		vmi, err := r.getVMI(ctx, client.ObjectKeyFromObject(vm))
+		if err != nil || vmi == nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.launch(ctx, vm, strategy, vmi)
 	}
 	return ctrl.Result{}, r.settle(ctx, vm, strategy, true)
 }
@@ -252,6 +269,14 @@ func (r *reconciler) deleteVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 	// qemu exits, closing its disks, before the VMI goes.
 	if r.opts.Disks != nil {
 		if err := r.opts.Disks.Close(ctx, vmi); err != nil {
+			return err
+		}
+	}
+	if r.opts.LauncherPods {
+		if gone, err := r.removeLauncher(ctx, vmi); err != nil || !gone {
+			if err == nil {
+				err = errLauncherPending
+			}
 			return err
 		}
 	}

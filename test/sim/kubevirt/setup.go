@@ -4,12 +4,14 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
@@ -36,6 +38,11 @@ type Options struct {
 	Clock clock.PassiveClock
 	// NodeName is the status.nodeName of every VMI; SimulatedNodeName by default.
 	NodeName string
+	// LauncherPods runs each VMI in a virt-launcher pod that kube-scheduler
+	// places and kwok runs (launcher.go); the VMI's node is its pod's. For
+	// clusters with the full control plane. Without it a VMI runs at once on
+	// NodeName.
+	LauncherPods bool
 	// Disks, when set, holds a VMI's disks as its qemu does: opened before the
 	// VMI runs (a disk that cannot be opened keeps the VM Starting, retried),
 	// closed before the VMI is deleted.
@@ -67,10 +74,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		reader = mgr.GetClient()
 	}
 	skip := true
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachine{}, builder.WithPredicates(notIgnored)).
 		Owns(&kubevirtv1.VirtualMachineInstance{}, builder.WithPredicates(notIgnored)).
-		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: 8}).
-		Complete(&reconciler{client: mgr.GetClient(), reader: reader, opts: opts})
+		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: 8})
+	if opts.LauncherPods {
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(vmOfLauncher))
+	}
+	return b.Complete(&reconciler{client: mgr.GetClient(), reader: reader, opts: opts})
 }
