@@ -200,7 +200,24 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 	if err != nil {
 		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
+	if why := vmProblems(pg); why != "" {
+		// Say at once what keeps a VM from starting (a launcher pod the
+		// scheduler cannot place), not only when the boot timeout ends.
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for group %s to run on %s (currentState %q); %s",
+			s.group.Name, s.target(), pg.Status.CurrentState, why)
+	}
 	return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
+}
+
+// vmProblems names the VMs of a workload copy that report a problem, with it.
+func vmProblems(pg *srv1alpha1.ProtectionGroup) string {
+	var out []string
+	for _, vm := range pg.Status.VirtualMachines {
+		if vm.PrintableStatus != "Running" && vm.Message != "" {
+			out = append(out, fmt.Sprintf("%s/%s %s", vm.Namespace, vm.Name, vm.Message))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // flipActiveCluster makes the target the group's active cluster on the quorum
@@ -264,7 +281,11 @@ func notRunning(pg *srv1alpha1.ProtectionGroup) string {
 	var out []string
 	for _, vm := range pg.Status.VirtualMachines {
 		if vm.PrintableStatus != "Running" {
-			out = append(out, fmt.Sprintf("%s/%s (%s)", vm.Namespace, vm.Name, vm.PrintableStatus))
+			state := vm.PrintableStatus
+			if vm.Message != "" {
+				state += ": " + vm.Message
+			}
+			out = append(out, fmt.Sprintf("%s/%s (%s)", vm.Namespace, vm.Name, state))
 		}
 	}
 	if len(out) == 0 {

@@ -207,6 +207,14 @@ func groupCopyIn(name string, desired, state srv1alpha1.GroupState) *srv1alpha1.
 		Status: srv1alpha1.ProtectionGroupStatus{ObservedGeneration: 1, CurrentState: state}}
 }
 
+// unschedulable reports the group's VM ErrorUnschedulable, as pg-controller
+// reports a VM whose launcher pod the scheduler cannot place.
+func unschedulable(pg *srv1alpha1.ProtectionGroup) *srv1alpha1.ProtectionGroup {
+	pg.Status.VirtualMachines = []srv1alpha1.VMStatus{{Namespace: appNS, Name: vm, PrintableStatus: "ErrorUnschedulable",
+		Message: "cannot be scheduled: 0/3 nodes are available: 1 Insufficient memory, 2 node(s) had volume node affinity conflict"}}
+	return pg
+}
+
 // replica is the VM's DRBDResource on node, with the role DRBD reports,
 // connected and in sync with a Secondary peer.
 func replica(node string, spec, role srv1alpha1.DRBDRole, promotable bool) *srv1alpha1.DRBDResource {
@@ -514,6 +522,13 @@ func TestPhases(t *testing.T) {
 				err := f.quorum.Get(f.ctx, client.ObjectKey{Namespace: testNS, Name: srv1alpha1.FailoverLockName(testGroup)}, &coordinationv1.Lease{})
 				require.True(t, apierrors.IsNotFound(err), "the lock is released: %v", err)
 			},
+		},
+		{
+			name: "a VM the target's scheduler cannot place is named with the scheduler's reason", phase: srv1alpha1.FailoverStartingOnTarget,
+			primary:     cluster{objs: sourceStoppedSecondary},
+			dr:          cluster{objs: []client.Object{unschedulable(groupCopyIn(testGroup, running, srv1alpha1.StateStarting)), replica("node-b", pri, pri, true)}},
+			wantPhase:   srv1alpha1.FailoverStartingOnTarget,
+			wantMessage: `waiting for group g to run on dr (currentState "starting"); apps/web cannot be scheduled: 0/3 nodes are available: 1 Insufficient memory, 2 node(s) had volume node affinity conflict`,
 		},
 		{
 			name: "an unreachable target is held for, saying so, with the source left stopped", phase: srv1alpha1.FailoverStartingOnTarget,

@@ -3,6 +3,7 @@ package protectiongroup
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -49,6 +50,23 @@ type vmState struct {
 }
 
 func (v vmState) missing() bool { return v.vm == nil }
+
+// message explains a problem with the VM: the controller's own, else why
+// KubeVirt cannot start it. KubeVirt copies the launcher pod's PodScheduled
+// condition to the VM; when the scheduler cannot place the pod (no node with
+// room for it where its volumes can attach), that is what keeps a failed-over
+// VM from booting, and the operator reads it here and in the request.
+func (v vmState) message() string {
+	if v.problem != "" || v.vm == nil {
+		return v.problem
+	}
+	for _, c := range v.vm.Status.Conditions {
+		if string(c.Type) == string(corev1.PodScheduled) && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return "cannot be scheduled: " + c.Message
+		}
+	}
+	return ""
+}
 
 func (v vmState) printableStatus() string {
 	if v.vm == nil {

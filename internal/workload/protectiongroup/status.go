@@ -68,7 +68,7 @@ func vmStatuses(s *scope) []srv1alpha1.VMStatus {
 			Namespace:       v.ref.Namespace,
 			PrintableStatus: v.printableStatus(),
 			Ready:           v.running(),
-			Message:         v.problem,
+			Message:         v.message(),
 		}
 		// since only moves when the VM's state does, so that an unchanged group
 		// writes no status.
