@@ -122,7 +122,34 @@ func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []
 		}
 		cp.procs = append(cp.procs, p)
 	}
-	return c.createNodes(ctx, nodes)
+	if err := c.createNodes(ctx, nodes); err != nil {
+		return err
+	}
+	return c.waitDefaultServiceAccount(ctx)
+}
+
+// waitDefaultServiceAccount waits until the ServiceAccount controller has
+// made the default namespace's default ServiceAccount: until then the
+// ServiceAccount admission plugin refuses every pod there, as on a cluster
+// just installed.
+func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, processStartTimeout)
+	defer cancel()
+	for {
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "default"}, &corev1.ServiceAccount{})
+		if err == nil {
+			return nil
+		}
+		if perr := c.plane.exited(); perr != nil {
+			return perr
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no default ServiceAccount in namespace default (kube-controller-manager's output: %s): %w",
+				filepath.Join(c.Dir, "kube-controller-manager.log"), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // stop stops kwok, the scheduler and the controller manager.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -73,8 +74,12 @@ func (b *binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		if ptr.Deref(pvc.Spec.StorageClassName, "") == "" {
 			return ctrl.Result{}, nil // statically provisioned: someone else binds it
 		}
+		node, wait, err := b.waitsForConsumer(ctx, pvc)
+		if err != nil || wait {
+			return ctrl.Result{}, err
+		}
 		pvName = fmt.Sprintf("pvc-%s", pvc.UID)
-		if err := b.createPV(ctx, pvc, pvName); err != nil {
+		if err := b.createPV(ctx, pvc, pvName, node); err != nil {
 			return ctrl.Result{}, err
 		}
 		before := pvc.DeepCopy()
@@ -107,7 +112,35 @@ func (b *binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	return ctrl.Result{}, b.client.Status().Patch(ctx, pvc, client.MergeFrom(before))
 }
 
-func (b *binder) createPV(ctx context.Context, pvc *corev1.PersistentVolumeClaim, name string) error {
+// annSelectedNode is where kube-scheduler records the node it chose for a
+// pod whose claim waits for its first consumer (k8s.io/kubernetes
+// pkg/controller/volume/persistentvolume/util, AnnSelectedNode).
+const annSelectedNode = "volume.kubernetes.io/selected-node"
+
+// waitsForConsumer reports whether pvc's class binds on first consumer and
+// no consumer was placed yet; otherwise it returns the node the scheduler
+// selected ("" for an immediately bound class). A provisioner creates such a
+// volume only once the scheduler placed a pod using it, on that node's
+// topology (external-provisioner's controller.go, in sig-storage-lib-external-
+// provisioner: shouldProvision and the selected node passed to Provision), so a
+// pod that bypasses the scheduler by naming its node leaves the claim Pending.
+func (b *binder) waitsForConsumer(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, bool, error) {
+	class := &storagev1.StorageClass{}
+	if err := b.client.Get(ctx, client.ObjectKey{Name: ptr.Deref(pvc.Spec.StorageClassName, "")}, class); err != nil {
+		// A class the cluster does not have: bound at once, as before classes
+		// were objects here.
+		return "", false, client.IgnoreNotFound(err)
+	}
+	if ptr.Deref(class.VolumeBindingMode, storagev1.VolumeBindingImmediate) != storagev1.VolumeBindingWaitForFirstConsumer {
+		return "", false, nil
+	}
+	node := pvc.Annotations[annSelectedNode]
+	return node, node == "", nil
+}
+
+// createPV creates the claim's volume; node, when set, is the only node it
+// attaches to (the topology of a WaitForFirstConsumer volume).
+func (b *binder) createPV(ctx context.Context, pvc *corev1.PersistentVolumeClaim, name, node string) error {
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeSpec{
@@ -121,6 +154,10 @@ func (b *binder) createPV(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 				Driver: Driver, VolumeHandle: name,
 			}},
 		},
+	}
+	if node != "" {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}
 	}
 	if err := b.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
