@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/protection"
 	"github.com/siterecovery/siterecovery/test/env"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
 // TestDRReplicasSpreadAcrossNodes protects three VMs of one group onto a DR
@@ -78,4 +82,28 @@ func (z *zone) startAgentOn(t testing.TB, cluster, name, address string) {
 		StatusInterval: 50 * time.Millisecond,
 	}
 	z.Manager(t, cluster, fmt.Sprintf("drbd-node-agent-%s", name), ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+}
+
+// TestProtectOntoWaitForFirstConsumerStorage protects a VM onto a DR
+// cluster whose target StorageClass binds on first consumer: the target
+// claims are provisioned on the node the scheduler picks for the replica
+// holder. (A holder pinned by nodeName never has the scheduler select a node
+// for its claims, which then stay Pending, and the protection with them.)
+func TestProtectOntoWaitForFirstConsumerStorage(t *testing.T) {
+	z := newZone(t)
+	ctx := t.Context()
+	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
+	require.NoError(t, d.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver,
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}))
+
+	makePVC(t, p, "wffc-root", "standard", corev1.PersistentVolumeBlock)
+	makeVM(t, p, "wffc", pvcVolume("rootdisk", "wffc-root"))
+	require.NoError(t, q.Create(ctx, newRequest("protect-wffc", "wffc")))
+	env.Eventually(t, wait, "protect-wffc Protected", phaseIs(ctx, q, "protect-wffc", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
+
+	req := getRequest(t, q, "protect-wffc")
+	target := &corev1.PersistentVolumeClaim{}
+	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: req.Status.Volumes[0].TargetPVC}, target))
+	res := replicaIn(t, d, srv1alpha1.DRBDResourceName("wffc"))
+	require.Equal(t, res.Spec.NodeName, target.Annotations["volume.kubernetes.io/selected-node"], "provisioned for the replica's node")
 }
