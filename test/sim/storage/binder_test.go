@@ -84,8 +84,11 @@ func TestWaitForFirstConsumerBindsWhereTheSchedulerPlacedThePod(t *testing.T) {
 	require.NoError(t, c.Create(t.Context(), pod))
 	poll(t, "the late claim bound after the pod was placed", bound(late))
 	poll(t, "the pod scheduled", func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil || pod.Spec.NodeName == "" {
-			return fmt.Errorf("not scheduled: %v", err)
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Spec.NodeName == "" {
+			return fmt.Errorf("pod %s not scheduled", pod.Name)
 		}
 		return nil
 	})
