@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate verify tidy-check kube-binaries kubectl kwok test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
+.PHONY: all build images console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
 
 all: build
 
@@ -75,11 +75,18 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into t
 	$(CONTROLLER_GEN) rbac:roleName=drbd-node-agent paths=./internal/nodeagent/... output:rbac:artifacts:config=config/rbac/drbd-node-agent
 	scripts/dev/copy-rbac.sh
 
-verify: generate tidy-check ## Fail when generated files are stale or go.mod is untidy.
-	@if [ -n "$$(git status --porcelain -- apis config charts)" ]; then \
-		echo "generated files are stale; run 'make generate' and commit:"; \
-		git status --porcelain -- apis config charts; \
-		git --no-pager diff --stat -- apis config charts; exit 1; fi
+# The KubeVirt CRDs the test clusters install: virt-operator's schema, from
+# kubevirt.io/api at go.mod's version (tools/kubevirt-crds says how, and what
+# differs). It fails when the schema is not the one virt-operator embeds.
+KUBEVIRT_CRDS := test/crds/thirdparty/kubevirt.io_virtualmachines.yaml test/crds/thirdparty/kubevirt.io_virtualmachineinstances.yaml
+kubevirt-crds: ## Regenerate test/crds/thirdparty's KubeVirt VirtualMachine and VirtualMachineInstance CRDs.
+	$(GO) run -C tools/kubevirt-crds . -root $(CURDIR)
+
+verify: generate kubevirt-crds tidy-check ## Fail when generated files are stale or go.mod is untidy.
+	@if [ -n "$$(git status --porcelain -- apis config charts $(KUBEVIRT_CRDS))" ]; then \
+		echo "generated files are stale; run 'make generate kubevirt-crds' and commit:"; \
+		git status --porcelain -- apis config charts $(KUBEVIRT_CRDS); \
+		git --no-pager diff --stat -- apis config charts $(KUBEVIRT_CRDS); exit 1; fi
 	@echo "generated files are up to date"
 
 tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the module or the lint tool).
@@ -90,6 +97,7 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/images && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/promql && $(GO) mod tidy -diff
+	cd tools/kubevirt-crds && $(GO) mod tidy -diff
 
 kube-binaries: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration tests (cached).
 	scripts/dev/kube-binaries.sh

@@ -80,11 +80,15 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 }
 
 // waitEnforced dry-runs a VM the policies refuse until the API server refuses it.
+// The probe meets the CRD's schema (a template with a domain and its devices),
+// so that only a policy can refuse it.
 func waitEnforced(ctx context.Context, cl client.Client) error {
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"namespace": "default", "name": "admission-policy-probe"},
-		"spec":     map[string]any{"running": false, "runStrategy": "Halted"},
+		"spec": map[string]any{"running": false, "runStrategy": "Halted", "template": map[string]any{
+			"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}},
+		}},
 	}}
 	for {
 		err := cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
