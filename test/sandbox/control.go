@@ -224,8 +224,10 @@ func (f *sandboxFaults) PowerOff(cluster string) error {
 	for _, p := range f.sb.siteProcesses(cluster) {
 		p.Kill()
 	}
-	if err := f.sb.fabric.PowerOff(nodes[cluster].name); err != nil {
-		return err
+	for _, n := range nodes[cluster] {
+		if err := f.sb.fabric.PowerOff(n.name); err != nil {
+			return err
+		}
 	}
 	if err := f.sb.zone.Clusters[cluster].StopAPIServer(); err != nil {
 		return err

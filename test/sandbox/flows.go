@@ -154,7 +154,7 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 	fmt.Printf("  total %s\n\n", h[len(h)-1].Time.Sub(created).Round(time.Millisecond))
 }
 
-// demo runs a planned failover and failback, an unplanned failover through a
+// demo runs a test failover, a planned failover and failback, an unplanned failover through a
 // partition of the primary site and its rejoin, then an unplanned failover
 // back after a power cut of the DR site and its rejoin, verifying the guests'
 // data after each.

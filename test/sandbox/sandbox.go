@@ -36,12 +36,28 @@ const (
 	dr                   = "dr"
 )
 
-// node is the one simulated worker node of a workload cluster.
-type node struct{ name, address string }
+// node is a worker node of a workload cluster: kwok plays it, and a
+// drbd-node-agent runs for it against the DRBD simulator.
+type node struct{ name, address, zone string }
 
-var nodes = map[string]node{
-	primary: {"primary-worker-1", "10.0.0.1"},
-	dr:      {"dr-worker-1", "10.0.1.1"},
+// nodes are each workload cluster's three workers, in two zones: the
+// scheduler places the replicas and the VMs among them.
+var nodes = map[string][]node{
+	primary: {{"primary-worker-1", "10.0.0.1", "primary-zone-a"}, {"primary-worker-2", "10.0.0.2", "primary-zone-a"}, {"primary-worker-3", "10.0.0.3", "primary-zone-b"}},
+	dr:      {{"dr-worker-1", "10.0.1.1", "dr-zone-a"}, {"dr-worker-2", "10.0.1.2", "dr-zone-a"}, {"dr-worker-3", "10.0.1.3", "dr-zone-b"}},
+}
+
+// nodeSpecs are the nodes kwok plays in a cluster of the sandbox.
+func nodeSpecs(cluster string) []harness.NodeSpec {
+	ns := nodes[cluster]
+	if ns == nil { // the quorum cluster runs no workload
+		return []harness.NodeSpec{{Name: cluster + "-worker-1", Zone: cluster + "-zone-a", CPU: "8", Memory: "32Gi"}}
+	}
+	out := make([]harness.NodeSpec, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, harness.NodeSpec{Name: n.name, Zone: n.zone, CPU: "16", Memory: "64Gi", Address: n.address})
+	}
+	return out
 }
 
 type sandbox struct {
@@ -72,7 +88,10 @@ type sandbox struct {
 
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	sb := &sandbox{o: o, state: filepath.Join(o.workDir, "drbd-state")}
-	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}
+	// Each cluster is a whole control plane: kube-controller-manager,
+	// kube-scheduler and kwok's nodes, with a kubeadm cluster's admission
+	// plugins, so the product meets what a real cluster does to it.
+	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New(), ControlPlane: true, Nodes: nodeSpecs}
 	if err := sb.startIssuer(&ho); err != nil {
 		return nil, err
 	}
@@ -178,13 +197,17 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n := nodes[cluster]
-		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: time.Second, StopDelay: time.Second, NodeName: n.name}); err != nil {
+		// VMIs run in launcher pods the scheduler places and kwok runs.
+		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: time.Second, StopDelay: time.Second, LauncherPods: true}); err != nil {
 			return err
+		}
+		kubelets := map[string]string{}
+		for _, n := range nodes[cluster] {
+			kubelets[n.name] = sb.kubeletDir(n)
 		}
 		// With VolSync, the snapshot simulator restores claims from
 		// snapshots, copying their blocks before they bind.
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.name: sb.kubeletDir(n)}, SkipRestores: sb.vs != nil, DeviceDir: sb.devices}); err != nil {
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: kubelets, SkipRestores: sb.vs != nil, DeviceDir: sb.devices}); err != nil {
 			return err
 		}
 		if sb.vs != nil {
@@ -218,17 +241,19 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 		sb.procs = append(sb.procs, sb.drNamespaceProcess("quorum-manager-offloaded", ofNamespace, sb.of.webhookArgs, common))
 	}
 	for _, cluster := range []string{primary, dr} {
-		n := nodes[cluster]
 		sb.procs = append(sb.procs,
-			&process.Process{Name: "pg-controller-" + cluster, Bin: b("pg-controller"), Kubeconfig: sb.kubeconfig(cluster), Args: common},
-			&process.Process{Name: "drbd-node-agent-" + n.name, Bin: b("drbd-node-agent"), Kubeconfig: sb.kubeconfig(cluster),
-				Env: []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
-				Args: append([]string{
-					"--node-name=" + n.name, "--replication-address=" + n.address,
-					"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
-					"--kubelet-dir=" + sb.kubeletDir(n),
-					"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
-				}, common...)})
+			&process.Process{Name: "pg-controller-" + cluster, Bin: b("pg-controller"), Kubeconfig: sb.kubeconfig(cluster), Args: common})
+		for _, n := range nodes[cluster] {
+			sb.procs = append(sb.procs,
+				&process.Process{Name: "drbd-node-agent-" + n.name, Bin: b("drbd-node-agent"), Kubeconfig: sb.kubeconfig(cluster),
+					Env: []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
+					Args: append([]string{
+						"--node-name=" + n.name, "--replication-address=" + n.address,
+						"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
+						"--kubelet-dir=" + sb.kubeletDir(n),
+						"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
+					}, common...)})
+		}
 	}
 	for _, p := range sb.procs {
 		if err := p.Start(sb.logDir()); err != nil {
@@ -242,11 +267,15 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 func (sb *sandbox) logDir() string { return filepath.Join(sb.o.workDir, "logs") }
 
 // siteProcesses are the product's processes that run on a workload
-// cluster's site: its pg-controller and its node's agent.
+// cluster's site: its pg-controller and its nodes' agents.
 func (sb *sandbox) siteProcesses(cluster string) []*process.Process {
+	names := map[string]bool{"pg-controller-" + cluster: true}
+	for _, n := range nodes[cluster] {
+		names["drbd-node-agent-"+n.name] = true
+	}
 	var out []*process.Process
 	for _, p := range sb.procs {
-		if p.Name == "pg-controller-"+cluster || p.Name == "drbd-node-agent-"+nodes[cluster].name {
+		if names[p.Name] {
 			out = append(out, p)
 		}
 	}

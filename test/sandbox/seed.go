@@ -16,15 +16,13 @@ import (
 )
 
 // seed creates what an operator would have before protecting anything: the DR
-// namespace and kubeconfig Secrets, the zone, one Ready worker node and a block
-// StorageClass per workload cluster, and the demo VMs on the primary.
+// namespace and kubeconfig Secrets, the zone, a block StorageClass per
+// workload cluster, and the demo VMs on the primary. The nodes are kwok's.
 func (sb *sandbox) seed(ctx context.Context) error {
 	objs := map[string][]client.Object{"quorum": {ns(drNamespace)}}
 	for _, cluster := range []string{primary, dr} {
-		n := nodes[cluster]
 		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(appNS),
-			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "sim.storage.siterecovery.test"},
-			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/hostname": n.name}}})
+			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "sim.storage.siterecovery.test"})
 		kc, err := sb.quorumKubeconfig(cluster)
 		if err != nil {
 			return err
@@ -58,24 +56,7 @@ func (sb *sandbox) seed(ctx context.Context) error {
 			}
 		}
 	}
-	for _, cluster := range []string{primary, dr} {
-		if err := markReady(ctx, sb.zone.Clusters[cluster].Client, nodes[cluster]); err != nil {
-			return err
-		}
-	}
 	return nil
-}
-
-// markReady plays the kubelet: the node reports Ready and its address.
-func markReady(ctx context.Context, c client.Client, n node) error {
-	nd := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: n.name}, nd); err != nil {
-		return err
-	}
-	nd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	nd.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.address}, {Type: corev1.NodeHostName, Address: n.name}}
-	return c.Status().Update(ctx, nd)
 }
 
 func ns(name string) *corev1.Namespace {
