@@ -13,6 +13,9 @@ import (
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
+// vmNamespace holds the KubeVirt objects of TestKubeVirtCRDsRefuseMalformedVMs.
+const vmNamespace = "vms"
+
 // kubevirtVM is a running VM like the ones the product protects: one
 // container disk and one PVC disk. Each malformed case below breaks one field.
 const kubevirtVM = `
@@ -45,10 +48,10 @@ func TestKubeVirtCRDsRefuseMalformedVMs(t *testing.T) {
 		filepath.Join(dir, "kubevirt.io_virtualmachines.yaml"), filepath.Join(dir, "kubevirt.io_virtualmachineinstances.yaml")}}, "workload")
 	c := zone.Clusters["workload"].Client
 	ctx := t.Context()
-	require.NoError(t, c.Create(ctx, namespace(testNamespace)))
+	require.NoError(t, c.Create(ctx, namespace(vmNamespace)))
 
 	t.Run("valid VM", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, decode(t, kubevirtVM)))
+		require.NoError(t, c.Create(ctx, decodeVM(t, kubevirtVM)))
 	})
 
 	for _, bad := range []struct {
@@ -78,7 +81,7 @@ func TestKubeVirtCRDsRefuseMalformedVMs(t *testing.T) {
 		}, []string{"spec.template.spec.domain.devices.disks[1].name", "Required value"}},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
-			vm := decode(t, kubevirtVM)
+			vm := decodeVM(t, kubevirtVM)
 			vm.SetName("bad")
 			bad.edit(t, vm.Object["spec"].(map[string]any))
 			err := c.Create(ctx, vm)
@@ -91,7 +94,7 @@ func TestKubeVirtCRDsRefuseMalformedVMs(t *testing.T) {
 	}
 
 	t.Run("unknown field", func(t *testing.T) {
-		vm := decode(t, kubevirtVM)
+		vm := decodeVM(t, kubevirtVM)
 		vm.SetName("unknown-field")
 		disk := nested(t, vm.Object["spec"].(map[string]any), "template", "spec", "domain", "devices", "disks").([]any)[0].(map[string]any)
 		disk["disk"].(map[string]any)["busType"] = "virtio"
@@ -111,7 +114,7 @@ func TestKubeVirtCRDsRefuseMalformedVMs(t *testing.T) {
 	})
 
 	t.Run("malformed VMI", func(t *testing.T) {
-		vmi := decode(t, `
+		vmi := decodeVM(t, `
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata: {name: bad}
@@ -126,6 +129,14 @@ spec:
 		require.Contains(t, err.Error(), "spec.domain.devices.interfaces")
 		require.Contains(t, err.Error(), "must be of type array")
 	})
+}
+
+// decodeVM decodes a KubeVirt object into vmNamespace.
+func decodeVM(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := decode(t, manifest)
+	obj.SetNamespace(vmNamespace)
+	return obj
 }
 
 // nested is the value at path in obj, failing the test when it is missing.
