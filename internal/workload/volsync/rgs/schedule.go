@@ -32,8 +32,14 @@ func (r *Reconciler) schedule(ctx context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, flow.Transient("ReadFailed", err)
 	}
 	name := s.rgs.Name + "-" + rand.String(5)
-	if len(current) > 0 {
-		name = current[0].Name
+	for _, vgs := range current {
+		// The last cycle's snapshot, deleted when it completed, stays until
+		// the snapshot-controller has deleted its members; a new cycle
+		// under its name would be taken for it.
+		if vgs.DeletionTimestamp == nil {
+			name = vgs.Name
+			break
+		}
 	}
 	s.rgs.Status.CurrentVolumeGroupSnapshot = name
 	s.rgs.Status.LastSyncStartTime = &metav1.Time{Time: s.now}
