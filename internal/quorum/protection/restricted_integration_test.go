@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -20,15 +18,7 @@ func TestHolderPodPassesRestricted(t *testing.T) {
 	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}}, "workload")
 	c := z.Clusters["workload"].Client
 	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}}
-	require.NoError(t, c.Create(ctx, ns))
-
-	// The harness's API server must enforce the label, or the check below
-	// proves nothing: a pod that may run as root is refused.
-	root := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "root"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	require.ErrorContains(t, c.Create(ctx, root, client.DryRunAll), `violates PodSecurity "restricted:latest"`)
+	ns := harness.RestrictedNamespace(t, c, "apps")
 
 	r := &Reconciler{}
 	req := &srv1alpha1.ProtectionRequest{}
