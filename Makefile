@@ -14,7 +14,7 @@ KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
+.PHONY: all build images console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
 
 all: build
 
@@ -57,10 +57,10 @@ SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync) $(if $(OFFLOADED),-offloaded)
 # OIDC=1 runs a test OIDC issuer the API servers trust; the console offers sign-in with it (alice / alice-password).
 SANDBOX_FLAGS += $(if $(OIDC),-oidc)
 
-sandbox: build sim-binaries kube-binaries kwok ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
+sandbox: build sim-binaries kube-binaries snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
 
-demo: build sim-binaries kube-binaries kwok ## Protect, fail over, fail back, and fail over with the primary down.
+demo: build sim-binaries kube-binaries snapshot-controller ## Protect, fail over, fail back, and fail over with the primary down.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo $(SANDBOX_FLAGS)
 
 generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into the charts.
@@ -94,6 +94,7 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/kubectl && $(GO) mod tidy -diff
 	cd tools/kwok && $(GO) mod tidy -diff
+	cd tools/snapshot-controller && $(GO) mod tidy -diff
 	cd tools/images && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
 	cd tools/promql && $(GO) mod tidy -diff
@@ -107,6 +108,9 @@ kubectl: ## Build kubectl for the runbook tests (cached; tools/kubectl pins the 
 
 kwok: ## Build kwok, the test clusters' nodes (cached; tools/kwok pins the version).
 	scripts/dev/kwok.sh >/dev/null
+
+snapshot-controller: ## Build the CSI snapshot-controller the test clusters that take snapshots run (cached; tools/snapshot-controller pins the version).
+	scripts/dev/snapshot-controller.sh >/dev/null
 
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, aliases, linters) and shellcheck.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \

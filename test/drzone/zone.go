@@ -144,11 +144,13 @@ func (z *Zone) kubeletDir(cluster string) string {
 	return filepath.Join(z.dir, env.Nodes[cluster].Name, "kubelet")
 }
 
-// startWorkload runs, against a workload cluster: pg-controller, the KubeVirt
-// simulator (VMIs on the cluster's node), the storage simulator, the CSI
-// snapshot simulator and a kubelet stand-in for pod deletion.
+// startWorkload runs, against a workload cluster: the snapshot-controller,
+// pg-controller, the KubeVirt simulator (VMIs on the cluster's node), the
+// storage simulator, the CSI driver's part of snapshots (the snapshot
+// simulator) and a kubelet stand-in for pod deletion.
 func (z *Zone) startWorkload(cluster string) {
 	n := env.Nodes[cluster]
+	require.NoError(z.T, z.Clusters[cluster].StartSnapshotController(z.Ctx))
 	z.Manager(z.T, cluster, "workload", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if err := protectiongroup.SetupWithManager(mgr); err != nil {
 			return err
@@ -161,7 +163,8 @@ func (z *Zone) startWorkload(cluster string) {
 			return err
 		}
 		// Snapshots of the storage simulator's volumes, by its CSI driver, as
-		// the class below: a test failover picks the class of the disk's driver.
+		// the class below: a test failover picks the class of the disk's
+		// driver, and the snapshot-controller gives the content the class's.
 		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond, Driver: storagesim.Driver}); err != nil {
 			return err
 		}

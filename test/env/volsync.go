@@ -8,6 +8,7 @@ import (
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,9 @@ import (
 type VolSyncStorage struct {
 	Data  *blockstore.Store
 	Mover *mover.Mover
+	// Driver is the CSI driver the snapshot simulator serves: the zone's
+	// provisioner, the driver of its snapshot classes.
+	Driver string
 }
 
 // registerVolSync is StartWorkload's registration for o.VolSync.
@@ -43,7 +47,7 @@ func (e *Env) registerVolSync(cluster string, mgr ctrl.Manager, o WorkloadOption
 	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name}); err != nil {
 		return err
 	}
-	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: o.VolSync.Data}); err != nil {
+	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: o.VolSync.Data, Driver: o.VolSync.Driver}); err != nil {
 		return err
 	}
 	// Restores are the snapshot simulator's: it copies the blocks.
@@ -56,7 +60,10 @@ func (e *Env) registerVolSync(cluster string, mgr ctrl.Manager, o WorkloadOption
 // VolSyncZone is what StartVolSync sets up.
 type VolSyncZone struct {
 	// StorageClass and its Provisioner are created on both clusters, with a
-	// VolumeGroupSnapshotClass GroupSnapshotClass of that driver.
+	// VolumeGroupSnapshotClass GroupSnapshotClass of that driver. The
+	// snapshot-controller takes group snapshots only of volumes of the
+	// class's driver, so Provisioner must be the storage simulator's
+	// (storagesim.Driver, the default).
 	StorageClass, Provisioner, GroupSnapshotClass string
 	// Policy names the DRPolicy over both clusters, of SchedulingInterval.
 	Policy, SchedulingInterval string
@@ -73,19 +80,27 @@ type VolSyncFixture struct {
 }
 
 // StartVolSync runs, on a zone created with the VolSync backend, the
-// workload tier and simulators on both clusters with their storage and
-// snapshot classes, quorum-manager, and the DRPolicy; it waits until the
-// policy discovered the StorageClass as a VolSync peer class.
+// snapshot-controller, the workload tier and simulators on both clusters with
+// their storage and snapshot classes, quorum-manager, and the DRPolicy; it
+// waits until the policy discovered the StorageClass as a VolSync peer class.
 func (e *Env) StartVolSync(t testing.TB, o VolSyncZone) *VolSyncFixture {
 	t.Helper()
+	if o.Provisioner == "" {
+		o.Provisioner = storagesim.Driver
+	}
 	f := &VolSyncFixture{Data: blockstore.New(o.BlockSize, o.Blocks)}
 	f.Mover = mover.New(f.Data)
 	for _, c := range []string{Primary, DR} {
-		e.StartWorkload(t, c, WorkloadOptions{VolSync: &VolSyncStorage{Data: f.Data, Mover: f.Mover}})
+		// A process of the cluster's, which outlives a restarted workload tier.
+		require.NoError(t, e.Clusters[c].StartSnapshotController(t.Context()))
+		e.StartWorkload(t, c, WorkloadOptions{VolSync: &VolSyncStorage{Data: f.Data, Mover: f.Mover, Driver: o.Provisioner}})
 		create(t, e.Client(c), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: o.StorageClass}, Provisioner: o.Provisioner})
 		create(t, e.Client(c), &groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: o.GroupSnapshotClass},
 			Driver: o.Provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
-		create(t, e.Client(c), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: o.GroupSnapshotClass},
+		// The driver's default class: the mover snapshots its destinations
+		// without naming one, as VolSync does.
+		create(t, e.Client(c), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: o.GroupSnapshotClass,
+			Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
 			Driver: o.Provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
 	}
 	f.Quorum = e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: time.Second})

@@ -20,18 +20,21 @@ import (
 	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
 // Names of the VolSync zone (-volsync): a second DR namespace, run by its own
 // quorum-manager, over the same two workload clusters.
 const (
-	vsNamespace   = "dr-volsync"
-	vsZoneName    = "demo-volsync"
-	vsPolicy      = "volsync-1m"
-	vsAppNS       = "volsync-apps"
-	vsGroup       = "vs-group"
-	vsClass       = "cephfs"
-	vsProvisioner = "cephfs.csi.ceph.com"
+	vsNamespace = "dr-volsync"
+	vsZoneName  = "demo-volsync"
+	vsPolicy    = "volsync-1m"
+	vsAppNS     = "volsync-apps"
+	vsGroup     = "vs-group"
+	vsClass     = "cephfs"
+	// The storage simulator's driver: the snapshot-controller takes group
+	// snapshots only of volumes of the class's driver.
+	vsProvisioner = storagesim.Driver
 	vsSnapClass   = "cephfs-vgsc"
 	// Simulated volumes of 1 GiB in 1 MiB blocks: the mover counts the
 	// blocks it sends, so full and diff syncs differ visibly.
@@ -51,10 +54,15 @@ func newVolsyncSims() *volsyncSims {
 	return &volsyncSims{data: d, mover: mover.New(d)}
 }
 
-// setupVolSyncSims registers the snapshot and VolSync mover simulators of a
-// workload cluster with its simulator manager.
+// setupVolSyncSims starts the snapshot-controller of a workload cluster and
+// registers the snapshot (the CSI driver's part) and VolSync mover simulators
+// with its simulator manager.
 func (sb *sandbox) setupVolSyncSims(mgr ctrl.Manager, cluster string) error {
-	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: sb.vs.data}); err != nil {
+	// It waits at most the harness's start timeout for the controller.
+	if err := sb.zone.Clusters[cluster].StartSnapshotController(context.Background()); err != nil {
+		return err
+	}
+	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: sb.vs.data, Driver: vsProvisioner}); err != nil {
 		return err
 	}
 	return sb.vs.mover.SetupWithManager(mgr, cluster)
@@ -73,7 +81,10 @@ func (sb *sandbox) seedVolSync(ctx context.Context) error {
 				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: vsClass}, Provisioner: vsProvisioner},
 				&groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
 					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete},
-				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
+				// The driver's default class: the mover snapshots its
+				// destinations without naming one, as VolSync does.
+				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass,
+					Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
 					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
 		},
 	})

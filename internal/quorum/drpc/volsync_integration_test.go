@@ -22,15 +22,18 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
 const (
-	vsPolicy      = "volsync-1m"
-	vsClass       = "cephfs"
-	vsBlockSize   = 4096
-	vsBlocks      = 1000
-	vsApp         = "vs-app"
-	vsProvisioner = "cephfs.csi.ceph.com"
+	vsPolicy    = "volsync-1m"
+	vsClass     = "cephfs"
+	vsBlockSize = 4096
+	vsBlocks    = 1000
+	vsApp       = "vs-app"
+	// The snapshot-controller takes group snapshots only of volumes of the
+	// class's driver: the storage simulator's.
+	vsProvisioner = storagesim.Driver
 	rpoObjective  = 2
 )
 

@@ -96,7 +96,7 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		z.vms = append(z.vms, name)
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
 		minor := int32(1000 + i)
-		z.create(env.DR, pvc(name+"-disk", "backing", ptr.To("standard"), ""))
+		z.createBacking(name + "-disk")
 		z.create(env.DR, &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: "srdrbd-apps-" + name + "-disk", Labels: map[string]string{srv1alpha1.ObjectRoleLabel: "frontend"}},
 			Spec: corev1.PersistentVolumeSpec{
@@ -138,9 +138,35 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 	return z
 }
 
-// startSnapshotSimulator runs the snapshot simulator and a guest agent for the
-// test VMs (never for production) against the DR cluster.
+// createBacking creates a DR backing PVC bound to a volume of the snapshot
+// simulator's CSI driver, as its StorageClass's provisioner and the PV
+// controller would leave it (the test API servers run neither): the
+// snapshot-controller snapshots only a bound claim of a CSI volume.
+func (z *zone) createBacking(name string) {
+	z.t.Helper()
+	c := z.Client(env.DR)
+	claim := pvc(name, "backing", ptr.To("standard"), "backing-"+name)
+	z.create(env.DR, claim)
+	z.create(env.DR, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "backing-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    claim.Spec.Resources.Requests,
+			AccessModes: claim.Spec.AccessModes, VolumeMode: claim.Spec.VolumeMode, StorageClassName: "standard",
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: env.AppNS, Name: name, UID: claim.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: snapshotsim.DefaultDriver, VolumeHandle: "backing-" + name}},
+		},
+	})
+	claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: claim.Spec.AccessModes, Capacity: claim.Spec.Resources.Requests}
+	require.NoError(z.t, c.Status().Update(z.ctx, claim))
+}
+
+// startSnapshotSimulator runs the snapshot-controller, and the snapshot
+// simulator (the CSI driver's part) and a guest agent for the test VMs (never
+// for production), against the DR cluster.
 func (z *zone) startSnapshotSimulator() {
+	require.NoError(z.t, z.Clusters[env.DR].StartSnapshotController(z.ctx))
 	mgr, err := ctrl.NewManager(z.Clusters[env.DR].Config, ctrl.Options{
 		Scheme: z.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

@@ -59,7 +59,7 @@ func (z *zone) testNoSnapshotClass(prod prodState) {
 	t.Logf("failed: %s", msg)
 	for _, want := range []string{
 		"no VolumeSnapshotClass for CSI driver " + snapshotsim.DefaultDriver,
-		"StorageClass standard",
+		"PersistentVolume backing-vm-", // the bound backing volume's driver
 		"create a VolumeSnapshotClass with driver: " + snapshotsim.DefaultDriver + " on cluster " + env.DR,
 		"start the test again",
 	} {

@@ -2,6 +2,7 @@ package testfailover_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -327,12 +328,12 @@ func (z *zone) expectCount(l client.ObjectList, tf *srv1alpha1.TestFailover, n i
 // prodState is what production looks like before any test.
 type prodState struct {
 	vms   map[string]*kubevirtv1.VirtualMachine
-	pvcs  map[string]string
+	pvcs  map[string]pvcState
 	drbds map[string]*srv1alpha1.DRBDResource
 }
 
 func (z *zone) production() prodState {
-	p := prodState{vms: map[string]*kubevirtv1.VirtualMachine{}, pvcs: map[string]string{}, drbds: map[string]*srv1alpha1.DRBDResource{}}
+	p := prodState{vms: map[string]*kubevirtv1.VirtualMachine{}, pvcs: map[string]pvcState{}, drbds: map[string]*srv1alpha1.DRBDResource{}}
 	for _, name := range z.vms {
 		vm := &kubevirtv1.VirtualMachine{}
 		require.NoError(z.t, z.Client(env.DR).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: name}, vm))
@@ -340,7 +341,7 @@ func (z *zone) production() prodState {
 		for _, c := range []string{name + "-disk", name + "-disk-drbd"} {
 			pvc := &corev1.PersistentVolumeClaim{}
 			require.NoError(z.t, z.Client(env.DR).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: c}, pvc))
-			p.pvcs[c] = pvc.ResourceVersion
+			p.pvcs[c] = pvcStateOf(pvc)
 		}
 		for _, cluster := range []string{env.Primary, env.DR} {
 			r := &srv1alpha1.DRBDResource{}
@@ -349,6 +350,22 @@ func (z *zone) production() prodState {
 		}
 	}
 	return p
+}
+
+// pvcState is what a test failover must leave as it was on a production PVC.
+// Not its resourceVersion: the snapshot-controller adds and removes its
+// pvc-as-source-protection finalizer while it snapshots the PVC.
+type pvcState struct {
+	Spec                corev1.PersistentVolumeClaimSpec
+	Labels, Annotations map[string]string
+	Finalizers          []string
+}
+
+func pvcStateOf(pvc *corev1.PersistentVolumeClaim) pvcState {
+	return pvcState{Spec: pvc.Spec, Labels: pvc.Labels, Annotations: pvc.Annotations,
+		Finalizers: slices.DeleteFunc(slices.Clone(pvc.Finalizers), func(f string) bool {
+			return f == "snapshot.storage.kubernetes.io/pvc-as-source-protection"
+		})}
 }
 
 // assertProductionUntouched: the standby VMs are still Halted and their specs

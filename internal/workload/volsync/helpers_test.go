@@ -40,12 +40,15 @@ import (
 
 const (
 	storageClass = "cephfs"
-	provisioner  = "cephfs.csi.ceph.com"
-	groupClass   = "cephfs-vgsc"
-	blockSize    = 4096
-	blocks       = 1000
-	wait         = 3 * time.Minute
-	groupLabel   = "app.example.com/cg"
+	// provisioner is the CSI driver of the classes and of the storage
+	// simulator's volumes: the snapshot-controller takes a group snapshot only
+	// of volumes of its class's driver.
+	provisioner = storagesim.Driver
+	groupClass  = "cephfs-vgsc"
+	blockSize   = 4096
+	blocks      = 1000
+	wait        = 3 * time.Minute
+	groupLabel  = "app.example.com/cg"
 )
 
 // zone is a primary and a secondary cluster, each with the simulators and the
@@ -99,6 +102,9 @@ func startZoneOf(t testing.TB, o zoneOptions) *zone {
 	for _, name := range []string{harness.Primary, harness.DR} {
 		cfg := hz.Clusters[name].Config
 		z.configs[name] = cfg
+		// The snapshot-controller runs for the whole test; startSims may
+		// stop and start the driver's part beside it.
+		require.NoError(t, hz.Clusters[name].StartSnapshotController(t.Context()))
 		z.startSims(t, name)
 		z.startControllers(t, name)
 		c := hz.Clusters[name].Client
@@ -106,7 +112,11 @@ func startZoneOf(t testing.TB, o zoneOptions) *zone {
 		require.NoError(t, c.Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: storageClass + "-other"}, Provisioner: provisioner}))
 		require.NoError(t, c.Create(t.Context(), &groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
 			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
-		require.NoError(t, c.Create(t.Context(), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass},
+		// The default class of the driver: the mover snapshots its
+		// destinations without naming one, as VolSync does, and the
+		// snapshot-controller then takes the driver's default.
+		require.NoError(t, c.Create(t.Context(), &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: groupClass,
+			Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
 			Driver: provisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}))
 	}
 	z.primary, z.secondary = hz.Clusters[harness.Primary].Client, hz.Clusters[harness.DR].Client
@@ -139,12 +149,12 @@ func run(t testing.TB, mgr ctrl.Manager) func() {
 	return stop
 }
 
-// startSims runs the snapshot, storage and mover simulators of a cluster
-// until the zone's test ends; simStops stops them early, which holds every
-// step that waits for them.
+// startSims runs the snapshot (the CSI driver's part), storage and mover
+// simulators of a cluster until the zone's test ends; simStops stops them
+// early, which holds every step that waits for them.
 func (z *zone) startSims(t testing.TB, cluster string) {
 	sims := newManager(t, z.configs[cluster])
-	require.NoError(t, snapshotsim.SetupWithManager(sims, snapshotsim.Options{Data: z.data}))
+	require.NoError(t, snapshotsim.SetupWithManager(sims, snapshotsim.Options{Data: z.data, Driver: provisioner}))
 	require.NoError(t, storagesim.SetupWithManager(sims, storagesim.Options{SkipRestores: true}))
 	require.NoError(t, z.mover.SetupWithManager(sims, cluster))
 	z.simStops[cluster] = run(z.t, sims)

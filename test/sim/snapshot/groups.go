@@ -3,226 +3,206 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// GroupLabel on a member VolumeSnapshot names its VolumeGroupSnapshot, so that
-// the simulator can delete the members with the group (envtest runs no garbage
-// collector to follow the owner references).
-const GroupLabel = "sim.snapshot.siterecovery.io/group"
-
+// groups plays the csi-snapshotter sidecar and the CSI driver for the
+// VolumeGroupSnapshotContents of Options.Driver
+// (pkg/sidecar-controller/groupsnapshot_helper.go, syncGroupSnapshotContent).
+// The member VolumeSnapshots and their contents are the snapshot-controller's
+// to create from the group content's status.
 type groups struct {
 	client client.Client
 	reader client.Reader
 	opts   Options
 }
 
-// Reconcile takes one VolumeGroupSnapshot: after Options.ReadyDelay every PVC its
-// selector matches gets a member VolumeSnapshot, all taken at one point in time;
-// the group content lists each member's volume and snapshot handle.
+// Reconcile takes one group content through the sidecar's steps.
 func (r *groups) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vgs := &groupsnapshotv1.VolumeGroupSnapshot{}
-	if err := r.reader.Get(ctx, req.NamespacedName, vgs); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.deleteMembers(ctx, req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, err
+	g := &groupsnapshotv1.VolumeGroupSnapshotContent{}
+	if err := r.reader.Get(ctx, req.NamespacedName, g); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if vgs.DeletionTimestamp != nil || (vgs.Status != nil && ptr.Deref(vgs.Status.ReadyToUse, false)) {
+	if g.Spec.Driver != r.opts.Driver {
 		return ctrl.Result{}, nil
 	}
-	if left := vgs.CreationTimestamp.Add(r.opts.ReadyDelay).Sub(r.opts.Clock.Now()); left > 0 {
-		return ctrl.Result{RequeueAfter: left}, nil
+	unbound := g.Spec.Source.GroupSnapshotHandles != nil && g.Spec.VolumeGroupSnapshotRef.UID == ""
+	if shouldDelete(g.ObjectMeta, unbound, annGroupBeingCreated, annGroupBeingDeleted) {
+		return ctrl.Result{}, r.delete(ctx, g)
 	}
-	className := ptr.Deref(vgs.Spec.VolumeGroupSnapshotClassName, "")
+	if g.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	switch {
+	case len(g.Spec.Source.VolumeHandles) > 0 && (g.Status == nil || g.Status.VolumeGroupSnapshotHandle == nil):
+		return r.create(ctx, g)
+	case g.Status != nil && ptr.Deref(g.Status.ReadyToUse, false):
+		return ctrl.Result{}, nil
+	case g.Spec.Source.GroupSnapshotHandles != nil:
+		return r.check(ctx, g)
+	}
+	return ctrl.Result{}, nil
+}
+
+// create answers CreateVolumeGroupSnapshot after Options.ReadyDelay: every
+// volume's blocks are copied at one point in time, and the status lists each
+// volume's snapshot (createGroupSnapshotWrapper, updateGroupSnapshotContentStatus).
+func (r *groups) create(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnapshotContent) (ctrl.Result, error) {
+	className := ptr.Deref(g.Spec.VolumeGroupSnapshotClassName, "")
+	if className == "" {
+		return r.fail(ctx, g, fmt.Sprintf("failed to take group snapshot %s without a group snapshot class", g.Name))
+	}
 	if err := r.reader.Get(ctx, client.ObjectKey{Name: className}, &groupsnapshotv1.VolumeGroupSnapshotClass{}); err != nil {
 		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("reading VolumeGroupSnapshotClass %s: %w", className, err)
+		}
+		return r.fail(ctx, g, fmt.Sprintf("VolumeGroupSnapshotClass %q not found", className))
+	}
+	// The sidecar names the group snapshot after its VolumeGroupSnapshot and
+	// refuses a content bound to none (csi_handler.go, CreateGroupSnapshot).
+	uid := g.Spec.VolumeGroupSnapshotRef.UID
+	if uid == "" {
+		return r.fail(ctx, g, fmt.Sprintf("cannot create group snapshot. Group snapshot content %s not bound to a group snapshot", g.Name))
+	}
+	if left := g.CreationTimestamp.Add(r.opts.ReadyDelay).Sub(r.opts.Clock.Now()); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	pvs := make([]*corev1.PersistentVolume, len(g.Spec.Source.VolumeHandles))
+	for i, h := range g.Spec.Source.VolumeHandles {
+		pv, err := volume(ctx, r.reader, h)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: ReadyPoll}, r.setError(ctx, vgs, fmt.Sprintf("VolumeGroupSnapshotClass %q not found", className))
+		if pv == nil {
+			return r.fail(ctx, g, fmt.Sprintf("failed to take group snapshot of the volumes %v: volume %s not found", g.Spec.Source.VolumeHandles, h))
+		}
+		pvs[i] = pv
 	}
-	pvcs, err := r.members(ctx, vgs)
-	if err != nil || pvcs == nil {
-		return ctrl.Result{RequeueAfter: ReadyPoll}, err
-	}
-	return ctrl.Result{}, r.take(ctx, vgs, pvcs)
-}
-
-// members are the bound PVCs the selector matches, sorted by name; nil while
-// one of them is not bound yet.
-func (r *groups) members(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnapshot) ([]corev1.PersistentVolumeClaim, error) {
-	sel, err := metav1.LabelSelectorAsSelector(vgs.Spec.Source.Selector)
-	if err != nil {
-		return nil, err
-	}
-	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.reader.List(ctx, list, client.InNamespace(vgs.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, err
-	}
-	for _, p := range list.Items {
-		if p.Status.Phase != corev1.ClaimBound {
-			return nil, nil
+	now := r.opts.Clock.Now()
+	copies := map[string]string{}
+	infos := make([]groupsnapshotv1.VolumeSnapshotInfo, len(pvs))
+	for i, pv := range pvs {
+		handle := memberSnapshotID(uid, i)
+		copies[pv.Name] = handle
+		infos[i] = groupsnapshotv1.VolumeSnapshotInfo{VolumeHandle: g.Spec.Source.VolumeHandles[i], SnapshotHandle: handle,
+			CreationTime: ptr.To(now.UnixNano()), ReadyToUse: ptr.To(true)}
+		if size := pv.Spec.Capacity[corev1.ResourceStorage]; size.Value() > 0 {
+			infos[i].RestoreSize = ptr.To(size.Value())
 		}
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list.Items, nil
-}
-
-// take copies the members' data at one point in time, then creates the
-// contents and member snapshots, each ready.
-func (r *groups) take(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnapshot, pvcs []corev1.PersistentVolumeClaim) error {
-	now := metav1.NewTime(r.opts.Clock.Now())
-	handles := make([]string, len(pvcs))
-	copies := map[string]string{}
-	for i, p := range pvcs {
-		handles[i] = fmt.Sprintf("snap-%s-%d", vgs.UID, i)
-		copies[p.Spec.VolumeName] = handles[i]
-	}
-	if r.opts.Data != nil && len(handles) > 0 && !r.opts.Data.Exists(handles[0]) {
+	// One CopyGroup: the members are consistent with each other. A retry
+	// after a failed status write finds the copies made.
+	if r.opts.Data != nil && !r.opts.Data.Exists(infos[0].SnapshotHandle) {
 		r.opts.Data.CopyGroup(copies)
 	}
-	infos := make([]groupsnapshotv1.VolumeSnapshotInfo, 0, len(pvcs))
-	for i := range pvcs {
-		info, err := r.member(ctx, vgs, &pvcs[i], handles[i], now)
+	before := g.DeepCopy()
+	if g.Status == nil {
+		g.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{}
+	}
+	g.Status.VolumeGroupSnapshotHandle = ptr.To(groupSnapshotID(uid))
+	g.Status.CreationTime = ptr.To(metav1.NewTime(now))
+	g.Status.ReadyToUse = ptr.To(true)
+	g.Status.Error = nil
+	g.Status.VolumeSnapshotInfoList = infos
+	return ctrl.Result{}, r.patchStatus(ctx, g, before)
+}
+
+// check answers GetVolumeGroupSnapshot for a pre-provisioned group content:
+// ready once every member snapshot it names exists.
+func (r *groups) check(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnapshotContent) (ctrl.Result, error) {
+	handles := g.Spec.Source.GroupSnapshotHandles
+	for _, h := range handles.VolumeSnapshotHandles {
+		found, err := findSnapshot(ctx, r.reader, r.opts.Data, h, "")
 		if err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
-		infos = append(infos, info)
-	}
-	content := &groupsnapshotv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: "groupsnapcontent-" + string(vgs.UID)},
-		Spec: groupsnapshotv1.VolumeGroupSnapshotContentSpec{
-			VolumeGroupSnapshotRef: corev1.ObjectReference{Kind: "VolumeGroupSnapshot", APIVersion: groupsnapshotv1.SchemeGroupVersion.String(),
-				Namespace: vgs.Namespace, Name: vgs.Name, UID: vgs.UID},
-			DeletionPolicy:               snapshotv1.VolumeSnapshotContentDelete,
-			Driver:                       r.opts.Driver,
-			VolumeGroupSnapshotClassName: vgs.Spec.VolumeGroupSnapshotClassName,
-			Source:                       groupsnapshotv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &groupsnapshotv1.GroupSnapshotHandles{VolumeGroupSnapshotHandle: "group-" + string(vgs.UID), VolumeSnapshotHandles: handles}},
-		},
-	}
-	if err := r.createOrRead(ctx, content); err != nil {
-		return err
-	}
-	content.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{
-		VolumeGroupSnapshotHandle: ptr.To("group-" + string(vgs.UID)), CreationTime: &now,
-		ReadyToUse: ptr.To(true), VolumeSnapshotInfoList: infos,
-	}
-	if err := r.client.Status().Update(ctx, content); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	vgs.Status = &groupsnapshotv1.VolumeGroupSnapshotStatus{
-		BoundVolumeGroupSnapshotContentName: &content.Name, CreationTime: &now, ReadyToUse: ptr.To(true),
-	}
-	return client.IgnoreNotFound(r.client.Status().Update(ctx, vgs))
-}
-
-// member creates one member snapshot and its content, both ready.
-func (r *groups) member(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnapshot, pvc *corev1.PersistentVolumeClaim, handle string, now metav1.Time) (groupsnapshotv1.VolumeSnapshotInfo, error) {
-	pv := &corev1.PersistentVolume{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return groupsnapshotv1.VolumeSnapshotInfo{}, err
-	}
-	volumeHandle := pvc.Spec.VolumeName
-	if pv.Spec.CSI != nil {
-		volumeHandle = pv.Spec.CSI.VolumeHandle
-	}
-	size := pvc.Status.Capacity[corev1.ResourceStorage]
-	if size.IsZero() {
-		size = pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	}
-	name := fmt.Sprintf("%s-%s", vgs.Name, pvc.Name)
-	contentName := "snapcontent-" + handle
-	content := &snapshotv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: contentName},
-		Spec: snapshotv1.VolumeSnapshotContentSpec{
-			VolumeSnapshotRef: corev1.ObjectReference{Kind: "VolumeSnapshot", APIVersion: snapshotv1.SchemeGroupVersion.String(), Namespace: vgs.Namespace, Name: name},
-			DeletionPolicy:    snapshotv1.VolumeSnapshotContentDelete,
-			Driver:            r.opts.Driver,
-			Source:            snapshotv1.VolumeSnapshotContentSource{SnapshotHandle: ptr.To(handle)},
-		},
-	}
-	if err := r.createOrRead(ctx, content); err != nil {
-		return groupsnapshotv1.VolumeSnapshotInfo{}, err
-	}
-	content.Status = &snapshotv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(handle), ReadyToUse: ptr.To(true),
-		RestoreSize: ptr.To(size.Value()), CreationTime: ptr.To(now.UnixNano()), VolumeGroupSnapshotHandle: ptr.To("group-" + string(vgs.UID))}
-	if err := r.client.Status().Update(ctx, content); client.IgnoreNotFound(err) != nil {
-		return groupsnapshotv1.VolumeSnapshotInfo{}, err
-	}
-	vs := &snapshotv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vgs.Namespace, Labels: map[string]string{GroupLabel: vgs.Name},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: groupsnapshotv1.SchemeGroupVersion.String(), Kind: "VolumeGroupSnapshot", Name: vgs.Name, UID: vgs.UID}}},
-		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{VolumeSnapshotContentName: &contentName}},
-	}
-	if err := r.client.Create(ctx, vs); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			return groupsnapshotv1.VolumeSnapshotInfo{}, err
-		}
-		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
-			return groupsnapshotv1.VolumeSnapshotInfo{}, err
+		if found == nil {
+			return r.fail(ctx, g, fmt.Sprintf("snapshot %s of group snapshot %s not found on the storage", h, handles.VolumeGroupSnapshotHandle))
 		}
 	}
-	vs.Status = &snapshotv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &contentName, ReadyToUse: ptr.To(true),
-		RestoreSize: resource.NewQuantity(size.Value(), resource.BinarySI), CreationTime: &now, VolumeGroupSnapshotName: &vgs.Name}
-	if err := r.client.Status().Update(ctx, vs); err != nil {
-		return groupsnapshotv1.VolumeSnapshotInfo{}, err
+	before := g.DeepCopy()
+	if g.Status == nil {
+		g.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{}
 	}
-	return groupsnapshotv1.VolumeSnapshotInfo{VolumeHandle: volumeHandle, SnapshotHandle: handle, ReadyToUse: ptr.To(true),
-		RestoreSize: ptr.To(size.Value()), CreationTime: ptr.To(now.UnixNano())}, nil
+	if g.Status.VolumeGroupSnapshotHandle == nil {
+		g.Status.VolumeGroupSnapshotHandle = ptr.To(handles.VolumeGroupSnapshotHandle)
+	}
+	if g.Status.CreationTime == nil {
+		g.Status.CreationTime = ptr.To(metav1.NewTime(r.opts.Clock.Now()))
+	}
+	g.Status.ReadyToUse = ptr.To(true)
+	g.Status.Error = nil
+	return ctrl.Result{}, r.patchStatus(ctx, g, before)
 }
 
-// createOrRead creates obj, or reads the one an earlier attempt created (a
-// retry after a conflict further on), so that its status can be updated.
-func (r *groups) createOrRead(ctx context.Context, obj client.Object) error {
-	err := r.client.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return r.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-}
-
-func (r *groups) setError(ctx context.Context, vgs *groupsnapshotv1.VolumeGroupSnapshot, msg string) error {
-	if vgs.Status != nil && vgs.Status.Error != nil && ptr.Deref(vgs.Status.Error.Message, "") == msg {
-		return nil
-	}
-	vgs.Status = &groupsnapshotv1.VolumeGroupSnapshotStatus{ReadyToUse: ptr.To(false),
-		Error: &snapshotv1.VolumeSnapshotError{Time: ptr.To(metav1.NewTime(r.opts.Clock.Now())), Message: &msg}}
-	return client.IgnoreNotFound(r.client.Status().Update(ctx, vgs))
-}
-
-// deleteMembers deletes the member snapshots and the group content of a
-// deleted group snapshot, as the snapshot-controller does.
-func (r *groups) deleteMembers(ctx context.Context, namespace, name string) error {
-	list := &snapshotv1.VolumeSnapshotList{}
-	if err := r.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{GroupLabel: name}); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		if err := r.client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	contents := &groupsnapshotv1.VolumeGroupSnapshotContentList{}
-	if err := r.reader.List(ctx, contents); err != nil {
-		return err
-	}
-	for i := range contents.Items {
-		ref := contents.Items[i].Spec.VolumeGroupSnapshotRef
-		if ref.Namespace == namespace && ref.Name == name {
-			if err := r.client.Delete(ctx, &contents.Items[i]); client.IgnoreNotFound(err) != nil {
-				return err
+// delete is the sidecar's group deletion (deleteCSIGroupSnapshotOperation,
+// clearGroupSnapshotContentStatus, removeGroupSnapshotContentFinalizer): with
+// policy Delete every member snapshot goes with the group, since the members'
+// own contents never delete theirs; then the finalizer goes.
+func (r *groups) delete(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnapshotContent) error {
+	if g.Spec.DeletionPolicy == snapshotv1.VolumeSnapshotContentDelete && g.Status != nil && g.Status.VolumeGroupSnapshotHandle != nil {
+		if r.opts.Data != nil {
+			for _, h := range memberHandles(g) {
+				r.opts.Data.Delete(h)
 			}
 		}
+		before := g.DeepCopy()
+		g.Status.VolumeGroupSnapshotHandle, g.Status.ReadyToUse, g.Status.CreationTime, g.Status.Error = nil, nil, nil, nil
+		if err := r.patchStatus(ctx, g, before); err != nil {
+			return err
+		}
+	}
+	if !controllerutil.ContainsFinalizer(g, groupContentFinalizer) {
+		return nil
+	}
+	before := g.DeepCopy()
+	controllerutil.RemoveFinalizer(g, groupContentFinalizer)
+	if err := r.client.Patch(ctx, g, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizer of VolumeGroupSnapshotContent %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+// memberHandles are the snapshots a group deletion removes: the status's
+// list for a dynamic group, the spec's for a pre-provisioned one.
+func memberHandles(g *groupsnapshotv1.VolumeGroupSnapshotContent) []string {
+	var out []string
+	for _, info := range g.Status.VolumeSnapshotInfoList {
+		out = append(out, info.SnapshotHandle)
+	}
+	if len(out) == 0 && g.Spec.Source.GroupSnapshotHandles != nil {
+		out = append(out, g.Spec.Source.GroupSnapshotHandles.VolumeSnapshotHandles...)
+	}
+	return out
+}
+
+// fail records a failed CSI call on the group content
+// (updateGroupSnapshotContentErrorStatusWithEvent) and asks again later.
+func (r *groups) fail(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnapshotContent, msg string) (ctrl.Result, error) {
+	if g.Status != nil && sameError(g.Status.Error, msg) {
+		return ctrl.Result{RequeueAfter: ReadyPoll}, nil
+	}
+	before := g.DeepCopy()
+	if g.Status == nil {
+		g.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{}
+	}
+	g.Status.ReadyToUse = ptr.To(false)
+	g.Status.Error = errorStatus(r.opts.Clock.Now(), msg)
+	return ctrl.Result{RequeueAfter: ReadyPoll}, r.patchStatus(ctx, g, before)
+}
+
+func (r *groups) patchStatus(ctx context.Context, g, before *groupsnapshotv1.VolumeGroupSnapshotContent) error {
+	if err := r.client.Status().Patch(ctx, g, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("writing the status of VolumeGroupSnapshotContent %s: %w", g.Name, err)
 	}
 	return nil
 }

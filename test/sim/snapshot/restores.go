@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -23,10 +22,23 @@ const ReadyPoll = 200 * time.Millisecond
 
 const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
+// Annotations of a claim the PV controller bound; kube-scheduler counts a
+// claim as bound only with bind-completed.
+const (
+	annBindCompleted     = "pv.kubernetes.io/bind-completed"
+	annBoundByController = "pv.kubernetes.io/bound-by-controller"
+)
+
+// restores plays the external-provisioner and the driver for claims restored
+// from a snapshot of Options.Driver: the provisioner waits for the snapshot
+// to be ready, reads the snapshot handle from its bound content and asks the
+// driver for a volume from it (CSI CreateVolume with a snapshot content
+// source), then the PV controller binds the claim.
 type restores struct {
 	client client.Client
 	reader client.Reader
 	data   *blockstore.Store
+	driver string
 }
 
 // Reconcile binds one claim restored from a snapshot, or releases a deleted one.
@@ -55,11 +67,25 @@ func (r *restores) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if vs.Status == nil || !ptr.Deref(vs.Status.ReadyToUse, false) {
 		return ctrl.Result{RequeueAfter: ReadyPoll}, nil
 	}
-	return ctrl.Result{}, r.bind(ctx, pvc, vs)
+	content := &snapshotv1.VolumeSnapshotContent{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: ptr.Deref(vs.Status.BoundVolumeSnapshotContentName, "")}, content); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: ReadyPoll}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	// Another driver's snapshot is its provisioner's to restore.
+	if content.Spec.Driver != r.driver {
+		return ctrl.Result{}, nil
+	}
+	if content.Status == nil || content.Status.SnapshotHandle == nil {
+		return ctrl.Result{RequeueAfter: ReadyPoll}, nil
+	}
+	return ctrl.Result{}, r.bind(ctx, pvc, vs, *content.Status.SnapshotHandle)
 }
 
 // bind provisions a PV for the claim and binds both.
-func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, vs *snapshotv1.VolumeSnapshot) error {
+func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, vs *snapshotv1.VolumeSnapshot, handle string) error {
 	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	if vs.Status.RestoreSize != nil && vs.Status.RestoreSize.Cmp(size) > 0 {
 		size = *vs.Status.RestoreSize
@@ -74,15 +100,14 @@ func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, 
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			// The volume handle is the PV's name, as the storage
+			// simulator's: the driver finds a volume to snapshot by its
+			// handle, and Data keys its blocks by PV name.
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: DefaultDriver, VolumeHandle: "restored-" + string(pvc.UID)}},
+				Driver: r.driver, VolumeHandle: "pvc-" + string(pvc.UID)}},
 		},
 	}
 	if r.data != nil && !r.data.Exists(pv.Name) {
-		handle, err := r.snapshotHandle(ctx, vs)
-		if err != nil {
-			return err
-		}
 		r.data.Copy(handle, pv.Name)
 	}
 	if err := r.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -92,9 +117,13 @@ func (r *restores) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, 
 	if err := r.client.Status().Update(ctx, pv); err != nil && !apierrors.IsConflict(err) {
 		return err
 	}
-	if pvc.Spec.VolumeName == "" {
+	if pvc.Spec.VolumeName == "" || pvc.Annotations[annBindCompleted] == "" {
 		before := pvc.DeepCopy()
-		pvc.Spec.VolumeName = pv.Name
+		if pvc.Spec.VolumeName == "" {
+			pvc.Spec.VolumeName = pv.Name
+		}
+		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, annBindCompleted, "yes")
+		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, annBoundByController, "yes")
 		if err := r.client.Patch(ctx, pvc, client.MergeFrom(before)); err != nil {
 			return err
 		}
@@ -121,16 +150,4 @@ func (r *restores) release(ctx context.Context, pvc *corev1.PersistentVolumeClai
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, pvcProtectionFinalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, pvc, client.MergeFrom(before)))
-}
-
-// snapshotHandle is the handle of the content a ready snapshot is bound to.
-func (r *restores) snapshotHandle(ctx context.Context, vs *snapshotv1.VolumeSnapshot) (string, error) {
-	content := &snapshotv1.VolumeSnapshotContent{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Name: ptr.Deref(vs.Status.BoundVolumeSnapshotContentName, "")}, content); err != nil {
-		return "", err
-	}
-	if content.Status == nil || content.Status.SnapshotHandle == nil {
-		return "", fmt.Errorf("content %s has no snapshot handle yet", content.Name)
-	}
-	return *content.Status.SnapshotHandle, nil
 }

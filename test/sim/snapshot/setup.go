@@ -11,19 +11,25 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 )
 
-// DefaultDriver is the CSI driver name the simulator puts on what it creates.
+// DefaultDriver is the CSI driver name the simulator serves when
+// Options.Driver is empty.
 const DefaultDriver = "sim.snapshot.siterecovery.io"
 
 // Options tune the simulator.
 type Options struct {
-	// ReadyDelay is how long a dynamic snapshot takes to become readyToUse.
+	// ReadyDelay is how long the driver takes to cut a snapshot, counted from
+	// the creation of the content the snapshot-controller made for it.
 	ReadyDelay time.Duration
-	// Driver is the CSI driver name; DefaultDriver when empty.
+	// Driver is the CSI driver whose contents the simulator serves (the
+	// driver of the VolumeSnapshotClasses); DefaultDriver when empty.
 	Driver string
 	// GuestAgent makes running VMIs report AgentConnected=True.
 	GuestAgent bool
@@ -33,15 +39,18 @@ type Options struct {
 	GuestAgentSelector labels.Selector
 	// Clock measures the delays; nil means the real clock.
 	Clock clock.PassiveClock
-	// Data, when set, keeps the data: a snapshot copies its PVC's volume (named
-	// by the PV name), a restored claim copies the snapshot, and a group snapshot
-	// copies all its members at one point in time.
+	// Data, when set, keeps the data: a snapshot copies its volume's blocks
+	// (keyed by PV name), a restored claim copies the snapshot's, and a group
+	// snapshot copies all its volumes at one point in time.
 	Data *blockstore.Store
 }
 
 // SetupWithManager registers the simulator's controllers with mgr, whose scheme
-// must hold the core, snapshot.storage.k8s.io/v1, groupsnapshot.storage.k8s.io/v1 and (for the guest agent)
-// kubevirt.io/v1 types. Several managers in one process may each run one.
+// must hold the core, snapshot.storage.k8s.io/v1, groupsnapshot.storage.k8s.io/v1
+// and (for the guest agent) kubevirt.io/v1 types. Several managers in one
+// process may each run one. The cluster must run the snapshot-controller
+// (harness Cluster.StartSnapshotController): the simulator does only what a
+// CSI driver and its sidecars do.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -52,19 +61,28 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	skip := controller.Options{SkipNameValidation: ptr.To(true)}
 	c := mgr.GetClient()
 	reader := mgr.GetAPIReader()
-	if err := ctrl.NewControllerManagedBy(mgr).Named("snapshot-simulator").WithOptions(skip).
-		For(&snapshotv1.VolumeSnapshot{}).
-		Complete(&snapshots{client: c, reader: reader, opts: opts}); err != nil {
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		switch o := o.(type) {
+		case *snapshotv1.VolumeSnapshotContent:
+			return o.Spec.Driver == opts.Driver
+		case *groupsnapshotv1.VolumeGroupSnapshotContent:
+			return o.Spec.Driver == opts.Driver
+		}
+		return false
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("snapshot-driver-simulator").WithOptions(skip).
+		For(&snapshotv1.VolumeSnapshotContent{}, builder.WithPredicates(ours)).
+		Complete(&contents{client: c, reader: reader, opts: opts}); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("group-snapshot-driver-simulator").WithOptions(skip).
+		For(&groupsnapshotv1.VolumeGroupSnapshotContent{}, builder.WithPredicates(ours)).
+		Complete(&groups{client: c, reader: reader, opts: opts}); err != nil {
 		return err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("restore-simulator").WithOptions(skip).
 		For(&corev1.PersistentVolumeClaim{}).
-		Complete(&restores{client: c, reader: reader, data: opts.Data}); err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("group-snapshot-simulator").WithOptions(skip).
-		For(&groupsnapshotv1.VolumeGroupSnapshot{}).
-		Complete(&groups{client: c, reader: reader, opts: opts}); err != nil {
+		Complete(&restores{client: c, reader: reader, data: opts.Data, driver: opts.Driver}); err != nil {
 		return err
 	}
 	if !opts.GuestAgent {
