@@ -57,10 +57,10 @@ SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync) $(if $(OFFLOADED),-offloaded)
 # OIDC=1 runs a test OIDC issuer the API servers trust; the console offers sign-in with it (alice / alice-password).
 SANDBOX_FLAGS += $(if $(OIDC),-oidc)
 
-sandbox: build sim-binaries kube-binaries snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
+sandbox: build sim-binaries kube-binaries kwok snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
 
-demo: build sim-binaries kube-binaries snapshot-controller ## Protect, fail over, fail back, and fail over with the primary down.
+demo: build sim-binaries kube-binaries kwok snapshot-controller ## Protect, fail over, fail back, and fail over with the primary down.
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) -demo $(SANDBOX_FLAGS)
 
 generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into the charts.
