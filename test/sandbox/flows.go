@@ -159,6 +159,11 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 // back after a power cut of the DR site and its rejoin, verifying the guests'
 // data after each.
 func (sb *sandbox) demo(ctx context.Context) error {
+	// While the DR replicas are UpToDate, as a test boots only those: the
+	// guests' protocol A writes below drain to the DR site slowly.
+	if err := sb.testFailover(ctx); err != nil {
+		return err
+	}
 	if err := sb.guestsWrite(ctx, primary); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/siterecovery/siterecovery/test/process"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
+	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
@@ -205,9 +206,18 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 		for _, n := range nodes[cluster] {
 			kubelets[n.name] = sb.kubeletDir(n)
 		}
-		// With VolSync, the snapshot simulator restores claims from
-		// snapshots, copying their blocks before they bind.
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: kubelets, SkipRestores: sb.vs != nil, DeviceDir: sb.devices}); err != nil {
+		// Claims restored from snapshots are the snapshot simulators' to
+		// bind, after their data.
+		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: kubelets, SkipRestores: true, DeviceDir: sb.devices}); err != nil {
+			return err
+		}
+		// Snapshots: the real snapshot-controller, and the CSI driver's part
+		// for the storage simulator's volumes, whose class a test failover
+		// of the DRBD zone picks by the disks' driver.
+		if err := sb.zone.Clusters[cluster].StartSnapshotController(ctx); err != nil {
+			return fmt.Errorf("starting the snapshot-controller of %s: %w", cluster, err)
+		}
+		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond, Driver: storagesim.Driver}); err != nil {
 			return err
 		}
 		if sb.vs != nil {

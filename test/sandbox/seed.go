@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
 // seed creates what an operator would have before protecting anything: the DR
@@ -22,7 +24,10 @@ func (sb *sandbox) seed(ctx context.Context) error {
 	objs := map[string][]client.Object{"quorum": {ns(drNamespace)}}
 	for _, cluster := range []string{primary, dr} {
 		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(appNS),
-			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "sim.storage.siterecovery.test"})
+			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver},
+			// A test failover snapshots the DR copies with the class of their driver.
+			&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "standard-snapshots"}, Driver: storagesim.Driver,
+				DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
 		kc, err := sb.quorumKubeconfig(cluster)
 		if err != nil {
 			return err

@@ -54,14 +54,10 @@ func newVolsyncSims() *volsyncSims {
 	return &volsyncSims{data: d, mover: mover.New(d)}
 }
 
-// setupVolSyncSims starts the snapshot-controller of a workload cluster and
-// registers the snapshot (the CSI driver's part) and VolSync mover simulators
-// with its simulator manager.
+// setupVolSyncSims registers the snapshot (the CSI driver's part) and
+// VolSync mover simulators with a workload cluster's simulator manager; the
+// cluster's snapshot-controller runs already (startSimulators).
 func (sb *sandbox) setupVolSyncSims(mgr ctrl.Manager, cluster string) error {
-	// It waits at most the harness's start timeout for the controller.
-	if err := sb.zone.Clusters[cluster].StartSnapshotController(context.Background()); err != nil {
-		return err
-	}
 	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: sb.vs.data, Driver: vsProvisioner}); err != nil {
 		return err
 	}
