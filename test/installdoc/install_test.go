@@ -47,7 +47,8 @@ const (
 func TestInstallDoc(t *testing.T) {
 	h := newHost(t)
 	s := scheme.New()
-	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s}, "quorum", "primary", "dr")
+	// kube-scheduler places the pods the product creates (replica holders).
+	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s, Scheduler: true}, "quorum", "primary", "dr")
 	e := &env.Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
 		env.Quorum: z.Clusters["quorum"], env.Primary: z.Clusters["primary"], env.DR: z.Clusters["dr"]}}
 	h.use(t, e)
