@@ -8,11 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
+	"github.com/siterecovery/siterecovery/test/harness"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 
@@ -57,11 +57,7 @@ func (e *Env) createNodes(t testing.TB) {
 // simulatedNode is a worker Node as its kubelet registers it: Ready, with
 // its address and capacity, which kube-scheduler needs to place pods on it.
 func simulatedNode(name, address string) *corev1.Node {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("16"),
-		corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
+	capacity := harness.NodeCapacity("16", "64Gi")
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
 		Status: corev1.NodeStatus{

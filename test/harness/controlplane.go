@@ -196,11 +196,7 @@ func (c *Cluster) createNodes(ctx context.Context, nodes []NodeSpec) error {
 		// Capacity is the kubelet's to report, in the status it registers
 		// the Node with (the API server keeps a new Node's status); kwok's
 		// node-initialize stage keeps what the status holds.
-		capacity := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse(n.CPU),
-			corev1.ResourceMemory: resource.MustParse(n.Memory),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		}
+		capacity := NodeCapacity(n.CPU, n.Memory)
 		node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 		if n.Address != "" {
 			node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}
@@ -234,6 +230,17 @@ func (c *Cluster) waitNodesReady(ctx context.Context, nodes []NodeSpec) error {
 			return fmt.Errorf("nodes %s not Ready (kwok's output: %s): %w", strings.Join(notReady, ", "), filepath.Join(c.Dir, "kwok.log"), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// NodeCapacity is the capacity a kubelet registers for a node of cpu and
+// memory ("16", "64Gi"), with the default 110 pods: without it kube-scheduler
+// places no pod on the node.
+func NodeCapacity(cpu, memory string) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
 	}
 }
 

@@ -52,8 +52,7 @@ func workloadPrerequisites(t *testing.T, e *env.Env, cluster string) {
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}
 	// The capacity a kubelet registers, without which kube-scheduler places
 	// no pod (the replica holders) on the node.
-	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods: resource.MustParse("110")}
+	capacity := harness.NodeCapacity("16", "64Gi")
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	require.NoError(t, c.Status().Update(t.Context(), node))
 }
