@@ -214,6 +214,12 @@ type DRBDResourceSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	StatusRequest string `json:"statusRequest,omitempty"`
+	// peerAuthentication makes the replicas authenticate each other with a
+	// shared secret before DRBD accepts a replication connection (see
+	// DRBDPeerAuthentication for where the secret lives and why). Unset:
+	// peers are trusted by their address.
+	// +optional
+	PeerAuthentication *DRBDPeerAuthentication `json:"peerAuthentication,omitempty"`
 	// volumes are the VM's disks, one DRBD volume each.
 	// +required
 	// +listType=map
