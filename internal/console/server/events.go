@@ -42,6 +42,16 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 		writeJSON(w, http.StatusInternalServerError, apiError{Code: http.StatusInternalServerError, Message: "streaming unsupported"})
 		return
 	}
+	release, ok := s.streams.acquire(r.session.ID)
+	if !ok {
+		w.Header().Set("Retry-After", "30")
+		writeJSON(w, http.StatusTooManyRequests, apiError{Code: http.StatusTooManyRequests, Reason: "TooManyStreams",
+			Message: fmt.Sprintf("this session already follows live updates in %d tabs, the most it may; close one to follow them here", s.opts.MaxStreamsPerSession)})
+		return
+	}
+	// Released after the watches are stopped, so that a session never has
+	// more watches running than its slots allow.
+	defer release()
 	sc, _, err := s.scopeOf(r.Context(), r.client)
 	if err != nil {
 		e := toAPIError(err)
@@ -95,6 +105,11 @@ func (s *Server) events(w http.ResponseWriter, r request) {
 			return
 		case <-check.C:
 			if ev := s.streamEnds(r, dueAtStart); ev != "" {
+				// The browser opens its next stream as soon as it reads
+				// "renew": this one's watches and slot go first.
+				cancel()
+				wg.Wait()
+				release()
 				_, _ = fmt.Fprintf(w, "event: %s\ndata: {}\n\n", ev)
 				fl.Flush()
 				return

@@ -25,12 +25,6 @@ type sessionInfo struct {
 // (a SelfSubjectReview made with that very token), and starts a session for
 // that user. The token is kept in the server-side session only.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	if !s.limiter.allow(r) {
-		s.audit.record(r, "", "login", "", "", http.StatusTooManyRequests, "rate limited")
-		w.Header().Set("Retry-After", "60")
-		writeJSON(w, http.StatusTooManyRequests, apiError{Code: http.StatusTooManyRequests, Message: "too many sign-in attempts; wait a minute"})
-		return
-	}
 	// A JSON body cannot be sent cross-site without a CORS preflight, which
 	// the console never grants: together with sameOrigin this stops login CSRF.
 	if !sameOrigin(r) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -44,6 +38,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body.Token), "Bearer "))
+	keys := []string{clientKey(s.clientAddr(r))}
+	if u := userKey(token); u != "" {
+		keys = append(keys, u)
+	}
+	if !s.limiter.allow(keys...) {
+		s.audit.record(r, "", "login", "", "", http.StatusTooManyRequests, "rate limited")
+		w.Header().Set("Retry-After", "60")
+		writeJSON(w, http.StatusTooManyRequests, apiError{Code: http.StatusTooManyRequests, Message: "too many sign-in attempts from this address or for this user; wait a minute"})
+		return
+	}
 	cl, err := s.clients.forToken(token)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, apiError{Code: http.StatusInternalServerError, Message: "internal error"})

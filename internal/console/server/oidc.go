@@ -93,7 +93,7 @@ func (s *Server) redirectURL(r *http.Request) string {
 
 // oidcLogin sends the browser to the issuer.
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) {
-	if !s.limiter.allow(r) {
+	if !s.limiter.allow(clientKey(s.clientAddr(r))) {
 		s.audit.record(r, "", "login oidc", "", "", http.StatusTooManyRequests, "rate limited")
 		s.loginFailed(w, r, "too many sign-in attempts; wait a minute")
 		return

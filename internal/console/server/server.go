@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,9 +33,18 @@ type Options struct {
 	TLS bool
 	// IdleTimeout and AbsoluteTimeout bound a session.
 	IdleTimeout, AbsoluteTimeout time.Duration
-	// LoginAttempts per LoginWindow are allowed from one address.
+	// LoginAttempts per LoginWindow are allowed from one client, and for one
+	// user (the subject a token claims).
 	LoginAttempts int
 	LoginWindow   time.Duration
+	// TrustedProxies are the proxies whose ClientAddressHeader names the
+	// client; from any other peer the connection's address is the client.
+	TrustedProxies []netip.Prefix
+	// ClientAddressHeader is X-Forwarded-For (when empty) or Forwarded.
+	ClientAddressHeader string
+	// MaxStreamsPerSession bounds the live-update streams one session holds
+	// open (default 4); each runs a watch per kind and DR namespace.
+	MaxStreamsPerSession int
 	// UI is the built front end (index.html at its root); nil serves a page
 	// that says how to build it.
 	UI fs.FS
@@ -59,6 +69,7 @@ type Server struct {
 	sessions *session.Store
 	clients  *clients
 	limiter  *loginLimiter
+	streams  *streamSlots
 	audit    audit
 	handler  http.Handler
 	// lagSamples is the lag history the console has seen.
@@ -80,6 +91,12 @@ func New(o Options) *Server {
 	if o.LoginWindow == 0 {
 		o.LoginWindow = time.Minute
 	}
+	if o.ClientAddressHeader == "" {
+		o.ClientAddressHeader = headerXForwardedFor
+	}
+	if o.MaxStreamsPerSession == 0 {
+		o.MaxStreamsPerSession = 4
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -91,9 +108,10 @@ func New(o Options) *Server {
 		sessions: session.NewStore(o.IdleTimeout, o.AbsoluteTimeout),
 		clients:  newClients(o.API, o.Scheme),
 		limiter:  newLoginLimiter(o.LoginAttempts, o.LoginWindow, o.Now),
-		audit:    audit{log: o.Log},
+		streams:  &streamSlots{max: o.MaxStreamsPerSession, open: map[string]int{}},
 		pending:  &pendingLogins{m: map[string]oidc.Pending{}},
 	}
+	s.audit = audit{log: o.Log, addr: s.clientAddr}
 	s.lagSamples = newLagSamples(o.Now())
 	s.sessions.Now = o.Now
 	s.sessions.OnEnd(s.clients.forget)
