@@ -13,7 +13,8 @@ import (
 // see either the old or the new file, never a torn one: write a temp
 // file in the same directory, fsync it, rename it over the target, then
 // fsync the directory so the rename survives a crash. If the content is
-// already identical nothing is written and changed is false.
+// already identical nothing is written and changed is false. The file is
+// readable by its owner only: a resource file may hold DRBD's shared secret.
 func WriteFileAtomic(dir, name string, data []byte) (changed bool, err error) {
 	return replaceFile(dir, name, data, true)
 }
@@ -51,7 +52,7 @@ func replaceFile(dir, name string, data []byte, durable bool) (changed bool, err
 		}
 	}()
 	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Chmod(0o644)
+		err = tmp.Chmod(0o600)
 	}
 	if err == nil && durable {
 		err = tmp.Sync()

@@ -81,8 +81,10 @@ func (e OSExecutor) Start(ctx context.Context, bin string, args ...string) (io.R
 }
 
 func wrapExit(bin string, args []string, err error, stderr string) error {
-	e := &ExitError{Cmd: strings.TrimSpace(bin + " " + strings.Join(args, " ")), ExitCode: -1,
-		Stderr: strings.TrimSpace(stderr), Err: err}
+	// drbdadm passes the shared secret to drbdsetup as an argument and repeats
+	// a failed command line on stderr: neither may reach a message.
+	e := &ExitError{Cmd: Redact(strings.TrimSpace(bin + " " + strings.Join(args, " "))), ExitCode: -1,
+		Stderr: Redact(strings.TrimSpace(stderr)), Err: err}
 	var xe *exec.ExitError
 	if errors.As(err, &xe) {
 		e.ExitCode = xe.ExitCode()

@@ -19,6 +19,8 @@ type ResourceConfig struct {
 	// Standalone allows a single node: every peer was left out on purpose
 	// (fenced), so the resource runs without connections.
 	Standalone bool
+	// PeerAuth, when set, makes the peers authenticate each other.
+	PeerAuth *PeerAuth
 }
 
 // QuorumOptions map to the resource's options section.
@@ -86,6 +88,9 @@ func (c *ResourceConfig) Validate() error {
 		add("need at least one volume")
 	}
 	errs = append(errs, validateVolumes(c.Volumes)...)
+	if c.PeerAuth != nil {
+		errs = append(errs, c.PeerAuth.validate())
+	}
 	return errors.Join(errs...)
 }
 
@@ -204,6 +209,9 @@ func (c *ResourceConfig) Render() ([]byte, error) {
 	if c.Protocol == "A" {
 		// The bound on what a crash loses: see ProtocolASendBuffer.
 		fmt.Fprintf(&b, "        sndbuf-size %d;\n", ProtocolASendBuffer)
+	}
+	if a := c.PeerAuth; a != nil {
+		fmt.Fprintf(&b, "        cram-hmac-alg %s;\n        shared-secret \"%s\";\n", a.Alg, a.Secret)
 	}
 	b.WriteString("    }\n")
 	quorum := c.Quorum.Quorum
