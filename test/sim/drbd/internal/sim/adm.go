@@ -81,10 +81,10 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			if n.Up {
 				return fail(10, "%s: Failure: (161) Minor or volume exists already (delete it first)\nCommand 'drbdsetup new-minor %s %d 0' terminated with exit code 10", res, res, firstMinor(r))
 			}
-			n.Configured = configuredPeers(rc, env.Node)
+			n.Configured, n.Auth = configuredPeers(rc, env.Node), rc.authKey()
 			return up(r, n)
 		case "adjust":
-			n.Configured = configuredPeers(rc, env.Node)
+			n.Configured, n.Auth = configuredPeers(rc, env.Node), rc.authKey()
 			if n.Up {
 				return nil
 			}

@@ -18,7 +18,10 @@ type ResConfig struct {
 	Quorum     string
 	OnNoQuorum string
 	AfterSB    [3]string // after-sb-0pri, -1pri, -2pri
-	Volumes    map[int]Vol
+	// CramHMACAlg and SharedSecret are the net section's peer authentication.
+	CramHMACAlg  string
+	SharedSecret string
+	Volumes      map[int]Vol
 	Hosts      map[string]HostConfig
 }
 
@@ -178,6 +181,12 @@ func resource(s stmt) (*ResConfig, error) {
 						return nil, fmt.Errorf("resource %s: sndbuf-size: %w", rc.Name, err)
 					}
 					rc.SndBufKiB = size / 1024
+				}
+				if len(o.words) == 2 && o.words[0] == "cram-hmac-alg" {
+					rc.CramHMACAlg = o.words[1]
+				}
+				if len(o.words) == 2 && o.words[0] == "shared-secret" {
+					rc.SharedSecret = o.words[1]
 				}
 				if len(o.words) == 2 && strings.HasPrefix(o.words[0], "after-sb-") {
 					switch o.words[0] {

@@ -67,6 +67,9 @@ func (w *World) settle() {
 					continue
 				}
 				up := r.Connected(a, b)
+				if !up {
+					r.refuseAuth(a, b)
+				}
 				if r.Pairs[pairKey(a.Host, b.Host)] == nil && !up {
 					continue
 				}

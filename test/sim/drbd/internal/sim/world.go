@@ -144,6 +144,10 @@ type Node struct {
 	// DiscardMyData is `drbdadm connect --discard-my-data`: this node is the
 	// split brain victim at its next handshake.
 	DiscardMyData bool `json:",omitempty"`
+	// Auth identifies the peer authentication of the node's applied file
+	// (authKey): "" without cram-hmac-alg. A digest, so that the state file
+	// holds no secret.
+	Auth string `json:",omitempty"`
 }
 
 // Pair is the replication relationship between two nodes.
@@ -260,6 +264,12 @@ func (r *Res) Pair(a, b string) *Pair {
 
 // Connected reports whether two nodes of the resource have a live link.
 func (r *Res) Connected(a, b *Node) bool {
+	return r.reachable(a, b) && (a.Auth == b.Auth || r.linked(a, b))
+}
+
+// reachable reports whether a and b would try to connect: both up, not cut
+// apart, each configured with the other and neither StandAlone.
+func (r *Res) reachable(a, b *Node) bool {
 	return a != b && a.Up && b.Up && !r.Partitioned && a.configures(b) && b.configures(a) &&
 		!a.StandAlone[b.Host] && !b.StandAlone[a.Host]
 }
