@@ -225,9 +225,10 @@ func (r *Reconciler) step(s *scope) flow.Phase[*scope] {
 }
 
 // lockLost renews the group's Lease for a working request. It fails the request
-// when another request holds the Lease (only possible after this one's Lease
-// expired, e.g. quorum-manager was down longer than the TTL): two requests must
-// never drive one group.
+// when another request holds the Lease: two requests must never drive one
+// group. Another request cannot take the Lease from one that started moving
+// the group, even expired (acquire); this is left for a Lease someone else
+// rewrote.
 func (r *Reconciler) lockLost(ctx context.Context, s *scope) bool {
 	group := s.req.Spec.ProtectionGroupRef.Name
 	lock, err := r.acquire(ctx, s.req, group, s.now, r.holderDone(ctx, s.req.Namespace))

@@ -31,10 +31,18 @@ type lockState struct {
 	held   bool
 	holder string
 	expiry time.Time
+	// keeper is set when the Lease expired but its holder has already moved
+	// the group and not ended (startedMoving): it alone may take it again.
+	keeper *srv1alpha1.FailoverRequest
 }
 
 // acquire takes or renews the group's Lease for req. The Lease is free when it does
-// not exist, has expired, or its holder is no longer working (holderDone).
+// not exist, its holder is no longer working (holderDone), or it has expired and
+// its holder never started moving the group. A holder that started moving the
+// group keeps it however long quorum-manager was down: its Lease expires only
+// because nothing ran, and another request taking over would fail it half way
+// (say, with the source demoted) and then find the group where it is not.
+// The holder itself always takes its own Lease back.
 func (r *Reconciler) acquire(ctx context.Context, req *srv1alpha1.FailoverRequest, group string, now time.Time, holderDone func(holder string) bool) (lockState, error) {
 	key := client.ObjectKey{Namespace: req.Namespace, Name: srv1alpha1.FailoverLockName(group)}
 	me := holderOf(req)
@@ -59,8 +67,17 @@ func (r *Reconciler) acquire(ctx context.Context, req *srv1alpha1.FailoverReques
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	expiry := leaseExpiry(lease)
-	if holder != me && holder != "" && now.Before(expiry) && !holderDone(holder) {
-		return lockState{holder: holder, expiry: expiry}, nil
+	if holder != me && holder != "" && !holderDone(holder) {
+		if now.Before(expiry) {
+			return lockState{holder: holder, expiry: expiry}, nil
+		}
+		keeper, err := r.movingHolder(ctx, req.Namespace, holder)
+		if err != nil {
+			return lockState{}, err
+		}
+		if keeper != nil {
+			return lockState{holder: holder, expiry: expiry, keeper: keeper}, nil
+		}
 	}
 	if holder == me && lease.Spec.RenewTime != nil && now.Sub(lease.Spec.RenewTime.Time) < renewEvery {
 		return lockState{held: true, holder: me}, nil

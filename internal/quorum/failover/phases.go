@@ -36,9 +36,15 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	if !lock.held {
-		msg := fmt.Sprintf("group %s is locked by %s until %s", s.group.Name, lock.holder, lock.expiry.UTC().Format(time.RFC3339))
+		msg := lockHeldMessage(s.req, s.group.Name, lock)
 		s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionFalse, srv1alpha1.ReasonLockHeld, msg)
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonLockHeld, lock.expiry.Sub(s.now), "%s", msg)
+		wait := lock.expiry.Sub(s.now)
+		if lock.keeper != nil {
+			// The keeper's renewals and its release wake this request (a
+			// Lease watch); this bounds the wait if an event is missed.
+			wait = renewEvery
+		}
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonLockHeld, wait, "%s", msg)
 	}
 	s.trail.Condition(srv1alpha1.ConditionLockAcquired, metav1.ConditionTrue, "Acquired", "holding Lease "+srv1alpha1.FailoverLockName(s.group.Name))
 	// Re-validate under the lock, on the group as the API server has it: an

@@ -17,11 +17,13 @@ import (
 )
 
 // TestLeaseTakeoverOnlyAfterExpiry: a quorum-manager died while its request
-// "stuck" held the group's Lease, and the request's own reconciles stopped with
-// it. Another request of the group, run by another quorum-manager whose clock
-// the test drives, waits until the Lease expires — not one second less — then
-// takes the Lease over; the stuck request, resumed later, finds the Lease
-// taken and fails instead of driving the group beside it.
+// "stuck" held the group's Lease, just after taking it and before it acted on
+// the group (still Pending). Another request of the group, run by a
+// quorum-manager whose clock the test drives, waits until the Lease expires —
+// not one second less — then takes the Lease over; the stuck request, resumed
+// later, finds the Lease taken and waits behind it instead of driving the
+// group beside it. (A holder that already moved the group keeps it:
+// TestOutageLongerThanLeaseKeepsTheGroupWithItsMover.)
 func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 	f := newFixture(phaseCase{phase: srv1alpha1.FailoverPending,
 		primary: cluster{objs: sourceRunning}, dr: cluster{objs: targetStoppedPromotable}})
@@ -30,11 +32,9 @@ func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "stuck", UID: "uid-stuck", Generation: 1},
 		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: testGroup},
 			TargetCluster: drCluster, FailoverType: srv1alpha1.FailoverPlanned, DrainTimeoutSeconds: 3600, BatchBootTimeoutSeconds: 300},
-		Status: srv1alpha1.FailoverRequestStatus{Phase: srv1alpha1.FailoverStoppingOnSource, SourceCluster: primary,
-			StartTime: &metav1.Time{Time: renewed},
+		Status: srv1alpha1.FailoverRequestStatus{Phase: srv1alpha1.FailoverPending,
 			PhaseHistory: []srv1alpha1.PhaseTransition{
 				{Phase: string(srv1alpha1.FailoverPending), Time: metav1.NewMicroTime(renewed)},
-				{Phase: string(srv1alpha1.FailoverStoppingOnSource), Time: metav1.NewMicroTime(renewed)},
 			}},
 	}
 	require.NoError(t, f.quorum.Create(f.ctx, stuck))
@@ -81,9 +81,10 @@ func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 	// The stuck request's manager comes back: it must not drive the group too.
 	clk.SetTime(t0.Add(32 * time.Second))
 	old := reconcile("stuck")
-	require.Equal(t, srv1alpha1.FailoverFailed, old.Status.Phase)
-	require.Equal(t, "LockLost", readyReasonOf(old))
-	require.Contains(t, old.Status.Message, "lost the lock of group "+testGroup+" to "+holderOf(fr))
+	require.Equal(t, srv1alpha1.FailoverPending, old.Status.Phase, "it waits behind the new holder: %s", old.Status.Message)
+	c := meta.FindStatusCondition(old.Status.Conditions, srv1alpha1.ConditionLockAcquired)
+	require.Equal(t, srv1alpha1.ReasonLockHeld, c.Reason)
+	require.Contains(t, c.Message, "locked by "+holderOf(fr))
 	require.Equal(t, holderOf(fr), *lease().Spec.HolderIdentity, "the new holder keeps the Lease")
 }
 
