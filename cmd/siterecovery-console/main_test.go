@@ -71,7 +71,9 @@ func start(t *testing.T, args ...string) *console {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &console{log: &lockedBuffer{}, done: make(chan int, 1)}
 	ready := make(chan net.Addr, 1)
-	go func() { c.done <- run(ctx, append([]string{"--listen=127.0.0.1:0"}, args...), c.log, func(a net.Addr) { ready <- a }) }()
+	go func() {
+		c.done <- run(ctx, append([]string{"--listen=127.0.0.1:0"}, args...), c.log, func(a net.Addr) { ready <- a })
+	}()
 	select {
 	case a := <-ready:
 		c.addr = a.String()
