@@ -55,6 +55,11 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.devices = s.memo.devices
 	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices, s.memo.metaDevices)
+	auth, err := r.PeerSecrets.peerAuth(ctx, s.obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rc.PeerAuth = auth
 	data, err := rc.Render()
 	if err != nil {
 		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, err,

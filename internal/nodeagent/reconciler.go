@@ -53,6 +53,9 @@ type Reconciler struct {
 	Recorder  EventRecorder
 	Clock     clock.Clock
 
+	// PeerSecrets reads the DRBD peer-auth Secrets (peerauth.go).
+	PeerSecrets *PeerSecrets
+
 	wake   chan event.GenericEvent
 	owners owners
 

@@ -59,6 +59,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Coalescer: NewCoalescer(cfg.Clock, cfg.StatusInterval),
 		Recorder:  mgr.GetEventRecorder("drbd-node-agent"),
 		Clock:     cfg.Clock,
+		// Uncached: the agent may only get Secrets, in the peer-auth namespaces.
+		PeerSecrets: &PeerSecrets{Reader: mgr.GetAPIReader()},
 	}
 	return r.SetupWithManager(mgr)
 }
