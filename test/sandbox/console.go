@@ -63,7 +63,7 @@ func (sb *sandbox) startConsole(ctx context.Context) (string, error) {
 
 func (sb *sandbox) printConsole(token string) {
 	fmt.Printf(`
-Web console: http://%s/
+Web console: https://%s/ (a certificate the console made at start: the browser asks once to accept it)
   sign in with this operator token (also in %s):
 %s
 `, sb.o.consoleAddr, filepath.Join(sb.o.workDir, "console-operator.token"), token)

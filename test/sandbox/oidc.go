@@ -64,7 +64,7 @@ func (sb *sandbox) consoleOIDC(ctx context.Context, operatorRole string) ([]stri
 	return []string{
 		"--oidc-issuer-url=" + sb.issuer.URL, "--oidc-client-id=" + oidcClientID,
 		"--oidc-client-secret-file=" + secretFile, "--oidc-ca-file=" + sb.issuer.CAFile,
-		"--oidc-redirect-url=http://" + sb.o.consoleAddr + "/api/oidc/callback",
+		"--oidc-redirect-url=https://" + sb.o.consoleAddr + "/api/oidc/callback",
 	}, nil
 }
 
