@@ -21,7 +21,7 @@ func main() {
 	flag.DurationVar(&q.ProbeInterval, "cluster-probe-interval", 10*time.Second, "how often each workload cluster's API server is probed")
 	flag.IntVar(&q.FailureThreshold, "cluster-failure-threshold", setup.DefaultFailureThreshold, "how many probes of a workload cluster must fail in a row before it is unreachable")
 	flag.StringVar(&q.HolderImage, "replica-holder-image", setup.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
-	flag.StringVar(&q.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the test failover's network probe Jobs (sh, nc and wget)")
+	flag.StringVar(&q.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the test failover's network probe Jobs (its entrypoint is siterecovery-probe)")
 	zoneWebhook := flag.Bool("zone-webhook", false, "serve only the cluster-wide ProtectionZone admission webhook (the protectionzone chart's mode), no controllers")
 	flag.Parse()
 	if *zoneWebhook {

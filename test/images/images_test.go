@@ -53,7 +53,7 @@ func TestImages(t *testing.T) {
 
 	// A flag each binary's usage must list.
 	flags := map[string]string{"quorum-manager": "-metrics-bind-address", "pg-controller": "-metrics-bind-address",
-		"siterecovery-console": "-listen", "drbd-node-agent": "-metrics-bind-address"}
+		"siterecovery-console": "-listen", "siterecovery-probe": "-timeout", "drbd-node-agent": "-metrics-bind-address"}
 	for name, flag := range flags {
 		for _, platform := range platforms {
 			t.Run(name+"/"+platform, func(t *testing.T) {

@@ -4,8 +4,9 @@
 // linux/arm64): the Go binaries are cross-compiled, and the agent's Debian packages
 // are those of each architecture.
 //
-//   - quorum-manager, pg-controller and siterecovery-console: one static Go binary
-//     on an empty base with /etc/passwd and /etc/group, running as 65532:65532;
+//   - quorum-manager, pg-controller, siterecovery-console and siterecovery-probe
+//     (the test failover's network check): one static Go binary on an empty base
+//     with /etc/passwd and /etc/group, running as 65532:65532;
 //   - drbd-node-agent: the same on a root filesystem assembled from the Debian
 //     packages in images/drbd-node-agent/packages.txt (drbd-utils and its
 //     libraries), running as root because drbdsetup needs the kernel's netlink
@@ -38,6 +39,7 @@ var specs = []imageSpec{
 	{Name: "quorum-manager", User: "65532:65532"},
 	{Name: "pg-controller", User: "65532:65532"},
 	{Name: "siterecovery-console", User: "65532:65532"},
+	{Name: "siterecovery-probe", User: "65532:65532"},
 	{Name: "drbd-node-agent", User: "0:0", Debian: true},
 }
 

@@ -3,6 +3,8 @@ package testfailover
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,18 +170,17 @@ func probeTimeout(p *srv1alpha1.NetworkProbe) int32 {
 // probeHost is the DNS name of a test VM's probe Service.
 func probeHost(s *scope, vm string) string { return probeName(vm) + "." + s.namespace() + ".svc" }
 
-// probeUser runs the probe: nobody in busybox's /etc/passwd.
-const probeUser int64 = 65534
-
 // probeJob is a one-shot, unprivileged client that connects to the test VM
 // through its Service.
 func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *batchv1.Job {
 	timeout := probeTimeout(p)
 	host := probeHost(s, vm)
-	cmd := fmt.Sprintf("nc -z -w %d %s %d", timeout, host, p.Port)
+	// The probe image's entrypoint is siterecovery-probe (cmd/siterecovery-probe).
+	args := []string{"-tcp", net.JoinHostPort(host, strconv.Itoa(int(p.Port)))}
 	if p.Type == srv1alpha1.ProbeHTTP {
-		cmd = fmt.Sprintf("wget -q -T %d -O /dev/null 'http://%s:%d%s'", timeout, host, p.Port, p.Path)
+		args = []string{"-http", fmt.Sprintf("http://%s%s", net.JoinHostPort(host, strconv.Itoa(int(p.Port))), p.Path)}
 	}
+	args = append(args, "-timeout", fmt.Sprintf("%ds", timeout))
 	labels := componentLabels(s.tf, vm, ComponentProbe)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(), Name: probeName(vm), Labels: labels},
@@ -192,14 +193,15 @@ func (r *Reconciler) probeJob(s *scope, vm string, p *srv1alpha1.NetworkProbe) *
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					// PodSecurity "restricted" (runAsNonRoot, RuntimeDefault seccomp, no
-					// escalation, all capabilities dropped). The UID is fixed because
-					// busybox, the default image, has no USER and so runs as root: with
-					// runAsNonRoot alone the kubelet would refuse to start it. 65534 is
-					// busybox's nobody.
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(probeUser),
+					// escalation, all capabilities dropped). No fixed UID: the probe
+					// image names a numeric non-root USER (65532), which the kubelet
+					// checks against runAsNonRoot, and platforms that assign each
+					// namespace its own UID range (OpenShift's restricted-v2) refuse a
+					// fixed one.
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Containers: []corev1.Container{{
-						Name: "probe", Image: r.ProbeImage, Command: []string{"sh", "-c", cmd},
+						Name: "probe", Image: r.ProbeImage, Args: args,
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 						Resources: corev1.ResourceRequirements{

@@ -22,8 +22,10 @@ import (
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "test-failover"
 
-// DefaultProbeImage runs the probe Jobs: busybox has nc and wget.
-const DefaultProbeImage = "busybox:1.36"
+// DefaultProbeImage runs the probe Jobs: the siterecovery-probe image
+// (cmd/siterecovery-probe), whose entrypoint takes -tcp or -http and -timeout.
+// The chart sets the tag of its own release.
+const DefaultProbeImage = "ghcr.io/siterecovery/siterecovery-probe:0.1.0"
 
 // pollEvery is how often an active test looks at what it does not watch
 // (snapshots, Jobs, VMIs); watched VMs and PVCs wake it earlier.
@@ -40,8 +42,8 @@ const pollEvery = 2 * time.Second
 
 // Options tune the controller; the zero value is the default.
 type Options struct {
-	// ProbeImage runs the probe Jobs (sh with nc and wget); DefaultProbeImage if
-	// empty. Clusters without access to Docker Hub set a mirrored copy.
+	// ProbeImage runs the probe Jobs (the siterecovery-probe entrypoint); DefaultProbeImage if
+	// empty. Clusters without access to ghcr.io set a mirrored copy.
 	ProbeImage string
 }
 
