@@ -28,7 +28,7 @@ func main() {
 	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
 	flag.StringVar(&p.OperatorNamespace, "operator-namespace", setup.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
 	flag.BoolVar(&p.VolSyncServiceExport, "volsync-service-export", false, "export each VolSync destination's Service with an MCS ServiceExport and send to its clusterset name instead of the address the ReplicationDestination publishes")
-	flag.Func("admission-allowed-users", "comma-separated users who may start standby VMs and change replication objects (quorum-manager's identity on this cluster, pg-controller's and the agent's service accounts)", func(v string) error {
+	flag.Func("admission-allowed-users", "comma-separated users who may start standby VMs and change replication objects of every DR namespace (pg-controller's and the agent's service accounts)", func(v string) error {
 		p.Allowed.Users = splitList(v)
 		return nil
 	})
@@ -37,6 +37,11 @@ func main() {
 		p.Allowed.Groups = splitList(v)
 		return nil
 	})
+	flag.Func("admission-dr-namespaces", "comma-separated DR namespaces whose quorum-manager ServiceAccount may do the same, each only for its own DR namespace's objects", func(v string) error {
+		p.Allowed.DRNamespaces = splitList(v)
+		return nil
+	})
+	flag.StringVar(&p.Allowed.QuorumServiceAccount, "admission-quorum-service-account", setup.DefaultQuorumServiceAccount, "quorum-manager's ServiceAccount in each --admission-dr-namespaces namespace")
 	flag.Parse()
 	os.Exit(setup.Run(o, p))
 }

@@ -44,11 +44,8 @@ rules come from the markers.
 {{- printf "siterecovery-workload-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* Identities the workload webhooks let through: siterecovery's own service accounts, then the configured ones. */}}
+{{/* Identities the workload webhooks let through for every object: siterecovery's own service accounts, then the configured ones. The quorum-manager of each DR namespace passes only for its own objects (--admission-dr-namespaces). */}}
 {{- define "wcp.admissionUsers" -}}
 {{- $users := list (printf "system:serviceaccount:%s:pg-controller" .Release.Namespace) (printf "system:serviceaccount:%s:drbd-node-agent" .Release.Namespace) -}}
-{{- range .Values.quorumAccess.drNamespaces -}}
-{{- $users = append $users (printf "system:serviceaccount:%s:%s" . $.Values.quorumAccess.serviceAccountName) -}}
-{{- end -}}
 {{- join "," (concat $users .Values.webhooks.allowedUsers) -}}
 {{- end -}}

@@ -9,27 +9,70 @@ import (
 )
 
 // Identities are who may change what these webhooks guard: siterecovery's own
-// service accounts (quorum-manager's identity on this cluster, pg-controller,
-// the drbd-node-agent) and Kubernetes' own controllers (garbage collector,
-// namespace and volume controllers, in kube-system).
+// service accounts (pg-controller, the drbd-node-agent) and Kubernetes' own
+// controllers (garbage collector, namespace and volume controllers, in
+// kube-system) without limit, and the quorum-manager identity of each DR
+// namespace only for that DR namespace's objects. Several DR namespaces share
+// a workload cluster; one DR namespace's token must not move another's
+// replicas or start its standby VMs.
 type Identities struct {
 	Users  []string
 	Groups []string
+	// DRNamespaces are the DR namespaces whose quorum-manager identity
+	// (system:serviceaccount:<dr namespace>:<QuorumServiceAccount>) acts on
+	// this cluster, each scoped to its own objects.
+	DRNamespaces []string
+	// QuorumServiceAccount is the ServiceAccount of quorum-manager in each DR
+	// namespace; DefaultQuorumServiceAccount if empty.
+	QuorumServiceAccount string
 }
 
 // DefaultGroups are Kubernetes' own controllers and the nodes.
 var DefaultGroups = []string{"system:serviceaccounts:kube-system", "system:nodes"}
 
-func (ids Identities) allowed(u authenticationv1.UserInfo) bool {
+// DefaultQuorumServiceAccount is the ServiceAccount the workload chart creates
+// in each DR namespace for quorum-manager.
+const DefaultQuorumServiceAccount = "quorum-manager"
+
+// caller is who asks, as the webhooks judge it: trusted for every object, a
+// DR namespace's quorum-manager (drNamespace set), or neither.
+type caller struct {
+	name        string
+	trusted     bool
+	drNamespace string
+}
+
+func (ids Identities) caller(u authenticationv1.UserInfo) caller {
+	c := caller{name: u.Username}
 	if slices.Contains(ids.Users, u.Username) {
-		return true
+		c.trusted = true
+		return c
 	}
 	for _, g := range u.Groups {
 		if slices.Contains(ids.Groups, g) {
-			return true
+			c.trusted = true
+			return c
 		}
 	}
-	return false
+	for _, ns := range ids.DRNamespaces {
+		if u.Username == ids.quorumUser(ns) {
+			c.drNamespace = ns
+		}
+	}
+	return c
+}
+
+// owns reports whether c may change an object of DR namespace owner.
+func (c caller) owns(owner string) bool {
+	return c.trusted || (c.drNamespace != "" && owner == c.drNamespace)
+}
+
+func (ids Identities) quorumUser(drNamespace string) string {
+	sa := ids.QuorumServiceAccount
+	if sa == "" {
+		sa = DefaultQuorumServiceAccount
+	}
+	return "system:serviceaccount:" + drNamespace + ":" + sa
 }
 
 // who says who may, for refusals.
@@ -41,8 +84,22 @@ func (ids Identities) who() string {
 	if len(ids.Groups) > 0 {
 		parts = append(parts, "groups "+strings.Join(ids.Groups, ", "))
 	}
+	if len(ids.DRNamespaces) > 0 {
+		parts = append(parts, "the quorum-manager of the object's own DR namespace")
+	}
 	if len(parts) == 0 {
 		return "nobody is configured"
 	}
-	return fmt.Sprintf("only %s may (pg-controller --admission-allowed-users/--admission-allowed-groups)", strings.Join(parts, " and "))
+	return fmt.Sprintf("only %s may (pg-controller --admission-allowed-users/--admission-allowed-groups/--admission-dr-namespaces)", strings.Join(parts, " and "))
+}
+
+// otherNamespace is the refusal of a DR namespace's quorum-manager acting on
+// an object of another DR namespace (owner, "" when the object names none).
+func (c caller) otherNamespace(what, owner string) string {
+	if owner == "" {
+		return fmt.Sprintf("%s belongs to no DR namespace; the quorum-manager of DR namespace %s (user %q) may change only its own DR namespace's objects",
+			what, c.drNamespace, c.name)
+	}
+	return fmt.Sprintf("%s belongs to DR namespace %s; the quorum-manager of DR namespace %s (user %q) may change only its own DR namespace's objects",
+		what, owner, c.drNamespace, c.name)
 }

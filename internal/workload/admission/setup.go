@@ -17,6 +17,7 @@ const (
 func SetupWithManager(mgr ctrl.Manager, allowed Identities) {
 	srv := mgr.GetWebhookServer()
 	dec := admission.NewDecoder(mgr.GetScheme())
-	srv.Register(StandbyVMPath, &webhook.Admission{Handler: &standbyVMs{client: mgr.GetClient(), allowed: allowed, decoder: dec}})
+	srv.Register(StandbyVMPath, &webhook.Admission{Handler: &virtualMachines{
+		groups: mgr.GetClient(), pvcs: mgr.GetAPIReader(), allowed: allowed, decoder: dec}})
 	srv.Register(StackPath, &webhook.Admission{Handler: &stackObjects{allowed: allowed}})
 }

@@ -12,11 +12,14 @@ import (
 )
 
 // stackObjects refuses changing the spec of, or deleting, an object of the
-// replication stack: DRBDResources, frontend and backing PVCs and PVs, the
-// local ProtectionGroup copy, and the cluster's DRBDAllocation (whose claims
-// keep two VMs of any DR namespace off one DRBD port or minor). Labels,
-// annotations and status stay writable, so that tools and Kubernetes' own
-// controllers keep working.
+// replication stack: DRBDResources, frontend, backing and metadata PVCs and
+// frontend PVs, the local ProtectionGroup copy, and the cluster's
+// DRBDAllocation (whose claims keep two VMs of any DR namespace off one DRBD
+// port or minor). Annotations, status and labels of one's own stay writable,
+// so that tools and Kubernetes' own controllers keep working; the labels that
+// say what an object is to siterecovery (productLabels) do not, since the
+// webhook configuration selects the PVCs and PVs by them: an object relabelled
+// by hand would leave the webhook's sight and could then be deleted.
 type stackObjects struct {
 	allowed Identities
 }
@@ -24,8 +27,19 @@ type stackObjects struct {
 // Handle decides on an update or delete. Every kind is refused the same way;
 // only the reason, what the change breaks and what to do instead, differs.
 func (h *stackObjects) Handle(_ context.Context, req admission.Request) admission.Response {
-	if h.allowed.allowed(req.UserInfo) {
+	c := h.allowed.caller(req.UserInfo)
+	if c.trusted {
 		return admission.Allowed("")
+	}
+	old, cur, err := objects(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Kind.Kind == "DRBDAllocation" && c.drNamespace != "" {
+		return h.claims(req, c, old, cur)
+	}
+	if c.drNamespace != "" {
+		return h.ownObject(req, c, old, cur)
 	}
 	r := reasonFor(req.Kind.Kind)
 	why := ""
@@ -33,19 +47,35 @@ func (h *stackObjects) Handle(_ context.Context, req admission.Request) admissio
 	case admissionv1.Delete:
 		why = r.delete
 	case admissionv1.Update:
-		changed, err := specChanged(req)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		if !changed {
+		if !equality.Semantic.DeepEqual(old.Object["spec"], cur.Object["spec"]) {
+			why = r.update
+		} else if l := changedProductLabel(old, cur); l != "" {
+			why = fmt.Sprintf("carries label %s, which says what it is to siterecovery; only siterecovery changes it", l)
+		} else {
 			return admission.Allowed("")
 		}
-		why = r.update
 	default:
 		return admission.Allowed("")
 	}
 	return admission.Denied(fmt.Sprintf("%s %s %s. User %q may not: %s",
 		req.Kind.Kind, name(req), why, req.UserInfo.Username, h.allowed.who()))
+}
+
+// ownObject lets a DR namespace's quorum-manager change the objects of its
+// own DR namespace, and only those: it may not move one into its namespace
+// or out of another's by its labels either.
+func (h *stackObjects) ownObject(req admission.Request, c caller, old, cur *unstructured.Unstructured) admission.Response {
+	what := req.Kind.Kind + " " + name(req)
+	owner := drNamespaceOf(req.Kind.Kind, old)
+	if !c.owns(owner) {
+		return admission.Denied(c.otherNamespace(what, owner))
+	}
+	if cur != nil {
+		if to := drNamespaceOf(req.Kind.Kind, cur); to != "" && to != owner {
+			return admission.Denied(c.otherNamespace(what+" (relabelled)", to))
+		}
+	}
+	return admission.Allowed("")
 }
 
 // reason is why a kind of the stack is guarded, for each refused operation.
@@ -73,13 +103,19 @@ func name(req admission.Request) string {
 	return req.Name
 }
 
-func specChanged(req admission.Request) (bool, error) {
-	var old, cur unstructured.Unstructured
+// objects decodes the request's old object (updates and deletes) and new
+// object (updates; nil for a delete).
+func objects(req admission.Request) (old, cur *unstructured.Unstructured, err error) {
+	old = &unstructured.Unstructured{}
 	if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
-		return false, err
+		return nil, nil, err
 	}
+	if req.Operation == admissionv1.Delete || len(req.Object.Raw) == 0 {
+		return old, nil, nil
+	}
+	cur = &unstructured.Unstructured{}
 	if err := cur.UnmarshalJSON(req.Object.Raw); err != nil {
-		return false, err
+		return nil, nil, err
 	}
-	return !equality.Semantic.DeepEqual(old.Object["spec"], cur.Object["spec"]), nil
+	return old, cur, nil
 }

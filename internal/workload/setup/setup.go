@@ -37,6 +37,10 @@ const DefaultOperatorNamespace = vrg.DefaultOperatorNamespace
 // a flag says otherwise: Kubernetes' own controllers and the nodes.
 var DefaultAdmissionGroups = admission.DefaultGroups
 
+// DefaultQuorumServiceAccount is quorum-manager's ServiceAccount in each DR
+// namespace, which the admission webhooks scope to that DR namespace.
+const DefaultQuorumServiceAccount = admission.DefaultQuorumServiceAccount
+
 // PGOptions are pg-controller's own settings.
 type PGOptions struct {
 	// OperatorNamespace is where the shared global VolumeGroupReplications live.
