@@ -76,7 +76,10 @@ func newBrowserWith(t *testing.T, url string, extra ...chromedp.ExecAllocatorOpt
 	require.NoError(t, err, "axe-core comes from npm (make console)")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 1600))
+		chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 1600),
+		// The console serves HTTPS with a certificate it made itself (see
+		// serveHTTPS), and the OIDC issuer fixture with its own.
+		chromedp.Flag("ignore-certificate-errors", true))
 	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)

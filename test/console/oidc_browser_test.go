@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -75,15 +74,15 @@ func TestOIDCInBrowser(t *testing.T) {
 	provider, err := oidc.New(oidc.Config{IssuerURL: is.URL, ClientID: clientID, ClientSecret: "console-secret",
 		CAFile: is.CAFile, Scopes: []string{"email", "offline_access"}, UsernameClaim: "email", Now: now})
 	require.NoError(t, err)
-	srv := httptest.NewServer(server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(),
+	consoleURL := serveHTTPS(t, server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(), TLS: true,
 		Namespaces: []string{ns}, LoginAttempts: 1000, OIDC: provider, Now: now, IdleTimeout: 2 * time.Hour}))
-	t.Cleanup(srv.Close)
 
-	// The issuer's certificate is its own; the console's is not involved.
-	b := newBrowserWith(t, srv.URL, chromedp.Flag("ignore-certificate-errors", true))
+	// The issuer's certificate and the console's are their own, accepted by
+	// the browser's ignore-certificate-errors.
+	b := newBrowser(t, consoleURL)
 	defer func() { t.Logf("screenshots:\n  %s", strings.Join(b.seen, "\n  ")) }()
 	signIn := func() {
-		b.run("open the console", chromedp.Navigate(srv.URL+"/"),
+		b.run("open the console", chromedp.Navigate(consoleURL+"/"),
 			chromedp.WaitVisible(chromedp.Search(`//button[normalize-space(.)='Log in with OIDC']`)))
 		b.click("Log in with OIDC")
 		b.run("the issuer's login page", chromedp.WaitVisible(chromedp.ID("username")))
@@ -92,7 +91,7 @@ func TestOIDCInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.Search(`//button[normalize-space(.)='Sign in']`)))
 	}
 
-	b.run("open the console", chromedp.Navigate(srv.URL+"/"),
+	b.run("open the console", chromedp.Navigate(consoleURL+"/"),
 		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space(.)='Log in with OIDC']`)))
 	b.shot("oidc-login")
 	b.accessible("login with OIDC")

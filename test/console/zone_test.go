@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -54,12 +53,10 @@ func newZone(t *testing.T, vms int) *zone {
 	z.user("viewer", read)
 	z.user("operator", read, write, sites)
 
-	srv := httptest.NewServer(server.New(server.Options{
-		API: z.Clusters[env.Quorum].Config, Scheme: z.Scheme, UI: ui.FS(),
+	z.url = serveHTTPS(t, server.New(server.Options{
+		API: z.Clusters[env.Quorum].Config, Scheme: z.Scheme, UI: ui.FS(), TLS: true,
 		Namespaces: []string{env.Namespace, scaleNamespace}, LoginAttempts: 1000,
 	}))
-	t.Cleanup(srv.Close)
-	z.url = srv.URL
 	return z
 }
 
