@@ -17,6 +17,7 @@ type failoverFlags struct {
 	unplanned bool
 	force     bool
 	confirm   string
+	discard   string
 	wait      bool
 	timeout   time.Duration
 	reason    string
@@ -37,7 +38,13 @@ func newFailoverCommand(o *Options) *cobra.Command {
 A planned failover (the default) stops the VMs on the source first and loses no
 data. --unplanned proceeds without the source (it may be down) and may lose the
 writes not yet replicated; --force also removes DRBD quorum taints from target
-nodes that another group uses. Both need --confirm with the group's name.
+nodes that another group uses. Both need --confirm with the group's name and
+the siterecovery-disaster-operator role.
+
+--discard-diverged with the group's name confirms, for a failback to a cluster
+fenced off during an unplanned failover, that the writes made there while it
+was cut off are discarded; it needs the siterecovery-disaster-operator role.
+Without it such a failback holds with TargetRejoined=False and says so.
 
 With --wait the phases are printed as they happen with their elapsed time and
 what the request waits for, and the timeline at the end. Ctrl-C stops waiting,
@@ -56,9 +63,14 @@ never the failover.`,
 	cmd.Flags().BoolVar(&f.unplanned, "unplanned", false, "proceed without the source cluster; writes not yet replicated may be lost")
 	cmd.Flags().BoolVar(&f.force, "force", false, "remove DRBD quorum taints from target nodes even while another group runs there")
 	cmd.Flags().StringVar(&f.confirm, "confirm", "", "the group's name, required with --unplanned or --force")
+	f.addDiscard(cmd)
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded on the request (annotation "+ReasonAnnotation+")")
 	f.addWait(cmd)
 	return cmd
+}
+
+func (f *failoverFlags) addDiscard(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.discard, "discard-diverged", "", "the group's name: discard the writes a fenced-off target made while cut off (annotation "+srv1alpha1.DiscardDivergedAnnotation+")")
 }
 
 func newFailbackCommand(o *Options) *cobra.Command {
@@ -96,6 +108,7 @@ func newFailbackCommand(o *Options) *cobra.Command {
 			return o.failover(cmd.Context(), args[0], f)
 		},
 	}
+	f.addDiscard(cmd)
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded on the request (annotation "+ReasonAnnotation+")")
 	f.addWait(cmd)
 	return cmd
@@ -112,7 +125,10 @@ const (
 
 func (o *Options) failover(ctx context.Context, group string, f *failoverFlags) error {
 	if (f.unplanned || f.force) && f.confirm != group {
-		return usagef("an unplanned or forced failover may lose data: confirm with --confirm %s", group)
+		return usagef("an unplanned or forced failover may lose data: confirm with --confirm %s (needs the siterecovery-disaster-operator role)", group)
+	}
+	if f.discard != "" && f.discard != group {
+		return usagef("discarding the writes a fenced-off cluster made while cut off cannot be undone: confirm with --discard-diverged %s (needs the siterecovery-disaster-operator role)", group)
 	}
 	c, err := o.Quorum()
 	if err != nil {
@@ -140,6 +156,9 @@ func (o *Options) failover(ctx context.Context, group string, f *failoverFlags) 
 	}
 	if f.unplanned || f.force {
 		fr.Annotations[srv1alpha1.ConfirmAnnotation] = group
+	}
+	if f.discard != "" {
+		fr.Annotations[srv1alpha1.DiscardDivergedAnnotation] = group
 	}
 	if err := c.Create(ctx, fr); err != nil {
 		return err

@@ -134,7 +134,7 @@ func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1a
 }
 
 func newUnprotectCommand(o *Options) *cobra.Command {
-	var vmNS string
+	var vmNS, confirm string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "unprotect [NAMESPACE/]VM",
@@ -142,23 +142,33 @@ func newUnprotectCommand(o *Options) *cobra.Command {
 		Long: `unprotect deletes the VM's ProtectionRequest; the protection flow removes the
 replica and leaves the VM running on its original disks. While the group runs on
 the DR cluster the removal waits for a failback; --force removes replication
-and leaves the VM running on the DR cluster, on its DR disks.`,
+and leaves the VM running on the DR cluster, on its DR disks, and its disks on
+the primary cluster out of date with no failback: it needs --confirm with the
+VM's name and the siterecovery-disaster-operator role.`,
 		Example: `  kubectl siterecovery unprotect apps/web-01 -n dr-production
-  kubectl siterecovery unprotect apps/web-01 --force`,
+  kubectl siterecovery unprotect apps/web-01 --force --confirm web-01`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := vmRef(args[0], vmNS)
 			if err != nil {
 				return err
 			}
+			if force && confirm != ref.Name {
+				return usagef("a forced unprotect leaves VM %s/%s on the DR cluster without replication and its disks on the primary cluster out of date, with no failback: confirm with --confirm %s (needs the siterecovery-disaster-operator role)",
+					ref.Namespace, ref.Name, ref.Name)
+			}
 			return o.unprotect(cmd.Context(), ref, force)
 		},
 	}
 	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
 	cmd.Flags().BoolVar(&force, "force", false, "unprotect even while the group runs on the DR cluster; the VM stays there")
+	cmd.Flags().StringVar(&confirm, "confirm", "", "the VM's name, required with --force")
 	return cmd
 }
 
+// unprotect deletes the VM's ProtectionRequests. With force it first sets,
+// in one write, the force-unprotect annotation and the typed confirmation
+// (the VM's name) that the protectionzone chart's admission policy asks for.
 func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, force bool) error {
 	c, err := o.Quorum()
 	if err != nil {
@@ -189,6 +199,7 @@ func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineRef
 				pr.Annotations = map[string]string{}
 			}
 			pr.Annotations[srv1alpha1.ForceUnprotectAnnotation] = "true"
+			pr.Annotations[srv1alpha1.ConfirmAnnotation] = vm.Name
 			if err := c.Patch(ctx, pr, patch); err != nil {
 				return err
 			}

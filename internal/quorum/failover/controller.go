@@ -38,6 +38,10 @@ const ControllerName = "failover"
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols,verbs=get;list;watch;patch
+// An unplanned request of a DRPC zone asks its DRPC for a Failover; the
+// protectionzone chart's admission policy asks that write for the disaster
+// right, which the request itself was checked for when it was created.
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=failoverrequests/disaster,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -129,6 +129,12 @@ func (r *Reconciler) askDRPC(ctx context.Context, d *drv1alpha1.DRPlacementContr
 	d.Spec.Action = action
 	if action == drv1alpha1.ActionFailover {
 		d.Spec.FailoverCluster = tgt
+		// The admission policy asks a Failover for the typed confirmation;
+		// the request's own, checked when it was created, carries over.
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[srv1alpha1.ConfirmAnnotation] = d.Spec.ProtectionGroupRef.Name
 	} else {
 		d.Spec.PreferredCluster = tgt
 	}
