@@ -75,6 +75,8 @@ func Write(ctx context.Context, w io.Writer, in Input) error {
 			vmNamespaces[vm.Namespace] = true
 		}
 	}
+	// Guest data next, for the same reason as Secrets.
+	g.learnGuestData(ctx, conns, sortedKeys(vmNamespaces))
 
 	ns := client.InNamespace(in.Namespace)
 	for _, l := range []struct {
@@ -188,7 +190,11 @@ func (g *gatherer) dump(ctx context.Context, cluster string, c client.Client, pa
 			}
 		}
 	}
-	out, err := yaml.Marshal(list)
+	var doc any = list
+	if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(list); err == nil && redactGuestData(u, g.b.red) {
+		doc = u
+	}
+	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
