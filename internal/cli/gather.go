@@ -30,7 +30,9 @@ them; the status and validate reports; and a README listing what is inside
 and what could not be gathered.
 
 Secrets appear as names and key names only, and every credential the CLI saw
-is replaced by [REDACTED]. It prints the bundle's path.`,
+is replaced by [REDACTED], as is the VMs' cloud-init user and network data
+(guest passwords, SSH keys, scripts) wherever it appears. It prints the
+bundle's path.`,
 		Example: `  kubectl siterecovery gather -n dr-production --since 2h --dir /tmp`,
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -62,7 +62,7 @@ func (b *bundle) close(header string) error {
 			fmt.Fprintf(&sb, "  - %s\n", n)
 		}
 	}
-	sb.WriteString("\nSecrets appear as metadata and key names only; credentials are replaced by " + Redacted + ".\n")
+	sb.WriteString("\nSecrets appear as metadata and key names only; credentials and the VMs' cloud-init user and network data are replaced by " + Redacted + ".\n")
 	if err := b.add("README.txt", "this file", []byte(sb.String())); err != nil {
 		return err
 	}
