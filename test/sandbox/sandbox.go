@@ -241,7 +241,7 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
 	sb.procs = append(sb.procs,
 		&process.Process{Name: "quorum-manager", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)},
+			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s", protectionArg(drNamespace)}, webhookArgs...), common...)},
 		&process.Process{Name: "zone-webhook", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
 			Args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
 	if sb.vs != nil {
@@ -261,6 +261,8 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 						"--node-name=" + n.name, "--replication-address=" + n.address,
 						"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
 						"--kubelet-dir=" + sb.kubeletDir(n),
+						// Every sandbox node's address lies in it.
+						"--replication-networks=10.0.0.0/16",
 						"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
 					}, common...)})
 		}
