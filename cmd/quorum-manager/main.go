@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
@@ -22,6 +23,16 @@ func main() {
 	flag.IntVar(&q.FailureThreshold, "cluster-failure-threshold", setup.DefaultFailureThreshold, "how many probes of a workload cluster must fail in a row before it is unreachable")
 	flag.StringVar(&q.HolderImage, "replica-holder-image", setup.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
 	flag.StringVar(&q.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the test failover's network probe Jobs (its entrypoint is siterecovery-probe)")
+	// Never nil: without the flag no namespace may be protected.
+	q.ProtectableNamespaces = []string{}
+	flag.Func("protection-allowed-namespaces", "comma-separated application namespaces whose VMs this DR namespace may protect and test (default: none)", func(v string) error {
+		for _, ns := range strings.Split(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				q.ProtectableNamespaces = append(q.ProtectableNamespaces, ns)
+			}
+		}
+		return nil
+	})
 	zoneWebhook := flag.Bool("zone-webhook", false, "serve only the cluster-wide ProtectionZone admission webhook (the protectionzone chart's mode), no controllers")
 	flag.Parse()
 	if *zoneWebhook {

@@ -48,7 +48,6 @@ type Reconciler struct {
 	Config    Config // completed
 	Adm       *drbd.Adm
 	Watcher   *Watcher
-	PVCs      client.Reader // reads the backing and metadata PVCs
 	Devices   DeviceResolver
 	Coalescer *Coalescer
 	Recorder  EventRecorder

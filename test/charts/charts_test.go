@@ -18,7 +18,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/siterecovery/siterecovery/internal/scheme"
-	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
@@ -104,7 +103,7 @@ func renderValues(t *testing.T, dir, namespace string, values map[string]any) []
 	install.Namespace = namespace
 	kv := kubeVersion()
 	install.KubeVersion = &kv
-	rel, err := install.Run(chrt, chartrender.WithReplicationNetworks(dir, values))
+	rel, err := install.Run(chrt, values)
 	require.NoError(t, err)
 
 	var objs []*unstructured.Unstructured

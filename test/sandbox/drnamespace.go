@@ -80,7 +80,19 @@ func (sb *sandbox) seedDRNamespace(ctx context.Context, spec drNamespaceSpec) er
 // drNamespaceProcess is the quorum-manager of one more DR namespace.
 func (sb *sandbox) drNamespaceProcess(name, namespace string, webhookArgs, common []string) *process.Process {
 	return &process.Process{Name: name, Bin: filepath.Join(sb.o.binDir, "quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-		Args: append(append([]string{"--namespace=" + namespace, "--cluster-probe-interval=2s"}, webhookArgs...), common...)}
+		Args: append(append([]string{"--namespace=" + namespace, "--cluster-probe-interval=2s", protectionArg(namespace)}, webhookArgs...), common...)}
+}
+
+// protectableNamespace is the one application namespace whose VMs each DR
+// namespace of the sandbox protects: its quorum-manager's
+// --protection-allowed-namespaces and its quorum chart's
+// protection.allowedNamespaces.
+func protectableNamespace(drNS string) string {
+	return map[string]string{drNamespace: appNS, vsNamespace: vsAppNS, ofNamespace: ofAppNS}[drNS]
+}
+
+func protectionArg(drNS string) string {
+	return "--protection-allowed-namespaces=" + protectableNamespace(drNS)
 }
 
 // getDRPC reads a DRPC on the quorum cluster.

@@ -28,7 +28,11 @@ func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := chartrender.Render(chart, namespace)
+	var values map[string]any
+	if chart == "quorum-control-plane" {
+		values = map[string]any{"protection": map[string]any{"allowedNamespaces": []any{protectableNamespace(namespace)}}}
+	}
+	objs, err := chartrender.RenderValues(chart, namespace, values)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +43,13 @@ func (sb *sandbox) installWebhooks(ctx context.Context, chart, namespace string)
 	q := sb.zone.Clusters["quorum"].Client
 	if err := q.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
+	}
+	// The DR namespace's admission policy (the application namespaces it may
+	// protect), evaluated by the API server itself.
+	for _, obj := range chartrender.AdmissionPolicies(objs) {
+		if err := q.Create(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
 	var names []string
 	for _, cfg := range w.Configurations {

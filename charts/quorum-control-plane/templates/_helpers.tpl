@@ -50,3 +50,10 @@ role names, namespaces and bindings; only the rules come from the markers.
 {{- printf "%s:%s" .image.repository (.image.tag | default .root.Chart.AppVersion) -}}
 {{- with .image.digest }}@{{ . }}{{ end -}}
 {{- end -}}
+
+{{/* qcp.quotedList renders a list of strings as CEL string literals: 'a', 'b'. */}}
+{{- define "qcp.quotedList" -}}
+{{- $out := list -}}
+{{- range . }}{{ $out = append $out (printf "'%s'" .) }}{{ end -}}
+{{- join ", " $out -}}
+{{- end -}}

@@ -25,6 +25,9 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	if ref.Namespace != "" && ref.Namespace != s.req.Namespace {
 		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "spec.protectionGroupRef.namespace %q must be empty or %q: a DR namespace only drives its own groups", ref.Namespace, s.req.Namespace)
 	}
+	if err := r.checkNamespaceAllowed(s); err != nil {
+		return ctrl.Result{}, err
+	}
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -63,6 +63,12 @@ type QuorumOptions struct {
 	// ClaimRecheckInterval is how often a Protected request re-checks its
 	// DRBD claims; protection.ClaimRecheckInterval if zero.
 	ClaimRecheckInterval time.Duration
+	// ProtectableNamespaces are the application namespaces whose VMs this DR
+	// namespace may protect and test (the quorum chart's
+	// protection.allowedNamespaces). nil checks nothing (tests running
+	// quorum-manager in-process); empty allows none, as the binary's
+	// --protection-allowed-namespaces does when it lists none.
+	ProtectableNamespaces []string
 	// Clock is what the failover controller's timeouts and Lease, and the
 	// prober's timestamps, read the time from; the real clock if nil. Tests
 	// jump it.
@@ -125,10 +131,10 @@ func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 	if err := monitor.SetupWithManager(mgr, rm); err != nil {
 		return nil, err
 	}
-	if err := testfailover.SetupWithManager(mgr, rm, testfailover.Options{ProbeImage: q.ProbeImage}); err != nil {
+	if err := testfailover.SetupWithManager(mgr, rm, testfailover.Options{ProbeImage: q.ProbeImage, AllowedNamespaces: q.ProtectableNamespaces}); err != nil {
 		return nil, err
 	}
-	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage, ClaimRecheckInterval: q.ClaimRecheckInterval}); err != nil {
+	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage, ClaimRecheckInterval: q.ClaimRecheckInterval, AllowedNamespaces: q.ProtectableNamespaces}); err != nil {
 		return nil, err
 	}
 	return &Quorum{Remote: rm}, nil

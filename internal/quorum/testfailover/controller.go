@@ -45,6 +45,10 @@ type Options struct {
 	// ProbeImage runs the probe Jobs (the siterecovery-probe entrypoint); DefaultProbeImage if
 	// empty. Clusters without access to ghcr.io set a mirrored copy.
 	ProbeImage string
+	// AllowedNamespaces are the application namespaces whose VMs the DR
+	// namespace may protect, and so clone; nil checks nothing, empty allows
+	// none (checkNamespacesAllowed).
+	AllowedNamespaces []string
 }
 
 // Reconciler executes TestFailovers.
@@ -58,6 +62,8 @@ type Reconciler struct {
 	Clock      clock.PassiveClock
 	Metrics    *Metrics
 	ProbeImage string
+	// AllowedNamespaces: Options.AllowedNamespaces.
+	AllowedNamespaces []string
 }
 
 // SetupWithManager registers the controller. Changes of the test's VMs and PVCs
@@ -69,7 +75,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 		o.ProbeImage = DefaultProbeImage
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Remote: rm, Recorder: mgr.GetEventRecorderFor(ControllerName),
-		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: o.ProbeImage}
+		Clock: clock.RealClock{}, Metrics: defaultMetrics, ProbeImage: o.ProbeImage, AllowedNamespaces: o.AllowedNamespaces}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&srv1alpha1.TestFailover{}).

@@ -21,6 +21,9 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	if err := r.load(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.checkNamespacesAllowed(s); err != nil {
+		return ctrl.Result{}, err
+	}
 	rc, err := r.dr(ctx, s)
 	if err != nil {
 		if !s.now.Before(s.deadline()) {
