@@ -98,7 +98,7 @@ func TestCLIConfirmsDisasterPaths(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), "siterecovery-confirm-force-unprotect") {
 				return nil
 			}
-			return fmt.Errorf("not yet: %v", err)
+			return fmt.Errorf("not yet: %w", err)
 		})
 
 		code, stderr := run("dana", "unprotect", "apps/web", "--force")
