@@ -56,10 +56,12 @@ func (r *Reconciler) ensureKey(ctx context.Context, s *scope) (ctrl.Result, erro
 		// Into the DR namespace of the workload cluster, where the quorum
 		// identity may create Secrets: creating Secrets in any namespace would
 		// let it mint tokens for every ServiceAccount there. pg-controller
-		// copies the key to the VRG's namespace.
+		// copies the key to the VRG's namespace, only for a VRG of the group
+		// the key's label names.
 		copied := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.drpc.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(s.drpc.Name),
-				Labels: map[string]string{srv1alpha1.ManagedByLabel: srv1alpha1.ManagedByValue, srv1alpha1.ZoneLabel: s.zone}},
+				Labels: map[string]string{srv1alpha1.ManagedByLabel: srv1alpha1.ManagedByValue, srv1alpha1.ZoneLabel: s.zone,
+					srv1alpha1.ProtectionGroupLabel: s.group.Name}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{drv1alpha1.VolSyncPSKKey: key},
 		}

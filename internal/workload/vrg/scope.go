@@ -36,6 +36,8 @@ type scope struct {
 	pvcsProcessed bool
 	// progress explains what the VRG waits for, for the aggregated conditions.
 	progress string
+	// refused says why the VRG's VolSync key is not its to take (keyOfGroup).
+	refused string
 
 	// volsync is true when the VRG replicates through VolSync consistency groups.
 	volsync bool

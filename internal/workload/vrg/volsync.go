@@ -12,8 +12,6 @@ import (
 	"time"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -22,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
-	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -270,63 +267,12 @@ func (r *Reconciler) ownedMeta(s *scope, o client.Object) {
 	_ = controllerutil.SetControllerReference(s.vrg, o, r.Client.Scheme())
 }
 
-// requirePSK makes sure the movers' pre-shared-key Secret is in the VRG's
-// namespace. The quorum tier mints the key once and copies it to the DR
-// namespace of both clusters (a key each cluster minted for itself would never
-// let the two movers connect); pg-controller copies it from there, so that the
-// quorum identity never needs to create Secrets outside its DR namespace. The
-// key is never logged nor put in a condition or event.
-func (r *Reconciler) requirePSK(ctx context.Context, s *scope) error {
-	name := drv1alpha1.VolSyncPSKSecretName(s.vrg.Name)
-	// Past the cache: caching would watch every Secret of the cluster.
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.vrg.Namespace, Name: name}, &corev1.Secret{})
-	switch {
-	case err == nil:
-		return nil
-	case !apierrors.IsNotFound(err):
-		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s: %w", name, err))
-	}
-	drNamespace := s.vrg.Labels[srv1alpha1.DRNamespaceLabel]
-	waiting := func() error {
-		s.progress = fmt.Sprintf("waiting for the pre-shared-key Secret %s, which the quorum tier copies to DR namespace %q on both clusters", name, drNamespace)
-		return flow.Waiting(drv1alpha1.ReasonProgressing, pskRetry, "%s", s.progress)
-	}
-	if drNamespace == "" {
-		return waiting()
-	}
-	src := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: name}, src); err != nil {
-		if apierrors.IsNotFound(err) {
-			return waiting()
-		}
-		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s/%s: %w", drNamespace, name, err))
-	}
-	copied := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.vrg.Namespace, Name: name, Labels: src.Labels},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{drv1alpha1.VolSyncPSKKey: src.Data[drv1alpha1.VolSyncPSKKey]},
-	}
-	if err := r.Client.Create(ctx, copied); err != nil && !apierrors.IsAlreadyExists(err) {
-		return flow.Transient("WriteFailed", fmt.Errorf("copying the pre-shared-key Secret %s into namespace %s: %w", name, s.vrg.Namespace, err))
-	}
-	return nil
-}
-
 // finalSync is the trigger of the final sync the VRG asks for, empty when none.
 func finalSync(v *drv1alpha1.VolumeReplicationGroup) string {
 	if v.Spec.VolSync == nil {
 		return ""
 	}
 	return v.Spec.VolSync.FinalSync
-}
-
-// deletePSK deletes the VRG's copy of the pre-shared key once the VRG goes.
-func (r *Reconciler) deletePSK(ctx context.Context, s *scope) error {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.vrg.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(s.vrg.Name)}}
-	if err := client.IgnoreNotFound(r.Client.Delete(ctx, secret)); err != nil {
-		return flow.Transient("WriteFailed", fmt.Errorf("deleting Secret %s: %w", secret.Name, err))
-	}
-	return nil
 }
 
 // deleteRGSs deletes the VRG's ReplicationGroupSources not in keep.

@@ -102,6 +102,9 @@ func volSyncConditions(s *scope) (ready, protected metav1.Condition) {
 		protected.Status, protected.Reason, protected.Message = status, reason, msg
 	}
 	switch {
+	case s.refused != "":
+		set(metav1.ConditionFalse, ReasonKeyRefused, s.refused)
+		return ready, protected
 	case s.progress != "":
 		set(metav1.ConditionFalse, drv1alpha1.ReasonProgressing, s.progress)
 		return ready, protected
