@@ -64,6 +64,12 @@ func (sb *sandbox) demoOffloaded(ctx context.Context) error {
 	say("%s: failing over to %s through the DRPC", ofGroup, primary)
 	if err := sb.patchDRPC(ctx, ofNamespace, ofGroup, func(d *drv1alpha1.DRPlacementControl) {
 		d.Spec.Action, d.Spec.FailoverCluster = drv1alpha1.ActionFailover, primary
+		// A Failover may lose writes: the protectionzone chart's admission
+		// policy wants the group's name typed in the same write.
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[srv1alpha1.ConfirmAnnotation] = d.Spec.ProtectionGroupRef.Name
 	}); err != nil {
 		return err
 	}

@@ -247,10 +247,12 @@ users: [{name: u, user: {token: s3cret-token}}]
 		require.NoError(t, admin.Create(ctx, drpc))
 
 		// Actions: a failover needs a target (the schema), and not the cluster it runs on (the webhook).
+		// It is typed with the group's name, as the confirmation policy asks.
 		drpc.Status.PreferredDecision.ClusterName = env.Primary
 		require.NoError(t, q.Status().Update(ctx, drpc))
 		require.NoError(t, admin.Get(ctx, client.ObjectKeyFromObject(drpc), drpc))
 		drpc.Spec.Action = drv1alpha1.ActionFailover
+		drpc.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: group}
 		require.ErrorContains(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll), "failoverCluster is required when action is Failover", "the schema refuses this before the webhook")
 		drpc.Spec.FailoverCluster = env.Primary
 		denied(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll), "the workload already runs on primary-cluster; set spec.failoverCluster to the peer cluster")

@@ -106,7 +106,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	// 2. Discarding writes is the operator's call.
 	if s.req.Annotations[srv1alpha1.DiscardDivergedAnnotation] != s.group.Name {
 		msg := fmt.Sprintf("%s was fenced off during an unplanned failover and its DRBD data diverged from %s's (%d replicas): failing back discards the writes made on %s since then and resyncs it in full from %s, while group %s keeps running on %s. "+
-			"Group %s is stopped on %s. Confirm with: kubectl annotate failoverrequest -n %s %s %s=%s; or delete this request to stay on %s",
+			"Group %s is stopped on %s. Confirm, with the disaster-operator role: kubectl annotate failoverrequest -n %s %s %s=%s; or delete this request to stay on %s",
 			s.target(), s.source(), len(tgtRes), s.target(), s.source(), s.group.Name, s.source(),
 			s.group.Name, s.target(), s.req.Namespace, s.req.Name, srv1alpha1.DiscardDivergedAnnotation, s.group.Name, s.source())
 		s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonTargetDiverged, msg)

@@ -64,8 +64,8 @@ func (r *Reconciler) locate(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, flow.Waiting(ReasonFailedOver, 0, "group %s is active on %s, which holds no replica of VirtualMachine %s (replicated between %s and %s); fail the group over to %s first",
 			s.req.Spec.ProtectionGroupRef.Name, stay, s.vmKey(), s.primaryCluster, s.target, s.primaryCluster)
 	case !forced(s.req):
-		return ctrl.Result{}, flow.Waiting(ReasonFailedOver, 0, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or annotate this ProtectionRequest with %s=true to remove replication and keep the VM running on %s",
-			s.vmKey(), s.target, s.req.Spec.ProtectionGroupRef.Name, s.primaryCluster, srv1alpha1.ForceUnprotectAnnotation, s.target)
+		return ctrl.Result{}, flow.Waiting(ReasonFailedOver, 0, "VirtualMachine %s runs on DR cluster %s (group %s is failed over): fail back to %s first, or, to remove replication and keep the VM running on %s, annotate this ProtectionRequest with %s=true and %s=%s (the disaster-operator role: kubectl siterecovery unprotect %s --force --confirm %s)",
+			s.vmKey(), s.target, s.req.Spec.ProtectionGroupRef.Name, s.primaryCluster, s.target, srv1alpha1.ForceUnprotectAnnotation, srv1alpha1.ConfirmAnnotation, s.req.Spec.VirtualMachine.Name, s.vmKey(), s.req.Spec.VirtualMachine.Name)
 	}
 	s.decide(stay)
 	return ctrl.Result{}, nil
