@@ -77,10 +77,12 @@ func TestPeerAuthRefusedValues(t *testing.T) {
 func TestPeerAuthNeverFormatted(t *testing.T) {
 	cfg := sampleConfig()
 	cfg.PeerAuth = &PeerAuth{Alg: "sha256", Secret: testSecret}
-	for _, s := range []string{fmt.Sprintf("%v", *cfg.PeerAuth), fmt.Sprintf("%+v", *cfg.PeerAuth),
-		fmt.Sprintf("%#v", *cfg.PeerAuth), fmt.Sprintf("%s", cfg.PeerAuth)} {
-		assert.NotContains(t, s, testSecret)
-		assert.Contains(t, s, "sha256")
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{*cfg.PeerAuth, cfg.PeerAuth} {
+			s := fmt.Sprintf(verb, v)
+			assert.NotContains(t, s, testSecret, verb)
+			assert.Contains(t, s, "sha256", verb)
+		}
 	}
 }
 
