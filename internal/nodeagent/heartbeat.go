@@ -15,8 +15,10 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// The agent's heartbeat Lease.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// The agent's heartbeat Lease, in srv1alpha1.AgentHeartbeatNamespace only (a
+// Role there). The workload chart's siterecovery-drbd-node-agent-scope policy
+// narrows it to the Lease of the node in the agent's pod-bound token.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kube-node-lease
 
 // DefaultHeartbeatInterval is how often the agent renews its heartbeat Lease.
 const DefaultHeartbeatInterval = 10 * time.Second

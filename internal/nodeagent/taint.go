@@ -18,7 +18,9 @@ import (
 )
 
 // RBAC on the workload cluster: the agent reads its own Node uncached and
-// patches the Node's taints.
+// patches the Node's taints. RBAC cannot name the node (the names differ per
+// pod); the workload chart's siterecovery-drbd-node-agent-scope policy lets
+// the agent change only the lost-quorum taint of the node in its token.
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch
 
 // Taints keeps this node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
