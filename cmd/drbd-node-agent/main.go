@@ -6,6 +6,8 @@
 // It refuses to start (exit 2) when --node-name is not the host name drbdadm
 // matches `on` sections by (uname -n, or $__DRBD_NODE__): the agent renders
 // the local replica as `on <node name>`, and drbdadm would refuse every command.
+// It also refuses to start without --replication-networks, the CIDRs a peer's
+// address must lie in: it never connects a replica to an address outside them.
 package main
 
 import (

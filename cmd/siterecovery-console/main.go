@@ -119,7 +119,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	defer stop()
 	go srv.Run(ctx)
 
-	l, err := net.Listen("tcp", *listenAddr)
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", *listenAddr)
 	if err != nil {
 		logger.Error("listen", "error", err)
 		return 1

@@ -51,6 +51,8 @@ func TestAgent(t *testing.T) {
 	// pair creates the replicas of one DRBD resource on node-a (site-a) and node-b (site-b).
 	pair := func(name string, port int32) (ka, kb types.NamespacedName) {
 		ra, rb := drbdResource("site-a", name, a, 0, port, b), drbdResource("site-b", name, b, 1, port, a)
+		e.backingPVC("site-a", name+"-disk", ra.Labels, corev1.PersistentVolumeBlock)
+		e.backingPVC("site-b", name+"-disk", rb.Labels, corev1.PersistentVolumeBlock)
 		require.NoError(t, e.c.Create(ctx, ra))
 		require.NoError(t, e.c.Create(ctx, rb))
 		return client.ObjectKeyFromObject(ra), client.ObjectKeyFromObject(rb)
@@ -66,7 +68,7 @@ func TestAgent(t *testing.T) {
 		assert.Equal(t, "10.0.0.1", ra.Status.Address)
 		assert.Contains(t, ra.Finalizers, nodeagent.Finalizer)
 		assert.Equal(t, "Inconsistent", ra.Status.Volumes[0].DiskState)
-		assert.Equal(t, "/dev/vg0/vm1", ra.Status.Volumes[0].DevicePath)
+		assert.Equal(t, "/dev/vg0/vm1-disk", ra.Status.Volumes[0].DevicePath, "the device of the backing claim")
 		e.waitFor(b1, "configured and connected", connected)
 		data, err := os.ReadFile(filepath.Join(a.resDir, "vm1.res"))
 		require.NoError(t, err)
@@ -212,10 +214,63 @@ func TestAgent(t *testing.T) {
 		require.NoError(t, fabric.Connect("vm4"))
 	})
 
+	t.Run("a claim of another request, an unlabelled or a filesystem claim is refused, no device touched", func(t *testing.T) {
+		// What a stolen quorum kubeconfig would try: point a DRBDResource at
+		// a claim that is not its request's (another DR namespace's, a VM's
+		// unprotected disk) to overwrite it with create-md or stream it away.
+		cases := map[string]struct {
+			labels map[string]string
+			mode   corev1.PersistentVolumeMode
+			want   string
+		}{
+			"vm-steal-other-ns": {map[string]string{srv1alpha1.DRNamespaceLabel: "dr-other", srv1alpha1.ProtectionRequestLabel: "req-vm-steal-other-ns"},
+				corev1.PersistentVolumeBlock, `label siterecovery.trilio.io/dr-namespace is "dr-other", the DRBDResource's "dr-test"`},
+			"vm-steal-unlabelled": {nil, corev1.PersistentVolumeBlock, `label siterecovery.trilio.io/dr-namespace is ""`},
+			"vm-steal-filesystem": {requestLabels("req-vm-steal-filesystem"), corev1.PersistentVolumeFilesystem, "not in Block volume mode"},
+		}
+		port := int32(7005)
+		for name, tc := range cases {
+			e.backingPVC("site-a", name+"-disk", tc.labels, tc.mode)
+			require.NoError(t, e.c.Create(ctx, drbdResource("site-a", name, a, 0, port, b)))
+			port++
+		}
+		for name, tc := range cases {
+			r := e.waitFor(types.NamespacedName{Namespace: "site-a", Name: name}, "BackingDeviceRefused", func(r *srv1alpha1.DRBDResource) bool {
+				return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, nodeagent.ReasonBackingDeviceRefused)
+			})
+			msg := cond(r, srv1alpha1.ConditionConfigured).Message
+			assert.Contains(t, msg, "volume 0: backing PVC refused, no device was touched: PVC site-a/"+name+"-disk", name)
+			assert.Contains(t, msg, tc.want, name)
+			assert.Empty(t, a.exec.CallsFor(name), "%s: no drbdadm for a refused claim", name)
+			_, err := os.Stat(filepath.Join(a.resDir, name+".res"))
+			assert.True(t, os.IsNotExist(err), "%s: no resource file", name)
+		}
+	})
+
+	t.Run("a peer outside the replication networks is refused, not connected", func(t *testing.T) {
+		r := drbdResource("site-a", "vm-exfil", a, 0, 7008, b)
+		r.Spec.Peers[0].Address = "203.0.113.7" // an address of the attacker's
+		e.backingPVC("site-a", "vm-exfil-disk", r.Labels, corev1.PersistentVolumeBlock)
+		require.NoError(t, e.c.Create(ctx, r))
+		got := e.waitFor(client.ObjectKeyFromObject(r), "PeerAddressRefused", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, nodeagent.ReasonPeerAddressRefused)
+		})
+		msg := cond(got, srv1alpha1.ConditionConfigured).Message
+		assert.Contains(t, msg, "peer node-b address 203.0.113.7 is outside the replication networks 10.0.0.0/24,fd00::/64")
+		assert.Contains(t, msg, "drbdNodeAgent.replicationNetworks")
+		assert.Empty(t, a.exec.CallsFor("vm-exfil"), "no drbdadm towards a refused peer")
+		_, err := os.Stat(filepath.Join(a.resDir, "vm-exfil.res"))
+		assert.True(t, os.IsNotExist(err), "no resource file")
+
+		// The same resource with its peer's real address is brought up.
+		e.update(client.ObjectKeyFromObject(r), func(r *srv1alpha1.DRBDResource) { r.Spec.Peers[0].Address = b.addr })
+		e.waitFor(client.ObjectKeyFromObject(r), "configured once the peer is in the networks", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionTrue, srv1alpha1.ReasonApplied)
+		})
+	})
+
 	t.Run("bad input is reported, not retried hot", func(t *testing.T) {
 		missing := drbdResource("site-a", "vm-nodev", a, 0, 7003, b)
-		missing.Spec.Volumes[0].DevicePath = ""
-		missing.Spec.Volumes[0].BackingPVC = &srv1alpha1.LocalObjectReference{Name: "vm-nodev-disk"}
 		require.NoError(t, e.c.Create(ctx, missing))
 		r := e.waitFor(client.ObjectKeyFromObject(missing), "BackingDeviceMissing", func(r *srv1alpha1.DRBDResource) bool {
 			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, srv1alpha1.ReasonBackingDeviceMissing)
@@ -224,7 +279,8 @@ func TestAgent(t *testing.T) {
 		assert.Equal(t, "10.0.0.1", r.Status.Address, "the address is reported regardless")
 
 		invalid := drbdResource("site-a", "vm-invalid", a, 0, 7004, b)
-		invalid.Spec.Peers[0].Address = "fd00::2" // the CRD accepts any IP; DRBD needs one family
+		e.backingPVC("site-a", "vm-invalid-disk", invalid.Labels, corev1.PersistentVolumeBlock)
+		invalid.Spec.Peers[0].Address = "fd00::2" // the CRD accepts any IP (and the networks this one); DRBD needs one family
 		require.NoError(t, e.c.Create(ctx, invalid))
 		r = e.waitFor(client.ObjectKeyFromObject(invalid), "InvalidSpec", func(r *srv1alpha1.DRBDResource) bool {
 			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, srv1alpha1.ReasonInvalidSpec)

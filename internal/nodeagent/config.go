@@ -34,6 +34,12 @@ type Config struct {
 	Hostname string
 	// ReplicationAddress is the node IP DRBD listens on; reported as status.address.
 	ReplicationAddress string
+	// ReplicationNetworks are the networks a peer's address must lie in: the
+	// cluster admin's list of where replication may go (chart value
+	// drbdNodeAgent.replicationNetworks). The agent never connects to a peer
+	// outside them. Required: an empty list would let a DRBDResource send a
+	// replica to any address.
+	ReplicationNetworks Networks
 	// ResourceDir is where the agent renders <resource>.res files and its own
 	// top-level drbdadm configuration file (ConfigFileName).
 	ResourceDir string
@@ -62,6 +68,7 @@ type Config struct {
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NodeName, "node-name", "", "name of this node (downward API spec.nodeName); required; drbdadm must take it for this host: uname -n, or the same first label when either name is short")
 	fs.StringVar(&c.ReplicationAddress, "replication-address", "", "IP address DRBD replicates over on this node; required")
+	fs.Var(&c.ReplicationNetworks, "replication-networks", "comma-separated CIDRs the DRBD peers' addresses must lie in (the replication networks of both clusters); required")
 	fs.StringVar(&c.ResourceDir, "resource-dir", DefaultResourceDir, "folder the agent renders DRBD resource files into")
 	fs.StringVar(&c.DrbdadmPath, "drbdadm", "drbdadm", "path of drbdadm")
 	fs.StringVar(&c.DrbdsetupPath, "drbdsetup", "drbdsetup", "path of drbdsetup")
@@ -110,6 +117,9 @@ func (c *Config) Complete() error {
 	}
 	if a, err := netip.ParseAddr(c.ReplicationAddress); err != nil || a.Zone() != "" {
 		errs = append(errs, fmt.Errorf("--replication-address %q must be an IPv4 or IPv6 address (the node IP)", c.ReplicationAddress))
+	}
+	if len(c.ReplicationNetworks) == 0 {
+		errs = append(errs, errors.New("--replication-networks is required: the CIDRs DRBD peers may be in (chart value drbdNodeAgent.replicationNetworks); the agent connects to no peer outside them"))
 	}
 	if !filepath.IsAbs(c.ResourceDir) {
 		errs = append(errs, fmt.Errorf("--resource-dir %q must be an absolute path", c.ResourceDir))

@@ -11,50 +11,31 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // ErrDeviceMissing marks a backing device that cannot be found (yet): the PVC is
 // missing or unbound, or the kubelet has not staged the block device on this node.
 var ErrDeviceMissing = errors.New("backing device missing")
 
-// DeviceResolver finds the backing block device of a volume that names a
-// backingPVC instead of a devicePath.
+// DeviceResolver finds the block device of a backing or metadata PVC the agent
+// has checked (backingClaim): bound, in Block mode, of the DRBDResource's own
+// protection request.
 type DeviceResolver interface {
-	// DevicePath returns a /dev path for the volume's backing PVC in namespace.
-	// Errors wrapping ErrDeviceMissing are expected while the PVC is being set up.
-	DevicePath(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume) (string, error)
+	// DevicePath returns the /dev path of pvc's volume on this node. Errors
+	// wrapping ErrDeviceMissing are expected while the volume is being staged.
+	DevicePath(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error)
 }
 
-// KubeletDevices resolves a block-mode PVC through the kubelet's volumeDevices
-// folder: PVC -> bound PV -> <KubeletDir>/plugins/kubernetes.io/csi/volumeDevices/<pv>/dev/*.
+// KubeletDevices resolves a bound block-mode PVC through the kubelet's
+// volumeDevices folder: <KubeletDir>/plugins/kubernetes.io/csi/volumeDevices/<pv>/dev/*.
 type KubeletDevices struct {
-	// Reader reads PVCs; use an uncached reader so the agent does not cache every
-	// PVC of the cluster.
-	Reader     client.Reader
 	KubeletDir string
 }
 
 // DevicePath implements DeviceResolver.
-func (k *KubeletDevices) DevicePath(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume) (string, error) {
-	if vol.BackingPVC == nil {
-		return "", fmt.Errorf("%s: neither devicePath nor backingPVC is set", volumeName(vol.Number))
-	}
-	var pvc corev1.PersistentVolumeClaim
-	key := types.NamespacedName{Namespace: namespace, Name: vol.BackingPVC.Name}
-	if err := k.Reader.Get(ctx, key, &pvc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("%w: PVC %s not found", ErrDeviceMissing, key)
-		}
-		return "", err
-	}
-	if pvc.Spec.VolumeName == "" {
-		return "", fmt.Errorf("%w: PVC %s is not bound to a PersistentVolume yet", ErrDeviceMissing, key)
-	}
+func (k *KubeletDevices) DevicePath(_ context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	key := client.ObjectKeyFromObject(pvc)
 	dir := filepath.Join(k.KubeletDir, "plugins", "kubernetes.io", "csi", "volumeDevices", pvc.Spec.VolumeName, "dev")
 	entries, _ := filepath.Glob(filepath.Join(dir, "*"))
 	sort.Strings(entries)

@@ -25,6 +25,13 @@ const (
 	// ReasonQuorumPresent / ReasonQuorumLost describe the Quorum condition.
 	ReasonQuorumPresent = "QuorumPresent"
 	ReasonQuorumLost    = "QuorumLost"
+	// ReasonBackingDeviceRefused: a backing or metadata PVC is not a bound,
+	// block-mode claim of the DRBDResource's own protection request; the agent
+	// touches no device for it.
+	ReasonBackingDeviceRefused = "BackingDeviceRefused"
+	// ReasonPeerAddressRefused: a peer's address lies outside the replication
+	// networks; the agent does not connect to it.
+	ReasonPeerAddressRefused = "PeerAddressRefused"
 	// ReasonSyncing: the local data is not UpToDate yet.
 	ReasonSyncing = "Syncing"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -155,7 +157,8 @@ func (e *env) startAgent(n *node) {
 	require.NoError(e.t, err)
 	require.NoError(e.t, nodeagent.Setup(mgr, nodeagent.Config{
 		NodeName: n.name, Hostname: n.name, ReplicationAddress: n.addr, ResourceDir: n.resDir,
-		DrbdadmPath: e.adm, DrbdsetupPath: e.setup, KubeletDir: e.t.TempDir(), Exec: n.exec,
+		DrbdadmPath: e.adm, DrbdsetupPath: e.setup, Exec: n.exec, Devices: simDevices{},
+		ReplicationNetworks: testNetworks,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan error, 1)
@@ -177,16 +180,53 @@ func (e *env) stopAgent(n *node) {
 	n.cancel = nil
 }
 
+// testNetworks are the replication networks of the test's agents: node-a's
+// and node-b's addresses, 10.0.0.0/24, and fd00::/64.
+var testNetworks = nodeagent.Networks{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("fd00::/64")}
+
+// simDevices stands for the kubelet's volumeDevices folder: the device of a
+// claim the agent accepted is /dev/vg0/<claim> (the DRBD simulator needs no
+// file behind a disk).
+type simDevices struct{}
+
+func (simDevices) DevicePath(_ context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	return "/dev/vg0/" + pvc.Name, nil
+}
+
+// requestLabels tie a DRBDResource and its claims to one protection request.
+func requestLabels(request string) map[string]string {
+	return map[string]string{srv1alpha1.DRNamespaceLabel: "dr-test", srv1alpha1.ProtectionRequestLabel: request}
+}
+
+// drbdResource is a DRBDResource of request "req-<name>" on local whose one
+// volume is backed by the claim "<name>-disk" (backingPVC creates it).
 func drbdResource(ns, name string, local *node, nodeID, port int32, peer *node) *srv1alpha1.DRBDResource {
 	r := &srv1alpha1.DRBDResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: requestLabels("req-" + name)},
 		Spec: srv1alpha1.DRBDResourceSpec{NodeName: local.name, NodeID: nodeID, Port: port,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, Disk: "rootdisk", DevicePath: "/dev/vg0/" + name}}},
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, Disk: "rootdisk",
+				BackingPVC: &srv1alpha1.LocalObjectReference{Name: name + "-disk"}}}},
 	}
 	if peer != nil {
 		r.Spec.Peers = []srv1alpha1.DRBDPeer{{NodeName: peer.name, NodeID: 1 - nodeID, Address: peer.addr, Port: port}}
 	}
 	return r
+}
+
+// backingPVC creates the claim name, bound and in block mode, with labels,
+// as the protection flow leaves a backing claim.
+func (e *env) backingPVC(ns, name string, labels map[string]string, mode corev1.PersistentVolumeMode) {
+	e.t.Helper()
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode: &mode, VolumeName: "pv-" + ns + "-" + name,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	require.NoError(e.t, e.c.Create(ctx, pvc))
+	pvc.Status.Phase = corev1.ClaimBound
+	require.NoError(e.t, e.c.Status().Update(ctx, pvc))
 }
 
 // waitFor polls the DRBDResource until cond holds and returns it.

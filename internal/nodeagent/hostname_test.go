@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,8 @@ import (
 )
 
 func hostnameConfig(t *testing.T, node, host string) Config {
-	return Config{NodeName: node, Hostname: host, ReplicationAddress: "10.0.0.1", ResourceDir: filepath.Join(t.TempDir(), "drbd.d")}
+	return Config{NodeName: node, Hostname: host, ReplicationAddress: "10.0.0.1", ReplicationNetworks: Networks{netip.MustParsePrefix("10.0.0.0/24")},
+		ResourceDir: filepath.Join(t.TempDir(), "drbd.d")}
 }
 
 // An agent whose node name is not the host name drbdadm matches `on` sections

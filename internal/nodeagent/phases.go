@@ -44,6 +44,11 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 			fmt.Sprintf("spec.peers is empty; the local replica serves on %s:%d once the peers are known",
 				r.Config.ReplicationAddress, s.obj.Spec.Port))
 	}
+	if p := r.Config.ReplicationNetworks.refusedPeer(&s.obj.Spec); p != nil {
+		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, ReasonPeerAddressRefused, nil,
+			fmt.Sprintf("peer %s address %s is outside the replication networks %s; the agent does not connect to it. If it is a replication address of yours, add its network to the workload chart value drbdNodeAgent.replicationNetworks (flag --replication-networks)",
+				p.NodeName, p.Address, r.Config.ReplicationNetworks.String()))
+	}
 	// Devices are looked up again only when the volumes change: a role change,
 	// the step a failover waits on, then costs no API read.
 	if vk := volumesKey(s.obj.Spec.Volumes); s.memo.devices == nil || s.memo.volumes != vk {
@@ -80,25 +85,20 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 func volumesKey(vols []srv1alpha1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
 
 // resolveDevices resolves each volume's backing device and, where the volume
-// keeps its metadata on a PVC of its own, that PVC's device.
+// keeps its metadata on a PVC of its own, that PVC's device. Every device comes
+// from a claim backingClaim accepts; the spec never names a device.
 func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDResource) (devices, meta map[int32]string, err error) {
 	devices, meta = make(map[int32]string, len(obj.Spec.Volumes)), map[int32]string{}
 	for _, v := range obj.Spec.Volumes {
-		if v.DevicePath != "" {
-			devices[v.Number] = v.DevicePath
-		} else {
-			if v.BackingPVC == nil {
-				return nil, nil, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, nil,
-					fmt.Sprintf("%s: set devicePath or backingPVC", volumeName(v.Number)))
-			}
-			if devices[v.Number], err = r.resolvePVC(ctx, obj.Namespace, v, "backing"); err != nil {
-				return nil, nil, err
-			}
+		if v.BackingPVC == nil {
+			return nil, nil, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, nil,
+				fmt.Sprintf("%s: set backingPVC", volumeName(v.Number)))
+		}
+		if devices[v.Number], err = r.resolvePVC(ctx, obj, v.Number, v.BackingPVC, "backing"); err != nil {
+			return nil, nil, err
 		}
 		if v.MetaPVC != nil {
-			mv := v
-			mv.BackingPVC, mv.DevicePath = v.MetaPVC, ""
-			if meta[v.Number], err = r.resolvePVC(ctx, obj.Namespace, mv, "metadata"); err != nil {
+			if meta[v.Number], err = r.resolvePVC(ctx, obj, v.Number, v.MetaPVC, "metadata"); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -106,16 +106,26 @@ func (r *Reconciler) resolveDevices(ctx context.Context, obj *srv1alpha1.DRBDRes
 	return devices, meta, nil
 }
 
-// resolvePVC is the device of the PVC vol.BackingPVC names; what says which of
-// the volume's PVCs it is in messages.
-func (r *Reconciler) resolvePVC(ctx context.Context, namespace string, vol srv1alpha1.DRBDVolume, what string) (string, error) {
-	p, err := r.Devices.DevicePath(ctx, namespace, vol)
+// resolvePVC is the device of the PVC ref names for volume n of obj; what says
+// which of the volume's PVCs it is in messages.
+func (r *Reconciler) resolvePVC(ctx context.Context, obj *srv1alpha1.DRBDResource, n int32, ref *srv1alpha1.LocalObjectReference, what string) (string, error) {
+	pvc, err := r.backingClaim(ctx, obj, ref)
+	p := ""
+	if err == nil {
+		p, err = r.Devices.DevicePath(ctx, pvc)
+	}
+	var refused *refusal
 	switch {
+	case errors.As(err, &refused):
+		// Retried slowly: labelling a claim wakes no reconcile of the agent,
+		// which does not watch PVCs.
+		return "", waitOn(srv1alpha1.ConditionConfigured, ReasonBackingDeviceRefused, deviceRetry, nil,
+			fmt.Sprintf("%s: %s PVC refused, no device was touched: %s", volumeName(n), what, refused.msg))
 	case errors.Is(err, ErrDeviceMissing):
 		return "", waitOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonBackingDeviceMissing, deviceRetry, err,
-			fmt.Sprintf("%s: %s PVC: %v", volumeName(vol.Number), what, err))
+			fmt.Sprintf("%s: %s PVC: %v", volumeName(n), what, err))
 	case err != nil:
-		return "", fmt.Errorf("%s: resolving %s PVC: %w", volumeName(vol.Number), what, err)
+		return "", fmt.Errorf("%s: resolving %s PVC: %w", volumeName(n), what, err)
 	}
 	return p, nil
 }

@@ -48,6 +48,7 @@ type Reconciler struct {
 	Config    Config // completed
 	Adm       *drbd.Adm
 	Watcher   *Watcher
+	PVCs      client.Reader // reads the backing and metadata PVCs
 	Devices   DeviceResolver
 	Coalescer *Coalescer
 	Recorder  EventRecorder

@@ -47,14 +47,16 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	devices := cfg.Devices
 	if devices == nil {
-		devices = &KubeletDevices{Reader: mgr.GetAPIReader(), KubeletDir: cfg.KubeletDir}
+		devices = &KubeletDevices{KubeletDir: cfg.KubeletDir}
 	}
 	r := &Reconciler{
 		Client: mgr.GetClient(),
 		Config: cfg,
 		Adm: &drbd.Adm{Exec: cfg.Exec, DrbdadmPath: cfg.DrbdadmPath, DrbdsetupPath: cfg.DrbdsetupPath,
 			ConfigFile: filepath.Join(cfg.ResourceDir, ConfigFileName)},
-		Watcher:   w,
+		Watcher: w,
+		// Uncached: the agent does not cache every PVC of the cluster.
+		PVCs:      mgr.GetAPIReader(),
 		Devices:   devices,
 		Coalescer: NewCoalescer(cfg.Clock, cfg.StatusInterval),
 		Recorder:  mgr.GetEventRecorder("drbd-node-agent"),

@@ -40,7 +40,7 @@ func RenderValues(chart, namespace string, values map[string]any) ([]*unstructur
 	install.ReleaseName, install.Namespace = "sr", namespace
 	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
 	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
-	rel, err := install.Run(chrt, values)
+	rel, err := install.Run(chrt, WithReplicationNetworks(chart, values))
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
@@ -103,7 +104,7 @@ func renderValues(t *testing.T, dir, namespace string, values map[string]any) []
 	install.Namespace = namespace
 	kv := kubeVersion()
 	install.KubeVersion = &kv
-	rel, err := install.Run(chrt, values)
+	rel, err := install.Run(chrt, chartrender.WithReplicationNetworks(dir, values))
 	require.NoError(t, err)
 
 	var objs []*unstructured.Unstructured

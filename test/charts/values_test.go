@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/siterecovery/siterecovery/test/chartrender"
 )
 
 // TestChartsRejectBadValues renders each chart with a value a user could get
@@ -24,6 +26,9 @@ func TestChartsRejectBadValues(t *testing.T) {
 		{"one port twice", "quorum-control-plane", map[string]any{"probePort": 8080}, "metrics.port and probePort must differ"},
 		{"fractional replicas", "workload-control-plane", map[string]any{"pgController": map[string]any{"replicas": 1.5}}, "replicas"},
 		{"agent log level", "workload-control-plane", map[string]any{"drbdNodeAgent": map[string]any{"logLevel": "warning"}}, "logLevel"},
+		// A security control has no permissive default: no list, no agent.
+		{"no replication networks", "workload-control-plane", map[string]any{"drbdNodeAgent": map[string]any{"replicationNetworks": []any{}}}, "drbdNodeAgent.replicationNetworks is empty"},
+		{"replication network not a CIDR", "workload-control-plane", map[string]any{"drbdNodeAgent": map[string]any{"replicationNetworks": []any{"10.0.0.1"}}}, "replicationNetworks"},
 		{"agent ports equal", "workload-control-plane", map[string]any{"drbdNodeAgent": map[string]any{"probePort": 9942}}, "drbdNodeAgent.metricsPort and drbdNodeAgent.probePort must differ"},
 		{"pg-controller ports equal", "workload-control-plane", map[string]any{"pgController": map[string]any{"probePort": 8080}}, "pgController.metricsPort and pgController.probePort must differ"},
 		{"DR namespace not a name", "workload-control-plane", map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"DR_Production"}}}, "drNamespaces"},
@@ -52,6 +57,6 @@ func renderErr(t *testing.T, dir string, values map[string]any) error {
 	install.ReleaseName, install.Namespace = "sr", "dr-production"
 	kv := kubeVersion()
 	install.KubeVersion = &kv
-	_, err = install.Run(chrt, values)
+	_, err = install.Run(chrt, chartrender.WithReplicationNetworks(dir, values))
 	return err
 }

@@ -404,7 +404,7 @@ spec:
   role: Primary
   volumes:
   - {number: 0, minor: 1000, disk: rootdisk, backingPVC: {name: db-root}}
-  - {number: 1, minor: 1001, disk: data, devicePath: /dev/vdb}
+  - {number: 1, minor: 1001, disk: data, backingPVC: {name: db-data}, metaPVC: {name: db-data-drbdmeta}}
   peers:
   - {nodeName: dr-worker-1, nodeID: 1, address: 192.0.2.10, port: 7001, cluster: dr-cluster}
 `,
@@ -417,8 +417,18 @@ spec:
   nodeName: worker-1
   nodeID: 0
   port: 6999
-  volumes: [{number: 0, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}]
 `, []string{"spec.port", "greater than or equal to 7000"}},
+			{"a volume names a device, not a claim", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: DRBDResource
+metadata: {name: bad}
+spec:
+  nodeName: worker-1
+  nodeID: 0
+  port: 7000
+  volumes: [{number: 0, minor: 1000, devicePath: /dev/sda}]
+`, []string{"spec.volumes[0].backingPVC", "Required value"}},
 			{"peer reuses the local node id", `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: DRBDResource
@@ -427,7 +437,7 @@ spec:
   nodeName: worker-1
   nodeID: 0
   port: 7000
-  volumes: [{number: 0, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}]
   peers: [{nodeName: dr-1, nodeID: 0, address: 192.0.2.10, port: 7000}]
 `, []string{"peers must not use the local nodeID"}},
 			{"duplicate peer node ids", `
@@ -438,7 +448,7 @@ spec:
   nodeName: worker-1
   nodeID: 0
   port: 7000
-  volumes: [{number: 0, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}]
   peers:
   - {nodeName: dr-1, nodeID: 1, address: 192.0.2.10, port: 7000}
   - {nodeName: dr-2, nodeID: 1, address: 192.0.2.11, port: 7000}
@@ -461,7 +471,7 @@ spec:
   nodeName: worker-1
   nodeID: 0
   port: 7000
-  volumes: [{number: 0, minor: 1000}, {number: 1, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}, {number: 1, minor: 1000, backingPVC: {name: d1}}]
 `, []string{"volume minors must be unique"}},
 			{"peer address not an IP", `
 apiVersion: siterecovery.trilio.io/v1alpha1
@@ -471,7 +481,7 @@ spec:
   nodeName: worker-1
   nodeID: 0
   port: 7000
-  volumes: [{number: 0, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}]
   peers: [{nodeName: dr-1, nodeID: 1, address: dr-1.example.com, port: 7000}]
 `, []string{"spec.peers[0].address", "must be an IPv4 or IPv6 address"}},
 			{"forced promotion of a secondary", `
@@ -484,7 +494,7 @@ spec:
   port: 7000
   role: Secondary
   forcePromotion: true
-  volumes: [{number: 0, minor: 1000}]
+  volumes: [{number: 0, minor: 1000, backingPVC: {name: d0}}]
 `, []string{"forcePromotion requires role Primary"}},
 		},
 	},

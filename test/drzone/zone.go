@@ -87,7 +87,7 @@ func New(t testing.TB, o Options) *Zone {
 		}
 		for c, r := range replica {
 			z.replicatedDisk(c, name, r.Spec.Volumes[0].Minor)
-			z.Create(c, r)
+			z.CreateReplica(z.T, c, r)
 		}
 		z.Create(env.Primary, VM(name, name+"-disk"+frontendSuffix, kubevirtv1.RunStrategyAlways))
 		z.Create(env.DR, VM(name, name+"-disk"+frontendSuffix, kubevirtv1.RunStrategyHalted))
@@ -180,12 +180,13 @@ func (z *Zone) startAgent(cluster string, fabric *drbdsim.Fabric) {
 	n := env.Nodes[cluster]
 	cfg := nodeagent.Config{
 		NodeName: n.Name, Hostname: n.Name, ReplicationAddress: n.Address,
-		ResourceDir:    filepath.Join(z.dir, n.Name, "drbd.d"),
-		KubeletDir:     z.kubeletDir(cluster),
-		DrbdadmPath:    "drbdadm",
-		DrbdsetupPath:  "drbdsetup",
-		Exec:           drbdsim.Executor{StateDir: fabric.StateDir, Node: n.Name},
-		StatusInterval: 50 * time.Millisecond,
+		ResourceDir:         filepath.Join(z.dir, n.Name, "drbd.d"),
+		KubeletDir:          z.kubeletDir(cluster),
+		DrbdadmPath:         "drbdadm",
+		DrbdsetupPath:       "drbdsetup",
+		Exec:                drbdsim.Executor{StateDir: fabric.StateDir, Node: n.Name},
+		StatusInterval:      50 * time.Millisecond,
+		ReplicationNetworks: env.ReplicationNetworks,
 	}
 	z.Manager(z.T, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +22,10 @@ var Nodes = map[string]struct{ Name, Address string }{
 	Primary: {"primary-worker-1", "10.0.0.1"},
 	DR:      {"dr-worker-1", "10.0.1.1"},
 }
+
+// ReplicationNetworks are the replication networks of the test zones' agents:
+// every simulated node's address lies in 10.0.0.0/8.
+var ReplicationNetworks = nodeagent.Networks{netip.MustParsePrefix("10.0.0.0/8")}
 
 // drbdNetwork is the simulated DRBD kernel state shared by every node of a zone.
 type drbdNetwork struct {
@@ -96,8 +101,11 @@ func (e *Env) StartAgentOn(t testing.TB, cluster, name, address string) *Process
 		DrbdsetupPath:      net.setup,
 		// The simulator runs in this process: no fork per drbdadm call, so tests
 		// and benchmarks measure the agent and the controllers.
-		Exec:           drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
-		StatusInterval: 50 * time.Millisecond,
+		Exec:    drbdsim.Executor{StateDir: net.stateDir, Node: n.Name},
+		Devices: SimDevices{},
+		// Every simulated node's address lies in it.
+		ReplicationNetworks: ReplicationNetworks,
+		StatusInterval:      50 * time.Millisecond,
 		// A silent agent is seen within four intervals.
 		HeartbeatInterval: time.Second,
 	}

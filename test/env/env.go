@@ -89,8 +89,10 @@ func New(t testing.TB, opts Options) *Env {
 		if name != Quorum {
 			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AppNS}})
 			if opts.MintedKubeconfigs {
-				continue
+				continue // the chart creates the peer-auth namespace
 			}
+			// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
+			create(t, c.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(Namespace)}})
 			create(t, e.Client(Quorum), &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name + "-kubeconfig"},
 				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: e.quorumKubeconfig(t, name)},

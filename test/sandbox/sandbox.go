@@ -261,6 +261,8 @@ func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []
 						"--node-name=" + n.name, "--replication-address=" + n.address,
 						"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
 						"--kubelet-dir=" + sb.kubeletDir(n),
+						// Every sandbox node's address lies in it.
+						"--replication-networks=10.0.0.0/16",
 						"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
 					}, common...)})
 		}

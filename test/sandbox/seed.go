@@ -23,7 +23,8 @@ import (
 func (sb *sandbox) seed(ctx context.Context) error {
 	objs := map[string][]client.Object{"quorum": {ns(drNamespace)}}
 	for _, cluster := range []string{primary, dr} {
-		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(appNS),
+		// The peer-auth namespace is the workload chart's (drbd-peer-auth.yaml).
+		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(srv1alpha1.PeerAuthNamespace(drNamespace)), ns(appNS),
 			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver},
 			// A test failover snapshots the DR copies with the class of their driver.
 			&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "standard-snapshots"}, Driver: storagesim.Driver,

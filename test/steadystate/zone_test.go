@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
@@ -121,6 +123,10 @@ func (f *fleet) seed(ctx context.Context) {
 			continue
 		}
 		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
+		// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
+		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(drNamespace)}}))
+		// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
+		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(drNamespace)}}))
 		require.NoError(t, f.client("quorum").Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name + "-kubeconfig"},
 			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: f.z.Clusters[name].Kubeconfig},
@@ -157,8 +163,8 @@ func (f *fleet) seed(ctx context.Context) {
 				perNode[k]++
 				require.NoError(t, f.client(p).Create(ctx, newVM(vm, kubevirtv1.RunStrategyAlways)))
 				require.NoError(t, f.client(d).Create(ctx, newVM(vm, kubevirtv1.RunStrategyHalted)))
-				require.NoError(t, f.client(p).Create(ctx, replica(group, vm, nodeOf(p, k), nodeOf(d, k), d, 0, i)))
-				require.NoError(t, f.client(d).Create(ctx, replica(group, vm, nodeOf(d, k), nodeOf(p, k), p, 1, i)))
+				f.createReplica(p, k, replica(group, vm, nodeOf(p, k), nodeOf(d, k), d, 0, i))
+				f.createReplica(d, k, replica(group, vm, nodeOf(d, k), nodeOf(p, k), p, 1, i))
 			}
 		}
 	}
@@ -176,15 +182,43 @@ func replica(group, vm string, local, peer node, peerCluster string, nodeID, i i
 	port := 7000 + i
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: drNamespace}},
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: drNamespace,
+				srv1alpha1.ProtectionRequestLabel: "protect-" + vm}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: local.name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
 			Role:    srv1alpha1.RoleSecondary,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + i, DevicePath: "/dev/vg0/" + vm}},
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + i, BackingPVC: &srv1alpha1.LocalObjectReference{Name: vm + "-disk"}}},
 			Peers: []srv1alpha1.DRBDPeer{{NodeName: peer.name, NodeID: 1 - nodeID,
 				Address: peer.address, Port: port, Cluster: peerCluster}},
 		},
 	}
+}
+
+// createReplica creates r on node k of cluster after its backing claim, bound
+// and labelled with r's request, as the agent requires; for the node whose
+// agent is the binary it also stages the claim's device in the node's kubelet
+// folder (a link to /dev/null: the DRBD simulator needs no contents), as the
+// kubelet does. The in-process agents resolve devices with env.SimDevices.
+func (f *fleet) createReplica(cluster string, k int, r *srv1alpha1.DRBDResource) {
+	t, ctx := f.t, context.Background()
+	claim := r.Spec.Volumes[0].BackingPVC.Name
+	pv := "backing-" + cluster + "-" + claim
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: claim, Labels: map[string]string{
+			srv1alpha1.DRNamespaceLabel: r.Labels[srv1alpha1.DRNamespaceLabel], srv1alpha1.ProtectionRequestLabel: r.Labels[srv1alpha1.ProtectionRequestLabel]}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode: ptr.To(corev1.PersistentVolumeBlock), StorageClassName: ptr.To(""), VolumeName: pv,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	require.NoError(t, f.client(cluster).Create(ctx, pvc))
+	pvc.Status.Phase = corev1.ClaimBound
+	require.NoError(t, f.client(cluster).Status().Update(ctx, pvc))
+	if measured(cluster, k) {
+		dev := filepath.Join(f.dir, "nodes", nodeOf(cluster, k).name, "kubelet", "plugins", "kubernetes.io", "csi", "volumeDevices", pv, "dev")
+		require.NoError(t, os.MkdirAll(dev, 0o755))
+		require.NoError(t, os.Symlink("/dev/null", filepath.Join(dev, "holder")))
+	}
+	require.NoError(t, f.client(cluster).Create(ctx, r))
 }
 
 // inProcess runs a manager against a cluster in this process until the test
@@ -220,6 +254,7 @@ func (f *fleet) start() {
 					"--node-name="+n.name, "--replication-address="+n.address,
 					"--resource-dir="+filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
 					"--kubelet-dir="+filepath.Join(f.dir, "nodes", n.name, "kubelet"),
+					"--replication-networks="+env.ReplicationNetworks.String(),
 					"--drbdadm="+f.drbdadm, "--drbdsetup="+f.setup)
 				continue
 			}
@@ -228,7 +263,10 @@ func (f *fleet) start() {
 				ResourceDir: filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
 				DrbdadmPath: "drbdadm", DrbdsetupPath: "drbdsetup",
 				Exec:           drbdsim.Executor{StateDir: f.memory, Node: n.name},
+				Devices:        env.SimDevices{},
 				StatusInterval: 50 * time.Millisecond,
+				// Every node's address (10.<zone>.<side>.<k>) lies in it.
+				ReplicationNetworks: env.ReplicationNetworks,
 			}
 			f.inProcess(c, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 		}

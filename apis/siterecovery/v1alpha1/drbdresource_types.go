@@ -96,21 +96,21 @@ type DRBDVolume struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Disk string `json:"disk,omitempty"`
-	// backingPVC is the local block-mode PVC that stores this replica.
-	// +optional
+	// backingPVC is the local block-mode PVC that stores this replica. The
+	// drbd-node-agent resolves the block device from it (the kubelet's
+	// volumeDevices folder), and only when the PVC is bound, in Block mode and
+	// labelled with the same siterecovery.trilio.io/dr-namespace and
+	// siterecovery.trilio.io/protection-request as this DRBDResource; a spec
+	// never names a device of the node.
+	// +required
 	BackingPVC *LocalObjectReference `json:"backingPVC,omitempty"`
 	// metaPVC is the local block-mode PVC that holds DRBD's metadata for this
 	// volume (flex-external meta-disk), so that the backing device holds data
 	// only and the DRBD device exposes all of it. Unset: the metadata lives at
 	// the end of the backing device (internal), which makes the DRBD device
-	// smaller than it.
+	// smaller than it. The agent checks it as it checks backingPVC.
 	// +optional
 	MetaPVC *LocalObjectReference `json:"metaPVC,omitempty"`
-	// devicePath is the backing block device on the node. When empty the agent
-	// resolves it from backingPVC through the kubelet's volumeDevices folder.
-	// +optional
-	// +kubebuilder:validation:Pattern=`^/dev/`
-	DevicePath string `json:"devicePath,omitempty"`
 	// sizeBytes of the backing device.
 	// +optional
 	// +kubebuilder:validation:Minimum=0

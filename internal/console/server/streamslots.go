@@ -32,7 +32,8 @@ func (s *streamSlots) acquire(session string) (release func(), ok bool) {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.open[session]--; s.open[session] <= 0 {
+			s.open[session]--
+			if s.open[session] <= 0 {
 				delete(s.open, session)
 			}
 		})

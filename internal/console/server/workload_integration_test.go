@@ -86,7 +86,7 @@ func TestWorkloadReads(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: srv1alpha1.DRBDResourceName("vm-00"),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: groupName}},
 		Spec: srv1alpha1.DRBDResourceSpec{NodeName: "dr-node-1", NodeID: 1, Port: 7000, Role: srv1alpha1.RoleSecondary,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000, DevicePath: "/dev/vg0/vm-00"}}},
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000, BackingPVC: &srv1alpha1.LocalObjectReference{Name: "vm-00-disk"}}}},
 	}))
 	other := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "billing-pg"}}
 	require.NoError(t, dr.Create(ctx, other))

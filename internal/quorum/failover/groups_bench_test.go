@@ -71,8 +71,8 @@ func newGroupsZone(t testing.TB, n, size int) (*zone, []string, [][]string) {
 			p.Spec.NodeName, p.Spec.Peers[0].NodeName, p.Spec.Peers[0].Address = pn, dn, da
 			d := env.DRBDReplica(names[g], vmName, env.DR, env.Primary, 1, port)
 			d.Spec.NodeName, d.Spec.Peers[0].NodeName, d.Spec.Peers[0].Address = dn, pn, pa
-			z.create(env.Primary, p)
-			z.create(env.DR, d)
+			z.CreateReplica(t, env.Primary, p)
+			z.CreateReplica(t, env.DR, d)
 		}
 	}
 	for g, vms := range groups {

@@ -89,8 +89,8 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
 		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
 		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
-		z.create(env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
-		z.create(env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+		z.CreateReplica(z.t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.CreateReplica(z.t, env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })

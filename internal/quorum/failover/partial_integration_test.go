@@ -106,8 +106,8 @@ func TestForceRemovesTaintBesideAnotherGroup(t *testing.T) {
 // cluster, with a replica of its own whose lost quorum taints the shared node.
 func (z *zone) runOtherGroupOnTaintedDRNode() {
 	t := z.t
-	z.create(env.Primary, env.DRBDReplica("other", "other-vm", env.Primary, env.DR, 0, 7900))
-	z.create(env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
+	z.CreateReplica(t, env.Primary, env.DRBDReplica("other", "other-vm", env.Primary, env.DR, 0, 7900))
+	z.CreateReplica(t, env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
 	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 	require.NoError(t, z.DRBD(t).Disconnect(drbdName("other-vm")))
 	env.Eventually(t, timeout, "DR node tainted by its agent", func() error {

@@ -57,8 +57,8 @@ func newMonitorZone(t *testing.T, vms int) *mzone {
 		name := fmt.Sprintf("vm-%02d", i)
 		z.vms = append(z.vms, name)
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
-		require.NoError(t, z.Client(env.Primary).Create(z.ctx, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i))))
-		require.NoError(t, z.Client(env.DR).Create(z.ctx, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i))))
+		z.CreateReplica(t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.CreateReplica(t, env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })

@@ -40,8 +40,12 @@ func (r *Reconciler) deleteStandbys(ctx context.Context, s *scope, rem *remote.R
 				key, printable(vm), c.name))
 			continue
 		}
+		vm, err := claimStandby(ctx, rem, vm, s.group.Namespace)
+		if err != nil {
+			return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: labelling standby VirtualMachine %s with its DR namespace: %w", c.name, key, err))
+		}
 		uid, rv := vm.UID, vm.ResourceVersion
-		err := rem.Direct.Delete(ctx, vm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		err = rem.Direct.Delete(ctx, vm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

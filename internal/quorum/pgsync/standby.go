@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
@@ -62,7 +63,9 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 		err := rem.Cached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, standby)
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := r.createStandby(ctx, rem, newStandby(src, labels)); err != nil {
+			vm := newStandby(src, labels)
+			vm.Labels[srv1alpha1.DRNamespaceLabel] = s.group.Namespace
+			if err := r.createStandby(ctx, rem, vm); err != nil {
 				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: creating standby VirtualMachine %s: %w", c.name, key, err))
 			}
 			c.wrote = true
@@ -73,6 +76,9 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 				key, printable(standby), c.name, active))
 		case standbyInSync(standby, want, labels):
 		default:
+			if standby, err = claimStandby(ctx, rem, standby, s.group.Namespace); err != nil {
+				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: labelling standby VirtualMachine %s with its DR namespace: %w", c.name, key, err))
+			}
 			updated := standby.DeepCopy()
 			setStandbySpec(updated, want, labels)
 			patch := client.MergeFromWithOptions(standby, client.MergeFromWithOptimisticLock{})
@@ -83,6 +89,26 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 		}
 	}
 	return nil
+}
+
+// claimStandby labels a standby that lacks it with the group's DR namespace,
+// in a patch of its own: the workload chart's guard lets a quorum identity
+// change only what carries its DR namespace's label, and add that label to a
+// VM only in a patch that changes nothing else (a standby pg-sync made before
+// it labelled them, or a VM that ran there before the group failed over).
+func claimStandby(ctx context.Context, rem *remote.Remote, vm *kubevirtv1.VirtualMachine, drNamespace string) (*kubevirtv1.VirtualMachine, error) {
+	if vm.Labels[srv1alpha1.DRNamespaceLabel] == drNamespace {
+		return vm, nil
+	}
+	claimed := vm.DeepCopy()
+	if claimed.Labels == nil {
+		claimed.Labels = map[string]string{}
+	}
+	claimed.Labels[srv1alpha1.DRNamespaceLabel] = drNamespace
+	if err := rem.Direct.Patch(ctx, claimed, client.MergeFromWithOptions(vm, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
 // createStandby creates vm, and its namespace when the cluster lacks it.

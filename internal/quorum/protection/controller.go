@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -88,6 +89,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if terminal(req.Status.Phase) {
+		if req.Status.Phase == srv1alpha1.ProtectionProtected {
+			// Retried with the claim re-check when a cluster does not answer.
+			if err := r.maintainPeerAuth(ctx, newScope(req, r.now())); err != nil {
+				log.FromContext(ctx).Info("DRBD peer secret not maintained", "error", err.Error())
+			}
+		}
 		return r.recheckClaim(ctx, req)
 	}
 	s := newScope(req, r.now())

@@ -29,6 +29,10 @@ func (r *Reconciler) addToGroup(ctx context.Context, s *scope) (ctrl.Result, err
 		}
 		return ctrl.Result{}, remoteErr(s.primaryCluster, "reading VirtualMachine "+s.vmKey().String(), err)
 	}
+	vm, err := r.claimVM(ctx, s, s.sides()[0], vm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	group := s.req.Spec.ProtectionGroupRef.Name
 	if vm.Labels[srv1alpha1.ProtectionGroupLabel] != group {
 		patched := vm.DeepCopy()

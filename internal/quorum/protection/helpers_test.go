@@ -109,12 +109,13 @@ func (z *zone) startAgent(t testing.TB, cluster string) {
 	n := env.Nodes[cluster]
 	cfg := nodeagent.Config{
 		NodeName: n.Name, Hostname: n.Name, ReplicationAddress: n.Address,
-		ResourceDir:    filepath.Join(z.dir, n.Name, "drbd.d"),
-		KubeletDir:     z.kubeletDir(cluster),
-		DrbdadmPath:    "drbdadm",
-		DrbdsetupPath:  "drbdsetup",
-		Exec:           drbdsim.Executor{StateDir: z.fabric.StateDir, Node: n.Name},
-		StatusInterval: 50 * time.Millisecond,
+		ResourceDir:         filepath.Join(z.dir, n.Name, "drbd.d"),
+		KubeletDir:          z.kubeletDir(cluster),
+		DrbdadmPath:         "drbdadm",
+		DrbdsetupPath:       "drbdsetup",
+		Exec:                drbdsim.Executor{StateDir: z.fabric.StateDir, Node: n.Name},
+		StatusInterval:      50 * time.Millisecond,
+		ReplicationNetworks: env.ReplicationNetworks,
 	}
 	z.procs.StartAgentWith(t, cluster, func(t testing.TB) *env.Process {
 		return z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })

@@ -74,12 +74,13 @@ func TestDRReplicasSpreadAcrossNodes(t *testing.T) {
 func (z *zone) startAgentOn(t testing.TB, cluster, name, address string) {
 	cfg := nodeagent.Config{
 		NodeName: name, Hostname: name, ReplicationAddress: address,
-		ResourceDir:    filepath.Join(z.dir, name, "drbd.d"),
-		KubeletDir:     z.kubeletDir(cluster),
-		DrbdadmPath:    "drbdadm",
-		DrbdsetupPath:  "drbdsetup",
-		Exec:           drbdsim.Executor{StateDir: z.fabric.StateDir, Node: name},
-		StatusInterval: 50 * time.Millisecond,
+		ResourceDir:         filepath.Join(z.dir, name, "drbd.d"),
+		KubeletDir:          z.kubeletDir(cluster),
+		DrbdadmPath:         "drbdadm",
+		DrbdsetupPath:       "drbdsetup",
+		Exec:                drbdsim.Executor{StateDir: z.fabric.StateDir, Node: name},
+		StatusInterval:      50 * time.Millisecond,
+		ReplicationNetworks: env.ReplicationNetworks,
 	}
 	z.Manager(t, cluster, fmt.Sprintf("drbd-node-agent-%s", name), ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }

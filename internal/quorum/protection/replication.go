@@ -67,6 +67,11 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		nodes[i] = node
 	}
+	// The peer-auth Secrets exist on both sides before a DRBDResource names them.
+	auth, err := r.ensurePeerAuth(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var res [2]*srv1alpha1.DRBDResource
 	for _, i := range []int{1, 0} { // the DR replica first, the VM's disk last
 		sd := s.sides()[i]
@@ -76,11 +81,15 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 			}
 		}
 		d := desiredDRBDResource(s, sd, nodes[i], protocol)
+		d.Spec.PeerAuthentication = auth
 		if err := createOwned(ctx, sd.rc, sd.cluster, s, d); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := sd.rc.Direct.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return ctrl.Result{}, remoteErr(sd.cluster, "reading DRBDResource "+d.Name, err)
+		}
+		if err := applyPeerAuth(ctx, sd, d, auth); err != nil {
+			return ctrl.Result{}, err
 		}
 		res[i] = d
 		if d.Status.Address == "" {

@@ -27,7 +27,10 @@ import (
 // goes back to the primary keeps it, so that pg-sync deletes it.
 func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !reached(s.req, srv1alpha1.ProtectionSwitchingFrontend) {
-		return ctrl.Result{}, r.restartUnswitched(ctx, s) // the VM was never switched
+		if err := r.restartUnswitched(ctx, s); err != nil { // the VM was never switched
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.releaseVM(ctx, s, s.sides()[0])
 	}
 	vols := s.req.Status.Volumes
 	prim, dr := s.sides()[0], s.sides()[1]
@@ -49,6 +52,13 @@ func (r *Reconciler) restoreVMs(ctx context.Context, s *scope) (ctrl.Result, err
 			return ctrl.Result{}, err
 		}
 		if err := r.moveVM(ctx, s, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Last, once no flow writes to them again: the VMs that stay are the
+	// application's own.
+	for _, m := range moves {
+		if err := r.releaseVM(ctx, s, m.sd); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -95,6 +105,10 @@ func (r *Reconciler) dropGroupLabel(ctx context.Context, s *scope, sd side) erro
 	}
 	if _, ok := vm.Labels[srv1alpha1.ProtectionGroupLabel]; !ok {
 		return nil
+	}
+	vm, err := r.claimVM(ctx, s, sd, vm)
+	if err != nil {
+		return err
 	}
 	patched := vm.DeepCopy()
 	delete(patched.Labels, srv1alpha1.ProtectionGroupLabel)

@@ -71,6 +71,10 @@ func (r *Reconciler) provisionTarget(ctx context.Context, s *scope) (ctrl.Result
 			}
 		}
 	}
+	// The VM's own PVCs back the primary replica: labelled, the agent accepts them.
+	if err := r.labelSources(ctx, s, s.sides()[0]); err != nil {
+		return ctrl.Result{}, err
+	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonProgressing,
 		"backing PVCs exist on %s; creating the DRBD resources", s.target)
 	return r.advance(ctx, s, srv1alpha1.ProtectionCreatingReplication)

@@ -65,6 +65,9 @@ func (r *Reconciler) removeStack(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, err
 	}
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonUnprotecting, "DRBD resources removed from %s and %s", s.primaryCluster, s.target)
+	if err := r.releaseSources(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.removeTiers(ctx, s, metadataClaims); err != nil {
 		return ctrl.Result{}, err
 	}

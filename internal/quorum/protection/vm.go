@@ -158,6 +158,14 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) error {
 }
 
 func (r *Reconciler) patchVM(ctx context.Context, s *scope, sd side, before, after *kubevirtv1.VirtualMachine, what string) error {
+	claimed, err := r.claimVM(ctx, s, sd, before)
+	if err != nil {
+		return err
+	}
+	if claimed != before { // the patch below applies on top of the label
+		setDRNamespaceLabel(after, s.req.Namespace)
+		after.ResourceVersion, before = claimed.ResourceVersion, claimed
+	}
 	if err := sd.rc.Direct.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return remoteErr(sd.cluster, what+" VirtualMachine "+s.vmKey().String(), err)
 	}

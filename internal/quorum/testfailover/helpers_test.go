@@ -112,8 +112,8 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		z.create(env.DR, pvc(name+"-disk-drbd", "frontend", ptr.To(""), "srdrbd-apps-"+name+"-disk"))
 		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
 		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
-		z.create(env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
-		z.create(env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+		z.CreateReplica(t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
+		z.CreateReplica(t, env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })

@@ -20,7 +20,7 @@ func replica(group, vm, node string, port int32) *srv1alpha1.DRBDResource {
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group}},
 		Spec: srv1alpha1.DRBDResourceSpec{NodeName: node, NodeID: 1, Port: port, Role: srv1alpha1.RoleSecondary,
 			Quorum:  srv1alpha1.QuorumForRole(srv1alpha1.RoleSecondary),
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, DevicePath: "/dev/vg0/" + vm}}},
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000, BackingPVC: &srv1alpha1.LocalObjectReference{Name: vm + "-disk"}}}},
 	}
 }
 

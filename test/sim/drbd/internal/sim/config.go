@@ -22,7 +22,7 @@ type ResConfig struct {
 	CramHMACAlg  string
 	SharedSecret string
 	Volumes      map[int]Vol
-	Hosts      map[string]HostConfig
+	Hosts        map[string]HostConfig
 }
 
 // HostConfig is one `on <host>` section.

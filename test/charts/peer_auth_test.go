@@ -1,0 +1,81 @@
+package charts
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/harness"
+)
+
+// TestPeerAuthSecretsAccess installs the workload chart's DRBD peer-auth
+// objects for two DR namespaces and acts, on the real API server, as each
+// identity the chart binds: the quorum identity of dr-a writes and reads its
+// own peer secrets and is refused dr-b's; the drbd-node-agent gets a peer
+// secret by name and is refused listing them, writing them, and any Secret
+// of a DR namespace, an application namespace or kube-system.
+func TestPeerAuthSecretsAccess(t *testing.T) {
+	harness.RequireAPIServers(t)
+	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, harness.Primary)
+	cl := zone.Clusters[harness.Primary]
+	ctx := t.Context()
+	admin := cl.Client
+	values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"dr-a", "dr-b"}}}
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "siterecovery-system"}}))
+	for _, obj := range renderValues(t, "workload-control-plane", "siterecovery-system", values) {
+		if obj.GetKind() == "Namespace" {
+			require.NoError(t, client.IgnoreAlreadyExists(admin.Create(ctx, obj)), "Namespace %s", obj.GetName())
+		}
+	}
+	for _, obj := range renderValues(t, "workload-control-plane", "siterecovery-system", values) {
+		switch obj.GetKind() {
+		case "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceAccount":
+			require.NoError(t, client.IgnoreAlreadyExists(admin.Create(ctx, obj)), "%s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}))
+	secret := func(ns, name string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Data: map[string][]byte{srv1alpha1.PeerAuthSecretKey: []byte("c2VjcmV0LXZhbHVlLWZvci10ZXN0LTAxMjM0NTY3")}}
+	}
+	peerA, peerB := srv1alpha1.PeerAuthNamespace("dr-a"), srv1alpha1.PeerAuthNamespace("dr-b")
+	for _, s := range []*corev1.Secret{secret(peerB, "vm-b"), secret("dr-a", "quorum-manager-token"), secret("apps", "vm-credentials"), secret("kube-system", "bootstrap")} {
+		require.NoError(t, admin.Create(ctx, s))
+	}
+
+	quorumA := actingAs(t, cl.Config, "system:serviceaccount:dr-a:quorum-manager", "system:serviceaccounts", "system:serviceaccounts:dr-a")
+	s := secret(peerA, "vm-a")
+	require.NoError(t, quorumA.Create(ctx, s), "quorum-manager of dr-a creates its peer secret")
+	require.NoError(t, quorumA.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
+	s.Data[srv1alpha1.PeerAuthSecretKey] = []byte("cm90YXRlZC1zZWNyZXQtZm9yLXRlc3QtMDEyMzQ1Njc")
+	require.NoError(t, quorumA.Update(ctx, s), "and rotates it")
+	for what, err := range map[string]error{
+		"read dr-b's peer secret":    quorumA.Get(ctx, client.ObjectKey{Namespace: peerB, Name: "vm-b"}, &corev1.Secret{}),
+		"replace dr-b's peer secret": quorumA.Update(ctx, secret(peerB, "vm-b")),
+		"create in dr-b's":           quorumA.Create(ctx, secret(peerB, "forged")),
+		"list its peer secrets":      quorumA.List(ctx, &corev1.SecretList{}, client.InNamespace(peerA)),
+	} {
+		assert.True(t, apierrors.IsForbidden(err), "quorum-manager of dr-a may not %s: %v", what, err)
+	}
+
+	agent := actingAs(t, cl.Config, "system:serviceaccount:siterecovery-system:drbd-node-agent", "system:serviceaccounts", "system:serviceaccounts:siterecovery-system")
+	require.NoError(t, agent.Get(ctx, client.ObjectKey{Namespace: peerA, Name: "vm-a"}, &corev1.Secret{}), "the agent gets a peer secret")
+	require.NoError(t, agent.Get(ctx, client.ObjectKey{Namespace: peerB, Name: "vm-b"}, &corev1.Secret{}), "of every DR namespace")
+	for what, err := range map[string]error{
+		"list peer secrets":               agent.List(ctx, &corev1.SecretList{}, client.InNamespace(peerA)),
+		"write a peer secret":             agent.Create(ctx, secret(peerA, "forged")),
+		"read a DR namespace's Secret":    agent.Get(ctx, client.ObjectKey{Namespace: "dr-a", Name: "quorum-manager-token"}, &corev1.Secret{}),
+		"read an application's Secret":    agent.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "vm-credentials"}, &corev1.Secret{}),
+		"read a kube-system Secret":       agent.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap"}, &corev1.Secret{}),
+		"list Secrets of every namespace": agent.List(ctx, &corev1.SecretList{}),
+	} {
+		assert.True(t, apierrors.IsForbidden(err), "the agent may not %s: %v", what, err)
+	}
+}
