@@ -45,7 +45,7 @@ func waitOn(cond, reason string, after time.Duration, cause error, msg string) *
 
 // stalledOn is a phase failure only a spec change fixes, shown as condition cond
 // False with reason.
-func stalledOn(cond, reason string, cause error, msg string) *flow.Error {
+func stalledOn(cond, reason string, cause error, msg string) *flow.Error { //nolint:unparam // every stall is a Configured one today; the condition stays named at each call, as waitOn's
 	return &flow.Error{Kind: flow.KindStalled, Condition: cond, Reason: reason, Message: msg, Err: cause}
 }
 

@@ -125,8 +125,6 @@ func (f *fleet) seed(ctx context.Context) {
 		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
 		// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
 		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(drNamespace)}}))
-		// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
-		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(drNamespace)}}))
 		require.NoError(t, f.client("quorum").Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name + "-kubeconfig"},
 			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: f.z.Clusters[name].Kubeconfig},
