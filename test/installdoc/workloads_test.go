@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,7 +138,14 @@ func createWebVM(t *testing.T, c client.Client) {
 			},
 		},
 	}
-	require.NoError(t, c.Create(ctx, vm))
+	// Every VM write passes pg-controller's webhook, which serves once its
+	// certificate is in place.
+	env.Eventually(t, time.Minute, "apps/web created", func() error {
+		if err := c.Create(ctx, vm.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
 	env.Eventually(t, time.Minute, "apps/web running", func() error {
 		return c.Get(ctx, client.ObjectKeyFromObject(vm), &kubevirtv1.VirtualMachineInstance{})
 	})
