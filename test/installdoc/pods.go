@@ -14,9 +14,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
@@ -124,7 +127,14 @@ func (h *host) start(t *testing.T, p pod) {
 	args := containerArgs(t, p.name, ctr.Args, vars, set)
 
 	kubeconfig := filepath.Join(h.dir, p.name+".kubeconfig")
-	h.tokens = append(h.tokens, serviceAccountKubeconfig(t, h.e.Clusters[p.cluster], p.namespace, spec.ServiceAccountName, kubeconfig))
+	// A DaemonSet's pod runs on its node, and the kubelet mounts a token bound
+	// to that pod, which names the node (authentication.kubernetes.io/node-name):
+	// the agent's scope policy compares its Node and Lease writes with it.
+	var bound *authenticationv1.BoundObjectReference
+	if node := p.fields["spec.nodeName"]; node != "" {
+		bound = podOnNode(t, c, p, spec, node)
+	}
+	h.tokens = append(h.tokens, serviceAccountKubeconfig(t, h.e.Clusters[p.cluster], p.namespace, spec.ServiceAccountName, kubeconfig, bound))
 	proc := &process.Process{Name: p.name, Bin: filepath.Join(h.built(t), p.bin), Kubeconfig: kubeconfig,
 		Args: args, Env: append(environ, p.env...)}
 	require.NoError(t, proc.Start(h.dir), "starting %s", p.name)
@@ -183,13 +193,26 @@ func containerArgs(t *testing.T, name string, args []string, vars, set map[strin
 	return out
 }
 
-// serviceAccountKubeconfig writes a kubeconfig of a cluster's API server
-// holding a token of the ServiceAccount (TokenRequest), as the kubelet mounts
-// one into a pod, and returns the token.
-func serviceAccountKubeconfig(t *testing.T, c *harness.Cluster, namespace, name, path string) string {
+// podOnNode creates the pod of a DaemonSet's template on node, as the
+// DaemonSet controller would, and returns the reference a token bound to it
+// carries.
+func podOnNode(t *testing.T, c client.Client, p pod, spec corev1.PodSpec, node string) *authenticationv1.BoundObjectReference {
 	t.Helper()
-	token, err := harness.ServiceAccountToken(t.Context(), c.Client, namespace, name, time.Hour)
-	require.NoError(t, err)
+	spec.NodeName = node
+	po := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name}, Spec: spec}
+	require.NoError(t, c.Create(t.Context(), po), "%s: the pod of DaemonSet %s/%s on node %s", p.cluster, p.namespace, p.workload, node)
+	return &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: po.Name, UID: po.UID}
+}
+
+// serviceAccountKubeconfig writes a kubeconfig of a cluster's API server
+// holding a token of the ServiceAccount (TokenRequest), bound to the pod when
+// one is given, as the kubelet mounts one into a pod, and returns the token.
+func serviceAccountKubeconfig(t *testing.T, c *harness.Cluster, namespace, name, path string, bound *authenticationv1.BoundObjectReference) string {
+	t.Helper()
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600)), BoundObjectRef: bound}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	require.NoError(t, c.Client.SubResource("token").Create(t.Context(), sa, tr), "minting a token of ServiceAccount %s/%s", namespace, name)
+	token := tr.Status.Token
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
