@@ -31,7 +31,7 @@ func TCP(ctx context.Context, address string) error {
 // redirects; a redirect is an answer of the application, which is what the
 // probe asks about).
 func HTTP(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return fmt.Errorf("probe URL %q: %w", url, err)
 	}
