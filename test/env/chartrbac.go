@@ -75,14 +75,21 @@ func (e *Env) installChartRBAC(t testing.TB) {
 	ctx := context.Background()
 	for name, c := range e.Clusters {
 		chart, ns := "workload-control-plane", workloadNamespace
+		// The workload chart grants per DR namespace what the agent and
+		// pg-controller need there (the agent's get on the peer-auth Secrets
+		// of <dr>-drbd-auth, pg-controller's reads in the DR namespace); the
+		// namespaces themselves the env has created.
+		values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{Namespace}, "createNamespaces": false}}
 		if name == Quorum {
-			chart, ns = "quorum-control-plane", Namespace
+			chart, ns, values = "quorum-control-plane", Namespace, nil
 		}
 		ensureNamespace(t, c.Client, ns)
-		for _, obj := range renderChart(t, chart, ns) {
+		for _, obj := range renderChartValues(t, chart, ns, values) {
 			switch obj.GetKind() {
 			case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
-				require.NoError(t, c.Client.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
+				if err := c.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+					require.NoError(t, err, "%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+				}
 			}
 		}
 	}
