@@ -153,8 +153,13 @@ func addDRNamespace(t *testing.T, z *zone, ns, zoneName string) {
 	t.Helper()
 	ctx := t.Context()
 	q := z.Client(env.Quorum)
-	for _, c := range z.Clusters {
+	for name, c := range z.Clusters {
 		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		if name != env.Quorum {
+			// The workload chart's namespace for the DR namespace's DRBD peer
+			// secrets (drbd-peer-auth.yaml).
+			require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(ns)}}))
+		}
 	}
 	prod := &srv1alpha1.ProtectionZone{}
 	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, prod))
