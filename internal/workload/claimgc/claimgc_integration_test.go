@@ -81,7 +81,7 @@ func TestOrphanedClaimsOfADeletedDRNamespaceAreReleased(t *testing.T) {
 	inUse := &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db"},
 		Spec: srv1alpha1.DRBDResourceSpec{NodeName: "node-1", NodeID: 0, Port: 7002,
-			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 40}}},
+			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 40, BackingPVC: &srv1alpha1.LocalObjectReference{Name: "db-root"}}}},
 	}
 	require.NoError(t, c.Create(ctx, inUse))
 
