@@ -67,6 +67,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	oidcUser := fs.String("oidc-username-claim", "email", "claim the API server takes the user name from (its --oidc-username-claim)")
 	oidcRedirect := fs.String("oidc-redirect-url", "", "callback URL registered at the issuer (https://console.example/api/oidc/callback); empty derives it from the request")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h printed the usage, as flag.ExitOnError does
+		}
 		return 2
 	}
 
