@@ -1,6 +1,57 @@
-{{/* Name of the objects of this release. */}}
+{{/*
+qcp.fullname names the manager's objects of this release: fullnameOverride,
+else <nameOverride or quorum-manager>-<DR namespace>. Its selector label
+app.kubernetes.io/name stays quorum-manager: ServiceMonitors, the CLI's gather
+and the runbooks select the manager's pods by it (instance tells releases apart).
+*/}}
 {{- define "qcp.fullname" -}}
-{{- printf "quorum-manager-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" (.Values.nameOverride | default "quorum-manager") .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+qcp.componentName names a release's object of another component (.component):
+siterecovery-<component>-<DR namespace> by default, as cluster-scoped names
+must differ per DR namespace; <fullname>-<component> with nameOverride or
+fullnameOverride (a fullnameOverride must then differ per DR namespace).
+*/}}
+{{- define "qcp.componentName" -}}
+{{- if or .root.Values.fullnameOverride .root.Values.nameOverride -}}
+{{- printf "%s-%s" (include "qcp.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "siterecovery-%s-%s" .component .root.Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+qcp.securityContext renders .user (a podSecurityContext or securityContext
+value) over .required, the settings the chart's pods run with. A user value
+may add keys but not change a required one, nor make a container privileged:
+the chart fails, naming the key and .why, rather than install a weaker pod
+silently.
+*/}}
+{{- define "qcp.securityContext" -}}
+{{- $user := .user | default dict -}}
+{{- range $k, $v := .required -}}
+{{- if and (hasKey $user $k) (not (deepEqual (index $user $k) $v)) -}}
+{{- fail (printf "%s.%s: must stay %s (%s)" $.path $k (toJson $v) $.why) -}}
+{{- end -}}
+{{- end -}}
+{{- if index $user "privileged" -}}
+{{- fail (printf "%s.privileged: must stay unset or false (%s)" .path .why) -}}
+{{- end -}}
+{{- toYaml (merge (deepCopy $user) .required) -}}
+{{- end -}}
+
+{{/* The pod and container security contexts every pod of the chart runs with. */}}
+{{- define "qcp.podSecurity" -}}
+{{- include "qcp.securityContext" (dict "user" .user "path" .path "why" "the chart's pods run as non-root under the runtime's seccomp profile, as PodSecurity restricted asks" "required" (dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault"))) -}}
+{{- end -}}
+{{- define "qcp.containerSecurity" -}}
+{{- include "qcp.securityContext" (dict "user" .user "path" .path "why" "the chart's containers need no privilege, capability or write to their image" "required" (dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "capabilities" (dict "drop" (list "ALL")))) -}}
 {{- end -}}
 
 {{/* Labels that select the manager's pods. */}}
@@ -42,7 +93,7 @@ role names, namespaces and bindings; only the rules come from the markers.
 
 {{/* Name of this release's ValidatingWebhookConfiguration (cluster-scoped, so it names the DR namespace). */}}
 {{- define "qcp.webhookConfiguration" -}}
-{{- printf "siterecovery-quorum-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- include "qcp.componentName" (dict "root" . "component" "quorum") -}}
 {{- end -}}
 
 {{/* qcp.image renders repository:tag with the appVersion as default tag, and @digest when set. */}}

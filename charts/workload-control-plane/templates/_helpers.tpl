@@ -1,3 +1,59 @@
+{{/*
+wcp.fullname prefixes the release's object names: fullnameOverride, else
+nameOverride, else "siterecovery".
+*/}}
+{{- define "wcp.fullname" -}}
+{{- .Values.fullnameOverride | default .Values.nameOverride | default "siterecovery" | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+wcp.name names a namespaced object of component .component: <fullname>-<component>
+with nameOverride or fullnameOverride, else the component's own name
+(pg-controller, drbd-node-agent), as installs before these values had it. The
+pods' app.kubernetes.io/name label stays the component's: ServiceMonitors, the
+NetworkPolicy and `kubectl siterecovery gather` select pods by it.
+*/}}
+{{- define "wcp.name" -}}
+{{- if or .root.Values.fullnameOverride .root.Values.nameOverride -}}
+{{- printf "%s-%s" (include "wcp.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- .component -}}
+{{- end -}}
+{{- end -}}
+
+{{/* wcp.clusterName names a cluster-scoped object (or one outside the release namespace): <fullname>-<component>. */}}
+{{- define "wcp.clusterName" -}}
+{{- printf "%s-%s" (include "wcp.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The ServiceAccount and workload names of pg-controller and of the agent. */}}
+{{- define "wcp.pgController" -}}
+{{- include "wcp.name" (dict "root" . "component" "pg-controller") -}}
+{{- end -}}
+{{- define "wcp.agent" -}}
+{{- include "wcp.name" (dict "root" . "component" "drbd-node-agent") -}}
+{{- end -}}
+
+{{/*
+wcp.securityContext renders .user (a podSecurityContext or securityContext
+value) over .required, the settings the chart's pods run with. A user value
+may add keys but not change a required one, nor make a container privileged
+that the chart does not: the chart fails, naming the key and .why, rather than
+install a weaker pod silently.
+*/}}
+{{- define "wcp.securityContext" -}}
+{{- $user := .user | default dict -}}
+{{- range $k, $v := .required -}}
+{{- if and (hasKey $user $k) (not (deepEqual (index $user $k) $v)) -}}
+{{- fail (printf "%s.%s: must stay %s (%s)" $.path $k (toJson $v) $.why) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (index $user "privileged") (not (index .required "privileged")) -}}
+{{- fail (printf "%s.privileged: must stay unset or false (%s)" .path .why) -}}
+{{- end -}}
+{{- toYaml (merge (deepCopy $user) .required) -}}
+{{- end -}}
+
 {{/* Labels every object of the chart carries. */}}
 {{- define "wcp.labels" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -41,11 +97,11 @@ rules come from the markers.
 
 {{/* Name of the release's ValidatingWebhookConfiguration. */}}
 {{- define "wcp.webhookConfiguration" -}}
-{{- printf "siterecovery-workload-%s" .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- include "wcp.clusterName" (dict "root" . "component" (printf "workload-%s" .Release.Namespace)) -}}
 {{- end -}}
 
 {{/* Identities the workload webhooks let through for every object: siterecovery's own service accounts, then the configured ones. The quorum-manager of each DR namespace passes only for its own objects (--admission-dr-namespaces). */}}
 {{- define "wcp.admissionUsers" -}}
-{{- $users := list (printf "system:serviceaccount:%s:pg-controller" .Release.Namespace) (printf "system:serviceaccount:%s:drbd-node-agent" .Release.Namespace) -}}
+{{- $users := list (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "wcp.pgController" .)) (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "wcp.agent" .)) -}}
 {{- join "," (concat $users .Values.webhooks.allowedUsers) -}}
 {{- end -}}
