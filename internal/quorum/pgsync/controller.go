@@ -56,9 +56,9 @@ const (
 const (
 	reasonNotConnected = "ClusterNotConnected"
 	reasonCacheSyncing = "CacheSyncing"
-	reasonZoneNotFound = "ZoneNotFound"
-	reasonWriteFailed  = "WriteFailed"
-	reasonReadFailed   = "ReadFailed"
+	// reasonRelabelled is the event of a group VM whose DR namespace label
+	// pg-sync put back.
+	reasonRelabelled = "Relabelled"
 )
 
 // RBAC on the quorum cluster, in the DR namespace: the controller reads
@@ -145,7 +145,7 @@ func (r *Reconciler) loadZone(ctx context.Context, s *scope) (ctrl.Result, error
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Spec.ZoneRef.Name}, zone); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The zone watch brings the group back when the zone appears.
-			s.specErr = flow.Stalled(reasonZoneNotFound, "ProtectionZone %s not found", g.Spec.ZoneRef.Name)
+			s.specErr = flow.Stalled(srv1alpha1.ReasonZoneNotFound, "ProtectionZone %s not found", g.Spec.ZoneRef.Name)
 			return ctrl.Result{}, s.specErr
 		}
 		return ctrl.Result{}, err
@@ -188,18 +188,18 @@ func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) 
 		return c
 	}
 	if err := r.syncCopy(ctx, s, rem, &c); err != nil {
-		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+		c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 		return c
 	}
 	if cluster == s.group.Spec.ActiveCluster {
 		return c
 	}
 	if err := r.syncStandbys(ctx, s, rem, &c); err != nil {
-		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+		c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 		return c
 	}
 	if err := r.deleteStandbys(ctx, s, rem, rem.Cached, &c, s.group.Spec.VirtualMachines); err != nil {
-		c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+		c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 	}
 	return c
 }

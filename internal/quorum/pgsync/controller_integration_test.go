@@ -339,4 +339,49 @@ func TestPGSync(t *testing.T) {
 	}
 	require.NoError(t, copyIs(primary, srv1alpha1.StateRunning, "db", "web", "cache")())
 	require.NoError(t, copyIs(dr, srv1alpha1.StateStopped, "db", "web", "cache")())
+
+	// The DR namespace label removed by hand from the source VM and from its
+	// standby: quorum-manager's caches, which watch only what carries the
+	// label, see both leave. pg-sync reads them directly, puts the label back
+	// and says so in an event, and a change of the source reaches the standby
+	// again.
+	for _, c := range []client.Client{primary, dr} {
+		patch(t, c, vmKey("web"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
+			delete(vm.Labels, srv1alpha1.DRNamespaceLabel)
+		})
+	}
+	for name, c := range map[string]client.Client{env.Primary: primary, env.DR: dr} {
+		env.Eventually(t, wait, name+" web labelled again", func() error {
+			vm := &kubevirtv1.VirtualMachine{}
+			if err := c.Get(ctx, vmKey("web"), vm); err != nil {
+				return err
+			}
+			if vm.Labels[srv1alpha1.DRNamespaceLabel] != env.Namespace {
+				return fmt.Errorf("labels %v", vm.Labels)
+			}
+			return nil
+		})
+	}
+	env.Eventually(t, wait, "relabelling reported", func() error {
+		events := &corev1.EventList{}
+		if err := q.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, ev := range events.Items {
+			if ev.Reason == "Relabelled" && ev.InvolvedObject.Name == groupName && strings.Contains(ev.Message, "apps/web") {
+				for _, cluster := range []string{env.Primary, env.DR} {
+					if strings.Contains(ev.Message, "cluster "+cluster+" ") {
+						seen[cluster] = true
+					}
+				}
+			}
+		}
+		if !seen[env.Primary] || !seen[env.DR] {
+			return fmt.Errorf("Relabelled events seen for %v", seen)
+		}
+		return nil
+	})
+	setMemory(t, primary, "web", "4Gi")
+	env.Eventually(t, wait, "standby web follows its source again", standbyIs(dr, "web", "4Gi"))
 }

@@ -23,6 +23,9 @@ type scope struct {
 	// sources are the group's VMs on the active cluster by "<namespace>/<name>";
 	// a VM missing there has no entry.
 	sources map[string]*kubevirtv1.VirtualMachine
+	// foreign says, by the same key, why a VM that exists on the active
+	// cluster is not a source: it carries another DR namespace's label.
+	foreign map[string]string
 	// sourcesErr explains why the active cluster's VMs could not be read; the
 	// standby VMs are then left alone.
 	sourcesErr error

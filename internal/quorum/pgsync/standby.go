@@ -17,8 +17,9 @@ import (
 )
 
 // loadSources reads the group's VMs on the active cluster. It only reads there:
-// pg-sync never changes a VM on the active cluster. When the active cluster
-// cannot be read the standby VMs elsewhere are left as they are.
+// pg-sync never changes a VM on the active cluster but to put back its DR
+// namespace label (relabel). When the active cluster cannot be read the
+// standby VMs elsewhere are left as they are.
 func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, error) {
 	active := s.group.Spec.ActiveCluster
 	rem, err := r.connect(s, active)
@@ -27,14 +28,21 @@ func (r *Reconciler) loadSources(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, nil //nolint:nilerr // kept in s.sourcesErr: syncStandbys reports it as drift and leaves standbys alone
 	}
 	s.sources = map[string]*kubevirtv1.VirtualMachine{}
+	s.foreign = map[string]string{}
 	for _, ref := range s.group.Spec.VirtualMachines {
-		vm := &kubevirtv1.VirtualMachine{}
-		switch err := rem.Cached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, vm); {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			s.sourcesErr = flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s/%s: %w", active, ref.Namespace, ref.Name, err))
+		vm, found, err := readVM(ctx, rem, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
+		if err == nil && found {
+			if other, ok := foreign(vm, s.group.Namespace); ok {
+				s.foreign[vmKey(ref.Namespace, ref.Name)] = fmt.Sprintf("belongs to DR namespace %s (label %s)", other, srv1alpha1.DRNamespaceLabel)
+				continue
+			}
+			vm, err = r.relabel(ctx, s, rem, vm)
+		}
+		if err != nil {
+			s.sourcesErr = flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s/%s: %w", active, ref.Namespace, ref.Name, err))
 			return ctrl.Result{}, nil
-		default:
+		}
+		if found {
 			s.sources[vmKey(ref.Namespace, ref.Name)] = vm
 		}
 	}
@@ -47,7 +55,7 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 	active := s.group.Spec.ActiveCluster
 	if s.sourcesErr != nil {
 		c.drift = append(c.drift, fmt.Sprintf("standby VMs not verified: cannot read the VMs of active cluster %s (%s)",
-			active, flow.ReasonOf(s.sourcesErr, reasonReadFailed)))
+			active, flow.ReasonOf(s.sourcesErr, srv1alpha1.ReasonReadFailed)))
 		return nil //nolint:nilerr // the unread sources are reported as drift, not as a reconcile error
 	}
 	labels := pgSyncLabels(s.group)
@@ -55,35 +63,49 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 		key := vmKey(ref.Namespace, ref.Name)
 		src := s.sources[key]
 		if src == nil {
-			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s not found on active cluster %s; no standby built", key, active))
+			why := "not found"
+			if f := s.foreign[key]; f != "" {
+				why = f
+			}
+			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s %s on active cluster %s; no standby built", key, why, active))
 			continue
 		}
 		want := standbySpec(&src.Spec)
-		standby := &kubevirtv1.VirtualMachine{}
-		err := rem.Cached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, standby)
+		standby, found, err := readVM(ctx, rem, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
+		other, isForeign := "", false
+		if found {
+			other, isForeign = foreign(standby, s.group.Namespace)
+		}
 		switch {
-		case apierrors.IsNotFound(err):
+		case err == nil && !found:
 			vm := newStandby(src, labels)
 			vm.Labels[srv1alpha1.DRNamespaceLabel] = s.group.Namespace
 			if err := r.createStandby(ctx, rem, vm); err != nil {
-				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: creating standby VirtualMachine %s: %w", c.name, key, err))
+				return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: creating standby VirtualMachine %s: %w", c.name, key, err))
 			}
 			c.wrote = true
 		case err != nil:
-			return flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s: %w", c.name, key, err))
+			return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachine %s: %w", c.name, key, err))
+		case isForeign:
+			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s on non-active cluster %s belongs to DR namespace %s (label %s); left untouched",
+				key, c.name, other, srv1alpha1.DRNamespaceLabel))
 		case vmActive(standby):
 			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s is %s on non-active cluster %s while %s is active; left untouched",
 				key, printable(standby), c.name, active))
-		case standbyInSync(standby, want, labels):
+		case standbyInSync(standby, want, labels) && standby.Labels[srv1alpha1.DRNamespaceLabel] == s.group.Namespace:
 		default:
-			if standby, err = claimStandby(ctx, rem, standby, s.group.Namespace); err != nil {
-				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: labelling standby VirtualMachine %s with its DR namespace: %w", c.name, key, err))
+			if standby, err = r.relabel(ctx, s, rem, standby); err != nil {
+				return flow.Transient(srv1alpha1.ReasonWriteFailed, err)
+			}
+			c.wrote = true
+			if standbyInSync(standby, want, labels) {
+				continue
 			}
 			updated := standby.DeepCopy()
 			setStandbySpec(updated, want, labels)
 			patch := client.MergeFromWithOptions(standby, client.MergeFromWithOptimisticLock{})
 			if err := rem.Direct.Patch(ctx, updated, patch, client.FieldOwner(FieldOwner)); err != nil {
-				return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: updating standby VirtualMachine %s: %w", c.name, key, err))
+				return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: updating standby VirtualMachine %s: %w", c.name, key, err))
 			}
 			c.wrote = true
 		}

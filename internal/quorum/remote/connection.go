@@ -35,6 +35,8 @@ type connection struct {
 	// unserved holds the ids of the watches whose kind the cluster did not
 	// serve when last tried.
 	unserved map[string]bool
+	// counted holds the kinds whose informer the metrics follow (count).
+	counted map[string]bool
 }
 
 func (c *connection) run(ctx context.Context) {
@@ -117,7 +119,7 @@ func (c *connection) serverVersion() (string, error) {
 // the connection: nothing of that kind exists there to watch. It is marked
 // unserved, and retryUnserved tries it again, so that a CRD installed later
 // is watched without a reconnect.
-func (c *connection) ensureWatches(ws []watch) error {
+func (c *connection) ensureWatches(ws []kindWatch) error {
 	for _, w := range ws {
 		c.mu.Lock()
 		done := c.watched[w.id]
@@ -145,10 +147,19 @@ func (c *connection) ensureWatches(ws []watch) error {
 
 // addWatch feeds every add, update and delete of w.object in this cluster to
 // the watch's source.
-func (c *connection) addWatch(w watch) error {
+func (c *connection) addWatch(w kindWatch) error {
 	inf, err := c.cluster.GetCache().GetInformer(c.ctx, w.object)
 	if err != nil {
 		return err
+	}
+	c.mu.Lock()
+	first := !c.counted[kindID(w.object)]
+	c.counted[kindID(w.object)] = true
+	c.mu.Unlock()
+	if first {
+		if err := c.count(inf, w.object); err != nil {
+			return err
+		}
 	}
 	send := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/kubeconfig"
 )
 
@@ -266,8 +265,9 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 		// against an API server that may be down.
 		// No reader here uses managedFields; without them every cached object,
 		// and every copy a List makes, is about half the size.
-		// Its informers catch up as soon as a restarted API server answers.
-		o.Cache = cache.Options{ReaderFailOnMissingInformer: true, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: boot.NewInformer}
+		// Its informers catch up as soon as a restarted API server answers,
+		// and each watches only what key's DR namespace owns (scopeOf).
+		o.Cache = cache.Options{ReaderFailOnMissingInformer: true, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: newScopedInformer(key)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building cluster client for %s: %w", key.Cluster, err)
@@ -279,7 +279,7 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 	ctx, cancel := context.WithCancel(context.Background())
 	conn := &connection{key: key, cluster: cl, direct: direct, cfg: cfg, hash: hash, ctx: ctx, cancel: cancel,
 		threshold: m.threshold, metrics: m.metrics, log: m.log.WithValues("cluster", key.String()),
-		last: Health{State: Connecting}, watched: map[string]bool{}, unserved: map[string]bool{}}
+		last: Health{State: Connecting}, watched: map[string]bool{}, unserved: map[string]bool{}, counted: map[string]bool{}}
 	if err := conn.ensureWatches(m.watches()); err != nil {
 		cancel()
 		// A watch starts with discovery, which fails while the API server
@@ -293,10 +293,10 @@ func (m *Manager) newConnection(key Key, cfg *rest.Config, hash string) (*connec
 }
 
 // watches lists the watches of every source.
-func (m *Manager) watches() []watch {
+func (m *Manager) watches() []kindWatch {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var ws []watch
+	var ws []kindWatch
 	for _, s := range m.sources {
 		ws = append(ws, s.watches()...)
 	}

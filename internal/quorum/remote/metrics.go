@@ -13,6 +13,8 @@ const (
 	MetricReachable     = "siterecovery_remote_cluster_reachable"
 	MetricProbeDuration = "siterecovery_remote_probe_duration_seconds"
 	MetricReconnects    = "siterecovery_remote_reconnects_total"
+	MetricWatchEvents   = "siterecovery_remote_watch_events_total"
+	MetricCachedObjects = "siterecovery_remote_cached_objects"
 )
 
 // Metrics are the remote connections' Prometheus metrics.
@@ -20,6 +22,8 @@ type Metrics struct {
 	reachable  *prometheus.GaugeVec
 	probe      *prometheus.HistogramVec
 	reconnects *prometheus.CounterVec
+	events     *prometheus.CounterVec
+	objects    *prometheus.GaugeVec
 }
 
 var defaultMetrics = newMetrics(metrics.Registry)
@@ -40,8 +44,16 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			Name: MetricReconnects,
 			Help: "Connections to a workload cluster built after its first: its kubeconfig or client settings changed, or its zone connected it again after dropping it.",
 		}, labels),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricWatchEvents,
+			Help: "Adds, updates and deletes a workload cluster's watches delivered to this quorum-manager's cache, by kind (the lists after a watch ends included). The caches watch only what the DR namespace owns.",
+		}, []string{"zone", "cluster", "kind"}),
+		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricCachedObjects,
+			Help: "Objects of a kind this quorum-manager's cache of a workload cluster holds.",
+		}, []string{"zone", "cluster", "kind"}),
 	}
-	reg.MustRegister(m.reachable, m.probe, m.reconnects)
+	reg.MustRegister(m.reachable, m.probe, m.reconnects, m.events, m.objects)
 	return m
 }
 
@@ -62,7 +74,8 @@ func (m *Metrics) connected(k Key, again bool) {
 }
 
 // forget drops the reachability of a cluster that left its zone; its counter
-// and histogram keep their history.
+// and histogram keep their history; its cache holds nothing any more.
 func (m *Metrics) forget(k Key) {
 	m.reachable.DeleteLabelValues(k.Zone, k.Cluster)
+	m.objects.DeletePartialMatch(prometheus.Labels{"zone": k.Zone, "cluster": k.Cluster})
 }

@@ -89,20 +89,20 @@ func (s *EventSource) Add(ev Events) {
 	}
 }
 
-// watch is one kind of one source, as a connection registers it.
-type watch struct {
+// kindWatch is one kind of one source, as a connection registers it.
+type kindWatch struct {
 	id     string
 	object client.Object
 	source *EventSource
 }
 
 // watches lists the kinds, each with an id unique across controllers.
-func (s *EventSource) watches() []watch {
+func (s *EventSource) watches() []kindWatch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]watch, 0, len(s.order))
+	out := make([]kindWatch, 0, len(s.order))
 	for _, id := range s.order {
-		out = append(out, watch{id: s.controller + "/" + id, object: s.kinds[id].Object, source: s})
+		out = append(out, kindWatch{id: s.controller + "/" + id, object: s.kinds[id].Object, source: s})
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func isNotServed(err error) bool {
 // notServed records that w's kind is not served here. It is logged at V(1)
 // the first time only: a DRBD-only cluster never serves csi-addons' kinds,
 // and that is not news at every retry.
-func (c *connection) notServed(w watch, err error) {
+func (c *connection) notServed(w kindWatch, err error) {
 	c.mu.Lock()
 	first := !c.unserved[w.id]
 	c.unserved[w.id] = true
@@ -49,7 +49,7 @@ func (c *connection) notServed(w watch, err error) {
 }
 
 // servedAgain clears w's unserved mark once it is watched.
-func (c *connection) servedAgain(w watch) {
+func (c *connection) servedAgain(w kindWatch) {
 	c.mu.Lock()
 	was := c.unserved[w.id]
 	delete(c.unserved, w.id)
@@ -69,7 +69,7 @@ func (c *connection) hasUnserved() bool {
 // retryUnserved tries the unserved kinds again every interval until ctx
 // ends. The watches added here also feed their sources: the informer's
 // initial list delivers every object of the new kind as an add.
-func (c *connection) retryUnserved(ctx context.Context, every time.Duration, watches func() []watch) {
+func (c *connection) retryUnserved(ctx context.Context, every time.Duration, watches func() []kindWatch) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

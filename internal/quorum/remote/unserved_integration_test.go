@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/env"
@@ -69,7 +70,10 @@ func TestUnservedKindIsRetried(t *testing.T) {
 			}
 		}
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "served-kind"}}
+	// Labelled with the key's DR namespace: the cache watches only what its
+	// DR namespace owns.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "served-kind",
+		Labels: map[string]string{srv1alpha1.DRNamespaceLabel: key.Namespace}}}
 	require.NoError(t, c.Client.Create(ctx, cm))
 	waitFor(cm.Name, "a ConfigMap (a served kind) while another kind is not served")
 	before, err := m.Get(key)

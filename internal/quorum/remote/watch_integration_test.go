@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/env"
@@ -51,7 +52,10 @@ func TestCacheWatchOutlivesRequestTimeout(t *testing.T) {
 
 	// Nothing but time can show that a watch was not cut: three timeouts pass.
 	time.Sleep(3 * timeout)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-the-timeouts"}}
+	// Labelled with the key's DR namespace: the cache watches only what its
+	// DR namespace owns.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-the-timeouts",
+		Labels: map[string]string{srv1alpha1.DRNamespaceLabel: key.Namespace}}}
 	require.NoError(t, c.Client.Create(ctx, cm))
 	deadline := time.After(30 * time.Second)
 	for got := false; !got; {
