@@ -21,7 +21,10 @@ type failoverFlags struct {
 	wait      bool
 	timeout   time.Duration
 	reason    string
+	write     *writeFlags
 }
+
+func newFailoverFlags() *failoverFlags { return &failoverFlags{write: newWriteFlags()} }
 
 func (f *failoverFlags) addWait(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "stream the phases until the request ends, then print its timeline")
@@ -29,7 +32,7 @@ func (f *failoverFlags) addWait(cmd *cobra.Command) {
 }
 
 func newFailoverCommand(o *Options) *cobra.Command {
-	f := &failoverFlags{}
+	f := newFailoverFlags()
 	cmd := &cobra.Command{
 		Use:   "failover GROUP --to CLUSTER",
 		Short: "Move a group to another cluster of its zone (creates a FailoverRequest)",
@@ -48,10 +51,17 @@ Without it such a failback holds with TargetRejoined=False and says so.
 
 With --wait the phases are printed as they happen with their elapsed time and
 what the request waits for, and the timeline at the end. Ctrl-C stops waiting,
-never the failover.`,
+never the failover.
+
+--dry-run=server sends the request with dryRun=All: the API server's
+admission (the confirmation and role policies, quorum-manager's webhook) runs
+and its refusal is shown, and nothing is stored.`,
 		Example: `  kubectl siterecovery failover production-pg --to dr-cluster --wait -n dr-production
-  kubectl siterecovery failover production-pg --to dr-cluster --unplanned --confirm production-pg --wait`,
-		Args: exactArgs(1),
+  kubectl siterecovery failover production-pg --to dr-cluster --unplanned --confirm production-pg --wait
+  kubectl siterecovery failover production-pg --to dr-cluster --unplanned --confirm production-pg --dry-run=server`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: o.completeGroupArg,
+		PreRunE:           func(*cobra.Command, []string) error { return f.write.check(f.wait) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.to == "" {
 				return usagef("--to CLUSTER is required")
@@ -66,6 +76,8 @@ never the failover.`,
 	f.addDiscard(cmd)
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded on the request (annotation "+ReasonAnnotation+")")
 	f.addWait(cmd)
+	f.write.addFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("to", o.completeClusters)
 	return cmd
 }
 
@@ -74,12 +86,15 @@ func (f *failoverFlags) addDiscard(cmd *cobra.Command) {
 }
 
 func newFailbackCommand(o *Options) *cobra.Command {
-	f := &failoverFlags{}
+	f := newFailoverFlags()
 	cmd := &cobra.Command{
-		Use:     "failback GROUP",
-		Short:   "Move a group back to its zone's Primary-role cluster (a planned failover)",
-		Example: `  kubectl siterecovery failback production-pg --wait -n dr-production`,
-		Args:    exactArgs(1),
+		Use:   "failback GROUP",
+		Short: "Move a group back to its zone's Primary-role cluster (a planned failover)",
+		Example: `  kubectl siterecovery failback production-pg --wait -n dr-production
+  kubectl siterecovery failback production-pg --dry-run=server`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: o.completeGroupArg,
+		PreRunE:           func(*cobra.Command, []string) error { return f.write.check(f.wait) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.Quorum()
 			if err != nil {
@@ -111,6 +126,7 @@ func newFailbackCommand(o *Options) *cobra.Command {
 	f.addDiscard(cmd)
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded on the request (annotation "+ReasonAnnotation+")")
 	f.addWait(cmd)
+	f.write.addFlags(cmd)
 	return cmd
 }
 
@@ -160,17 +176,17 @@ func (o *Options) failover(ctx context.Context, group string, f *failoverFlags) 
 	if f.discard != "" {
 		fr.Annotations[srv1alpha1.DiscardDivergedAnnotation] = group
 	}
-	if err := c.Create(ctx, fr); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.ErrOut, "created FailoverRequest %s/%s: %s failover of %s from %s to %s\n",
-		ns, fr.Name, typ, group, pg.Spec.ActiveCluster, f.to)
-	if !f.wait {
-		if o.Output != outputTable {
-			return render(o.Out, o.Output, fr, nil)
+	if f.write.send() {
+		if err := c.Create(ctx, fr, f.write.createOptions()...); err != nil {
+			return err
 		}
-		fmt.Fprintf(o.Out, "failoverrequest/%s\n", fr.Name)
-		return nil
 	}
-	return o.waitFailover(ctx, c, ns, fr.Name, f.timeout)
+	if f.write.dryRun == dryRunNone {
+		fmt.Fprintf(o.ErrOut, "created FailoverRequest %s/%s: %s failover of %s from %s to %s\n",
+			ns, fr.Name, typ, group, pg.Spec.ActiveCluster, f.to)
+	}
+	if !f.wait {
+		return f.write.done(o, fr, "created")
+	}
+	return o.waitFailover(ctx, c, ns, fr.Name, f.timeout, f.write.print)
 }

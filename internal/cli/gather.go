@@ -70,7 +70,7 @@ func (o *Options) gather(ctx context.Context, since time.Duration, dir string) (
 	} else {
 		reports["validate.txt"] = []byte("validate failed: " + err.Error() + "\n")
 	}
-	if st, err := o.status(ctx, ""); err == nil {
+	if st, err := o.status(ctx, "", false); err == nil {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		reports["status.json"] = b
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +20,9 @@ import (
 const userAgent = "kubectl-siterecovery"
 
 // Options are the flags every command shares: the quorum cluster's kubeconfig
-// flags and the output format.
+// flags. Each command has its own -o (printFlags).
 type Options struct {
-	Flags  *genericclioptions.ConfigFlags
-	Output string
+	Flags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
 	quorum client.Client
@@ -51,34 +52,28 @@ func (o *Options) Namespace() (ns string, explicit bool, err error) {
 	return o.Flags.ToRawKubeConfigLoader().Namespace()
 }
 
-// namespaces are the DR namespaces to show: the one asked for, else every
-// namespace with a ProtectionZone the user may list, else the context's.
-func (o *Options) namespaces(ctx context.Context, c client.Client) ([]string, error) {
-	ns, explicit, err := o.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	if explicit {
+// namespaces are the DR namespaces a list verb shows: with -A every
+// namespace holding a ProtectionZone, else the one -n or the kubeconfig
+// context names (as kubectl: "default" when neither does).
+func (o *Options) namespaces(ctx context.Context, c client.Client, all bool) ([]string, error) {
+	if !all {
+		ns, _, err := o.Namespace()
+		if err != nil {
+			return nil, err
+		}
 		return []string{ns}, nil
 	}
 	zones := &srv1alpha1.ProtectionZoneList{}
 	if err := c.List(ctx, zones); err != nil {
-		if apierrors.IsForbidden(err) {
-			return []string{ns}, nil
-		}
 		return nil, err
 	}
-	seen := map[string]bool{}
 	var out []string
 	for _, z := range zones.Items {
-		if !seen[z.Namespace] {
-			seen[z.Namespace] = true
+		if !slices.Contains(out, z.Namespace) {
 			out = append(out, z.Namespace)
 		}
 	}
-	if len(out) == 0 {
-		return []string{ns}, nil
-	}
+	sort.Strings(out)
 	return out, nil
 }
 

@@ -2,68 +2,85 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/printers"
 )
 
-// Output formats of -o.
-const (
-	outputTable = "table"
-	outputJSON  = "json"
-	outputYAML  = "yaml"
-)
+// ReportGroupVersion is the apiVersion of what the CLI prints that is not an
+// API object (the status, validate and version reports): cli-runtime's
+// printers, and scripts, need an apiVersion and kind on every object. No API
+// server serves it.
+var ReportGroupVersion = schema.GroupVersion{Group: "cli.siterecovery.trilio.io", Version: "v1alpha1"}
 
-func checkOutput(o string) error {
-	switch o {
-	case "", outputTable, outputJSON, outputYAML:
-		return nil
-	}
-	return usagef("unknown output format %q: use table, json or yaml", o)
+// reportMeta is the TypeMeta of a report of kind.
+func reportMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: ReportGroupVersion.String(), Kind: kind}
 }
 
-// render writes v as JSON or YAML, or calls table for the default format.
-func render(w io.Writer, format string, v any, table func(io.Writer) error) error {
-	switch format {
-	case outputJSON:
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
-	case outputYAML:
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+// deepCopyJSON copies a report through its JSON form: reports are printed
+// once, and their fields are all JSON.
+func deepCopyJSON[T any](in *T) *T {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
 	}
-	return table(w)
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(err)
+	}
+	return out
 }
 
-// table writes aligned columns; rows are tab-separated cells.
+// table is a table for the default and wide output, printed by cli-runtime's
+// table printer: columns added with wideColumns show only with -o wide, and
+// --no-headers leaves the header out.
 type table struct {
-	tw *tabwriter.Writer
+	w    io.Writer
+	t    metav1.Table
+	opts printers.PrintOptions
 }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	t.row(header...)
+	t := &table{w: w}
+	for _, h := range header {
+		t.t.ColumnDefinitions = append(t.t.ColumnDefinitions, metav1.TableColumnDefinition{Name: h, Type: "string"})
+	}
 	return t
 }
 
-func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		if c == "" {
-			cells[i] = "-"
-		}
+// wideColumns adds columns that -o wide shows after the others.
+func (t *table) wideColumns(header ...string) *table {
+	for _, h := range header {
+		t.t.ColumnDefinitions = append(t.t.ColumnDefinitions, metav1.TableColumnDefinition{Name: h, Type: "string", Priority: 1})
 	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	return t
 }
 
-func (t *table) flush() error { return t.tw.Flush() }
+// with sets the printer's options (wide, no headers).
+func (t *table) with(opts printers.PrintOptions) *table {
+	t.opts = opts
+	return t
+}
+
+// row adds a row; an empty cell shows as "-".
+func (t *table) row(cells ...string) {
+	r := metav1.TableRow{Cells: make([]any, len(cells))}
+	for i, c := range cells {
+		if c == "" {
+			c = "-"
+		}
+		r.Cells[i] = c
+	}
+	t.t.Rows = append(t.t.Rows, r)
+}
+
+// flush prints the table; a table without rows prints nothing, as kubectl.
+func (t *table) flush() error {
+	return printers.NewTablePrinter(t.opts).PrintObj(&t.t, t.w)
+}
+
+var _ runtime.Object = (*StatusReport)(nil)

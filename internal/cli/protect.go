@@ -34,6 +34,7 @@ func newProtectCommand(o *Options) *cobra.Command {
 	var group, zone, vmNS, target string
 	var wait bool
 	var timeout time.Duration
+	wf := newWriteFlags()
 	cmd := &cobra.Command{
 		Use:   "protect [NAMESPACE/]VM --group GROUP",
 		Short: "Protect a VM of the primary cluster (creates a ProtectionRequest)",
@@ -45,8 +46,10 @@ With --wait it streams the request's phases until the VM is Protected (or the
 request failed) and ends with the timeline; Ctrl-C stops waiting, not the
 protection.`,
 		Example: `  kubectl siterecovery protect apps/web-01 --group production-pg -n dr-production --wait
-  kubectl siterecovery protect web-01 --vm-namespace apps --group production-pg --zone production`,
-		Args: exactArgs(1),
+  kubectl siterecovery protect web-01 --vm-namespace apps --group production-pg --zone production
+  kubectl siterecovery protect apps/web-01 --group production-pg --dry-run=server`,
+		Args:    exactArgs(1),
+		PreRunE: func(*cobra.Command, []string) error { return wf.check(wait) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if group == "" {
 				return usagef("--group is required")
@@ -55,7 +58,7 @@ protection.`,
 			if err != nil {
 				return err
 			}
-			return o.protect(cmd.Context(), ref, group, zone, target, wait, timeout)
+			return o.protect(cmd.Context(), ref, protectTarget{group: group, zone: zone, cluster: target}, wait, timeout, wf)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "stream the phases until the VM is protected or the request failed")
@@ -64,10 +67,18 @@ protection.`,
 	cmd.Flags().StringVar(&zone, "zone", "", "the ProtectionZone; defaults to the DR namespace's only zone")
 	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
 	cmd.Flags().StringVar(&target, "to", "", "the DR cluster for the replica; defaults to the zone's only DR cluster")
+	wf.addFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("group", o.completeGroups)
+	_ = cmd.RegisterFlagCompletionFunc("zone", o.completeZones)
+	_ = cmd.RegisterFlagCompletionFunc("to", o.completeClusters)
 	return cmd
 }
 
-func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, group, zone, target string, wait bool, timeout time.Duration) error {
+// protectTarget is where protect puts a VM: its group, zone and DR cluster.
+type protectTarget struct{ group, zone, cluster string }
+
+func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, to protectTarget, wait bool, timeout time.Duration, wf *writeFlags) error {
+	zone := to.zone
 	c, err := o.Quorum()
 	if err != nil {
 		return err
@@ -91,24 +102,28 @@ func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineRefer
 		Spec: srv1alpha1.ProtectionRequestSpec{
 			VirtualMachine:     vm,
 			ZoneRef:            srv1alpha1.LocalObjectReference{Name: zone},
-			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group},
-			TargetCluster:      target,
+			ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: to.group},
+			TargetCluster:      to.cluster,
 		},
 	}
-	if err := c.Create(ctx, pr); err != nil {
-		return err
+	if wf.send() {
+		if err := c.Create(ctx, pr, wf.createOptions()...); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(o.Out, "protectionrequest/%s created: %s/%s joins %s in zone %s\n", pr.Name, vm.Namespace, vm.Name, group, zone)
+	if wf.dryRun == dryRunNone {
+		fmt.Fprintf(o.ErrOut, "created ProtectionRequest %s/%s: %s/%s joins %s in zone %s\n", ns, pr.Name, vm.Namespace, vm.Name, to.group, zone)
+	}
 	if !wait {
-		return nil
+		return wf.done(o, pr, "created")
 	}
-	return o.waitProtection(ctx, c, pr, timeout)
+	return o.waitProtection(ctx, c, pr, timeout, wf.print)
 }
 
 // waitProtection streams a ProtectionRequest's phases until it is Protected or
 // Failed, and prints its timeline.
-func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1alpha1.ProtectionRequest, timeout time.Duration) error {
-	p := &progress{w: o.Out}
+func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1alpha1.ProtectionRequest, timeout time.Duration, pf *printFlags) error {
+	p := &progress{w: o.stream(pf)}
 	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pr), pr); err != nil {
 			return false, err
@@ -125,8 +140,12 @@ func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1a
 	if h := pr.Status.PhaseHistory; len(h) > 0 {
 		end = h[len(h)-1].Time.Time
 	}
-	fmt.Fprintf(o.Out, "\nTimeline of ProtectionRequest %s (%s):\n", pr.Name, pr.Status.Phase)
-	timeline(o.Out, pr.Status.PhaseHistory, end)
+	if pf.human() {
+		fmt.Fprintf(o.Out, "\nTimeline of ProtectionRequest %s (%s):\n", pr.Name, pr.Status.Phase)
+		timeline(o.Out, pr.Status.PhaseHistory, end)
+	} else if err := pf.printObj(pr, o.Out); err != nil {
+		return err
+	}
 	if pr.Status.Phase == srv1alpha1.ProtectionFailed {
 		return exitf(ExitRequestFailed, "ProtectionRequest %s/%s failed: %s", pr.Namespace, pr.Name, lastMessage(pr.Status.PhaseHistory))
 	}
@@ -136,6 +155,7 @@ func (o *Options) waitProtection(ctx context.Context, c client.Client, pr *srv1a
 func newUnprotectCommand(o *Options) *cobra.Command {
 	var vmNS, confirm string
 	var force bool
+	wf := newWriteFlags()
 	cmd := &cobra.Command{
 		Use:   "unprotect [NAMESPACE/]VM",
 		Short: "Stop protecting a VM (deletes its ProtectionRequest)",
@@ -146,8 +166,11 @@ and leaves the VM running on the DR cluster, on its DR disks, and its disks on
 the primary cluster out of date with no failback: it needs --confirm with the
 VM's name and the siterecovery-disaster-operator role.`,
 		Example: `  kubectl siterecovery unprotect apps/web-01 -n dr-production
-  kubectl siterecovery unprotect apps/web-01 --force --confirm web-01`,
-		Args: exactArgs(1),
+  kubectl siterecovery unprotect apps/web-01 --force --confirm web-01
+  kubectl siterecovery unprotect apps/web-01 --force --confirm web-01 --dry-run=server`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: o.completeProtectedVMs,
+		PreRunE:           func(*cobra.Command, []string) error { return wf.check(false) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := vmRef(args[0], vmNS)
 			if err != nil {
@@ -157,9 +180,10 @@ VM's name and the siterecovery-disaster-operator role.`,
 				return usagef("a forced unprotect leaves VM %s/%s on the DR cluster without replication and its disks on the primary cluster out of date, with no failback: confirm with --confirm %s (needs the siterecovery-disaster-operator role)",
 					ref.Namespace, ref.Name, ref.Name)
 			}
-			return o.unprotect(cmd.Context(), ref, force)
+			return o.unprotect(cmd.Context(), ref, force, wf)
 		},
 	}
+	wf.addFlags(cmd)
 	cmd.Flags().StringVar(&vmNS, "vm-namespace", "", "the VM's namespace on the workload cluster, when VM has no NAMESPACE/")
 	cmd.Flags().BoolVar(&force, "force", false, "unprotect even while the group runs on the DR cluster; the VM stays there")
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the VM's name, required with --force")
@@ -169,7 +193,7 @@ VM's name and the siterecovery-disaster-operator role.`,
 // unprotect deletes the VM's ProtectionRequests. With force it first sets,
 // in one write, the force-unprotect annotation and the typed confirmation
 // (the VM's name) that the protectionzone chart's admission policy asks for.
-func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, force bool) error {
+func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, force bool, wf *writeFlags) error {
 	c, err := o.Quorum()
 	if err != nil {
 		return err
@@ -200,14 +224,23 @@ func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineRef
 			}
 			pr.Annotations[srv1alpha1.ForceUnprotectAnnotation] = "true"
 			pr.Annotations[srv1alpha1.ConfirmAnnotation] = vm.Name
-			if err := c.Patch(ctx, pr, patch); err != nil {
+			if wf.send() {
+				if err := c.Patch(ctx, pr, patch, wf.patchOptions()...); err != nil {
+					return err
+				}
+			}
+		}
+		if wf.send() {
+			if err := c.Delete(ctx, pr, wf.deleteOptions()...); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}
-		if err := c.Delete(ctx, pr); client.IgnoreNotFound(err) != nil {
+		if wf.dryRun == dryRunNone {
+			fmt.Fprintf(o.ErrOut, "deleted ProtectionRequest %s/%s: the protection flow now removes the replica of %s/%s\n", ns, pr.Name, vm.Namespace, vm.Name)
+		}
+		if err := wf.done(o, pr, "deleted"); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "protectionrequest/%s deleted: the protection flow now removes the replica of %s/%s\n", pr.Name, vm.Namespace, vm.Name)
 	}
 	return nil
 }

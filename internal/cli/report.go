@@ -1,12 +1,22 @@
 package cli
 
-// The status report, as status prints it with -o json|yaml. Field names are
-// part of the CLI's interface: scripts read them.
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
-// StatusReport is what status shows, per DR namespace.
+// The status report, as status prints it with -o json|yaml|jsonpath. Field
+// names are part of the CLI's interface: scripts read them.
+
+// StatusReport is what status shows, per DR namespace. Its apiVersion and
+// kind (ReportGroupVersion, StatusReport) let cli-runtime's printers print it.
 type StatusReport struct {
-	Namespaces []NamespaceStatus `json:"namespaces"`
+	metav1.TypeMeta `json:",inline"`
+	Namespaces      []NamespaceStatus `json:"namespaces"`
 }
+
+// DeepCopyObject implements runtime.Object.
+func (r *StatusReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
 
 // NamespaceStatus is one DR namespace.
 type NamespaceStatus struct {

@@ -11,7 +11,11 @@ import (
 
 // NewRootCommand returns `kubectl siterecovery` with every subcommand.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	return newRootCommand(&Options{Flags: genericclioptions.NewConfigFlags(true), IOStreams: streams})
+}
+
+func newRootCommand(o *Options) *cobra.Command {
+	streams := o.IOStreams
 	root := &cobra.Command{
 		Use:   "kubectl-siterecovery",
 		Short: "Operate siterecovery disaster recovery from the quorum cluster",
@@ -22,23 +26,29 @@ workload clusters are reached only through the zone's kubeconfig Secrets, as
 quorum-manager reaches them; a user who may not read those Secrets sees what the
 quorum cluster records instead, and is told so.
 
+The commands follow kubectl's conventions: -n picks the DR namespace (else
+the kubeconfig context's), -A lists every DR namespace, -o json|yaml|name|
+wide|jsonpath=...|go-template=... picks the output, --dry-run=client|server
+tries a write without making it, and "completion bash|zsh|fish" prints a
+completion script that also completes groups, clusters and requests from the
+quorum cluster.
+
 ` + exitCodesHelp,
 		Example: `  kubectl siterecovery status -n dr-production
+  kubectl siterecovery status -A -o wide
   kubectl siterecovery validate -n dr-production
-  kubectl siterecovery failover production-pg --to dr-cluster --wait -n dr-production`,
+  kubectl siterecovery failover production-pg --to dr-cluster --wait -n dr-production
+  kubectl siterecovery version`,
 		// kubectl shows a plugin as "kubectl siterecovery".
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl siterecovery"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return checkOutput(o.Output)
-		},
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	o.Flags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().StringVarP(&o.Output, "output", "o", outputTable, "output format: table, json or yaml")
+	_ = root.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddCommand(
 		newStatusCommand(o),
@@ -49,6 +59,7 @@ quorum cluster records instead, and is told so.
 		newUnprotectCommand(o),
 		newValidateCommand(o),
 		newGatherCommand(o),
+		newVersionCommand(o),
 	)
 	return root
 }

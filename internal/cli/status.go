@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,51 +21,81 @@ import (
 )
 
 func newStatusCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
+	pf := newPrintFlags("", true)
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "status [GROUP]",
 		Short: "Show zones, clusters and groups: where each runs, replication, lag, open requests",
-		Long: `status shows, for one DR namespace (-n) or every one you may list:
-each zone's clusters with reachability; each group's active cluster, its VMs on
-every cluster, the replication state per VM volume, the lag against the RPO
-objective, open RPOEvents, unfinished requests with their phase, and the
-failover lock holder.`,
-		Example: `  kubectl siterecovery status
-  kubectl siterecovery status production-pg -n dr-production -o yaml`,
-		Args: maxArgs(1),
+		Long: `status shows, for the DR namespace (-n, else the kubeconfig context's) or
+with -A every DR namespace you may list: each zone's clusters with
+reachability; each group's active cluster, its VMs on every cluster, the
+replication state per VM volume, the lag against the RPO objective, open
+RPOEvents, unfinished requests with their phase, and the failover lock holder.
+
+-o wide adds columns (zone readiness and backend, reachability message, each
+group's zone and VM count); -o json|yaml|jsonpath=...|go-template=... print
+the report (apiVersion ` + ReportGroupVersion.String() + `, kind StatusReport);
+-o name prints the groups.`,
+		Example: `  kubectl siterecovery status -n dr-production
+  kubectl siterecovery status -A
+  kubectl siterecovery status production-pg -n dr-production -o yaml
+  kubectl siterecovery status production-pg -o jsonpath='{.namespaces[0].groups[0].activeCluster}'`,
+		Args:              maxArgs(1),
+		ValidArgsFunction: o.completeGroupArg,
+		PreRunE:           func(*cobra.Command, []string) error { return pf.check() },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			group := ""
 			if len(args) == 1 {
 				group = args[0]
 			}
-			r, err := o.status(cmd.Context(), group)
+			r, err := o.status(cmd.Context(), group, all)
 			if err != nil {
 				return err
 			}
-			return render(o.Out, o.Output, r, r.table)
+			switch {
+			case pf.human():
+				return r.table(o.Out, pf.tableOptions(), all)
+			case pf.format() == "name":
+				return r.printNames(o.Out, pf)
+			}
+			return pf.printObj(r, o.Out)
 		},
 	}
+	addAllNamespaces(cmd, &all)
+	pf.addFlags(cmd)
+	return cmd
+}
+
+// addAllNamespaces adds kubectl's -A to a list verb.
+func addAllNamespaces(cmd *cobra.Command, all *bool) {
+	cmd.Flags().BoolVarP(all, "all-namespaces", "A", false, "list every DR namespace you may read, not only the current one (-n, or the kubeconfig context's)")
 }
 
 // status collects the report; group, when set, limits it to that group.
-func (o *Options) status(ctx context.Context, group string) (*StatusReport, error) {
+func (o *Options) status(ctx context.Context, group string, all bool) (*StatusReport, error) {
 	c, err := o.Quorum()
 	if err != nil {
 		return nil, err
 	}
-	nss, err := o.namespaces(ctx, c)
+	nss, err := o.namespaces(ctx, c, all)
 	if err != nil {
 		return nil, err
 	}
-	r := &StatusReport{}
+	r := &StatusReport{TypeMeta: reportMeta("StatusReport")}
+	found := false
 	for _, ns := range nss {
 		n, err := namespaceStatus(ctx, c, ns, group)
 		if err != nil {
 			return nil, err
 		}
+		found = found || len(n.Groups) > 0
+		if group != "" && all && len(n.Groups) == 0 {
+			continue
+		}
 		r.Namespaces = append(r.Namespaces, *n)
 	}
-	if group != "" && (len(r.Namespaces) == 0 || len(r.Namespaces[0].Groups) == 0) {
-		return nil, fmt.Errorf("no ProtectionGroup %q in DR namespace %v (use -n to pick the DR namespace)", group, nss)
+	if group != "" && !found {
+		return nil, fmt.Errorf("no ProtectionGroup %q in DR namespace %s (use -n to pick the DR namespace, or -A)", group, strings.Join(nss, ", "))
 	}
 	return r, nil
 }

@@ -18,6 +18,7 @@ func newTestFailoverCommand(o *Options) *cobra.Command {
 	var to string
 	var wait, keep bool
 	var timeout time.Duration
+	wf := newWriteFlags()
 	cmd := &cobra.Command{
 		Use:   "test-failover GROUP",
 		Short: "Boot snapshots of a group's DR copies in an isolated namespace and check them (creates a TestFailover)",
@@ -29,12 +30,17 @@ With --wait it streams the phases, prints each check's result, and then deletes
 the finished TestFailover unless --keep is given (its results stay in the
 output). Without --wait the TestFailover is left for you to read and delete.`,
 		Example: `  kubectl siterecovery test-failover production-pg --wait -n dr-production
-  kubectl siterecovery test-failover production-pg --to dr-cluster --wait --keep`,
-		Args: exactArgs(1),
+  kubectl siterecovery test-failover production-pg --to dr-cluster --wait --keep
+  kubectl siterecovery test-failover production-pg --dry-run=server -o yaml`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: o.completeGroupArg,
+		PreRunE:           func(*cobra.Command, []string) error { return wf.check(wait) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.testFailover(cmd.Context(), args[0], to, wait, keep, timeout)
+			return o.testFailover(cmd.Context(), args[0], to, wait, keep, timeout, wf)
 		},
 	}
+	wf.addFlags(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("to", o.completeClusters)
 	cmd.Flags().StringVar(&to, "to", "", "the DR cluster whose replicas are tested; defaults to the zone's cluster the group is not active on")
 	cmd.Flags().BoolVar(&wait, "wait", false, "stream the phases until the test ends and print the check results")
 	cmd.Flags().BoolVar(&keep, "keep", false, "with --wait, keep the finished TestFailover (its results) instead of deleting it")
@@ -42,7 +48,7 @@ output). Without --wait the TestFailover is left for you to read and delete.`,
 	return cmd
 }
 
-func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep bool, timeout time.Duration) error {
+func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep bool, timeout time.Duration, wf *writeFlags) error {
 	c, err := o.Quorum()
 	if err != nil {
 		return err
@@ -74,19 +80,18 @@ func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep
 			TargetCluster:      to,
 		},
 	}
-	if err := c.Create(ctx, tf); err != nil {
-		return err
+	if wf.send() {
+		if err := c.Create(ctx, tf, wf.createOptions()...); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(o.ErrOut, "created TestFailover %s/%s of %s on %s\n", ns, tf.Name, group, to)
+	if wf.dryRun == dryRunNone {
+		fmt.Fprintf(o.ErrOut, "created TestFailover %s/%s of %s on %s\n", ns, tf.Name, group, to)
+	}
 	if !wait {
-		fmt.Fprintf(o.Out, "testfailover/%s\n", tf.Name)
-		return nil
+		return wf.done(o, tf, "created")
 	}
-	stream := o.Out
-	if o.Output != outputTable {
-		stream = o.ErrOut
-	}
-	p := &progress{w: stream}
+	p := &progress{w: o.stream(wf.print)}
 	err = poll(ctx, timeout, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tf), tf); err != nil {
 			return false, err
@@ -97,7 +102,12 @@ func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep
 	if err != nil {
 		return stillRunning(err, "TestFailover", ns, tf.Name, string(tf.Status.Phase))
 	}
-	if err := render(o.Out, o.Output, tf, func(w io.Writer) error { return checkTable(w, tf) }); err != nil {
+	if wf.print.human() {
+		err = checkTable(o.Out, tf)
+	} else {
+		err = wf.print.printObj(tf, o.Out)
+	}
+	if err != nil {
 		return err
 	}
 	if !keep {

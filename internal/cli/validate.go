@@ -10,7 +10,8 @@ import (
 )
 
 func newValidateCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
+	pf := newPrintFlags("", true)
+	cmd := &cobra.Command{
 		Use:   "validate [zone|group NAME]",
 		Short: "Check what would break DR before it is needed; score each check ok, warning or problem",
 		Long: `validate checks, for every zone of the DR namespace or for one zone or group:
@@ -24,9 +25,15 @@ clusters' clocks agree (API server Date headers); the RPO objective is met.
 
 Each problem and warning says what to do. It exits 3 when a problem is found.
 A user who may not read the kubeconfig Secrets gets a warning per cluster and
-the quorum cluster's view of it.`,
+the quorum cluster's view of it.
+
+-o wide shows each fix in a FIX column; -o json|yaml|jsonpath=... print the
+report (apiVersion ` + ReportGroupVersion.String() + `, kind ValidateReport).`,
 		Example: `  kubectl siterecovery validate -n dr-production
-  kubectl siterecovery validate group production-pg -o json`,
+  kubectl siterecovery validate group production-pg -o json
+  kubectl siterecovery validate -o jsonpath='{.problems}'`,
+		ValidArgsFunction: o.completeValidate,
+		PreRunE:           func(*cobra.Command, []string) error { return pf.check() },
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -49,7 +56,13 @@ the quorum cluster's view of it.`,
 			if err != nil {
 				return err
 			}
-			if err := render(o.Out, o.Output, r, r.Table); err != nil {
+			r.TypeMeta = reportMeta("ValidateReport")
+			if pf.human() {
+				err = r.Print(o.Out, pf.tableOptions())
+			} else {
+				err = pf.printObj(r, o.Out)
+			}
+			if err != nil {
 				return err
 			}
 			if r.Problems > 0 {
@@ -58,6 +71,8 @@ the quorum cluster's view of it.`,
 			return nil
 		},
 	}
+	pf.addFlags(cmd)
+	return cmd
 }
 
 func (o *Options) validate(ctx context.Context, scope validate.Scope) (*validate.Report, error) {

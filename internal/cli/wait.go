@@ -96,12 +96,10 @@ func ms(n int64) string { return since(time.Duration(n) * time.Millisecond) }
 
 // waitFailover follows a FailoverRequest until it ends, ctx ends (Ctrl-C) or
 // timeout passes.
-func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name string, timeout time.Duration) error {
-	stream := o.Out
-	if o.Output != outputTable {
-		stream = o.ErrOut
-	}
-	p := &progress{w: stream}
+// The phases go to stdout with the default output, else to stderr and the
+// finished request to stdout in the -o format.
+func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name string, timeout time.Duration, pf *printFlags) error {
+	p := &progress{w: o.stream(pf)}
 	fr := &srv1alpha1.FailoverRequest{}
 	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fr); err != nil {
@@ -118,8 +116,8 @@ func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name st
 	if h := fr.Status.PhaseHistory; len(h) > 0 {
 		end = h[len(h)-1].Time.Time
 	}
-	if o.Output != outputTable {
-		if err := render(o.Out, o.Output, fr, nil); err != nil {
+	if !pf.human() {
+		if err := pf.printObj(fr, o.Out); err != nil {
 			return err
 		}
 	} else {
@@ -131,6 +129,15 @@ func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name st
 		return exitf(ExitRequestFailed, "FailoverRequest %s/%s failed: %s", ns, name, fr.Status.Message)
 	}
 	return nil
+}
+
+// stream is where --wait prints the phases: stdout for the default output,
+// stderr when stdout carries the -o format.
+func (o *Options) stream(pf *printFlags) io.Writer {
+	if pf.human() {
+		return o.Out
+	}
+	return o.ErrOut
 }
 
 // poll calls cond every pollEvery until it reports done, fails, ctx ends or

@@ -1,9 +1,13 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // Score grades one check.
@@ -26,12 +30,14 @@ type Result struct {
 	Fix string `json:"fix,omitempty"`
 }
 
-// Report is every result of one run.
+// Report is every result of one run. The CLI sets its apiVersion and kind
+// for cli-runtime's printers.
 type Report struct {
-	Namespace string   `json:"namespace"`
-	Results   []Result `json:"results"`
-	Problems  int      `json:"problems"`
-	Warnings  int      `json:"warnings"`
+	metav1.TypeMeta `json:",inline"`
+	Namespace       string   `json:"namespace"`
+	Results         []Result `json:"results"`
+	Problems        int      `json:"problems"`
+	Warnings        int      `json:"warnings"`
 }
 
 func (r *Report) add(check, target string, s Score, msg, fix string) {
@@ -46,17 +52,37 @@ func (r *Report) add(check, target string, s Score, msg, fix string) {
 
 func (r *Report) ok(check, target, msg string) { r.add(check, target, OK, msg, "") }
 
+// DeepCopyObject implements runtime.Object, through the report's JSON form.
+func (r *Report) DeepCopyObject() runtime.Object {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	out := &Report{}
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
 // Table writes the report as aligned columns, fixes under their result.
-func (r *Report) Table(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCORE\tCHECK\tTARGET\tMESSAGE")
+func (r *Report) Table(w io.Writer) error { return r.Print(w, printers.PrintOptions{}) }
+
+// Print writes the report with cli-runtime's table printer: the fix of a
+// warning or problem on the line under it, or with opts.Wide in a FIX column;
+// then the counts.
+func (r *Report) Print(w io.Writer, opts printers.PrintOptions) error {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "SCORE", Type: "string"}, {Name: "CHECK", Type: "string"}, {Name: "TARGET", Type: "string"},
+		{Name: "MESSAGE", Type: "string"}, {Name: "FIX", Type: "string", Priority: 1},
+	}}
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.Score, res.Check, res.Target, res.Message)
-		if res.Fix != "" {
-			fmt.Fprintf(tw, "\t\t\t  -> %s\n", res.Fix)
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{string(res.Score), res.Check, res.Target, res.Message, res.Fix}})
+		if res.Fix != "" && !opts.Wide {
+			t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{"", "", "", "  -> " + res.Fix, ""}})
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := printers.NewTablePrinter(opts).PrintObj(t, w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\n%d checks: %d problems, %d warnings (DR namespace %s)\n", len(r.Results), r.Problems, r.Warnings, r.Namespace)
