@@ -1,6 +1,7 @@
 // Command promql reads a JSON object of named PromQL expressions on stdin,
 // parses each with Prometheus's parser, and writes for each the parse error (if
-// any) and the metric names its selectors use, as JSON on stdout.
+// any), the metric names its selectors use, the labels each selector matches on
+// and the labels its aggregations and vector matchings name, as JSON on stdout.
 package main
 
 import (
@@ -20,6 +21,17 @@ type result struct {
 	// Namespaces has, for each selector, the value of its namespace="..."
 	// matcher ("" when it has none), so that a test sees how it is scoped.
 	Namespaces []string `json:"namespaces,omitempty"`
+	// Selectors are the expression's vector selectors, each with the labels
+	// its matchers name (test/alerts checks them against the metric's labels).
+	Selectors []selector `json:"selectors,omitempty"`
+	// Grouping are the labels of by/without, on/ignoring and
+	// group_left/group_right clauses.
+	Grouping []string `json:"grouping,omitempty"`
+}
+
+type selector struct {
+	Metric string   `json:"metric"`
+	Labels []string `json:"labels,omitempty"`
 }
 
 func main() {
@@ -44,28 +56,56 @@ func parse(expr string) result {
 		return result{Error: err.Error()}
 	}
 	var r result
-	seen := map[string]bool{}
+	seen, grouping := map[string]bool{}, map[string]bool{}
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		if vs, ok := n.(*parser.VectorSelector); ok {
-			name, ns := vs.Name, ""
-			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-					name = m.Value
-				}
-				if m.Name == "namespace" && m.Type == labels.MatchEqual {
-					ns = m.Value
-				}
+		switch n := n.(type) {
+		case *parser.VectorSelector:
+			r.addSelector(n, seen)
+		case *parser.AggregateExpr:
+			for _, l := range n.Grouping {
+				grouping[l] = true
 			}
-			r.Namespaces = append(r.Namespaces, ns)
-			if name != "" {
-				seen[name] = true
+		case *parser.BinaryExpr:
+			if vm := n.VectorMatching; vm != nil {
+				for _, l := range append(append([]string{}, vm.MatchingLabels...), vm.Include...) {
+					grouping[l] = true
+				}
 			}
 		}
 		return nil
 	})
-	for n := range seen {
-		r.Metrics = append(r.Metrics, n)
-	}
-	sort.Strings(r.Metrics)
+	r.Metrics, r.Grouping = sortedKeys(seen), sortedKeys(grouping)
 	return r
+}
+
+func (r *result) addSelector(vs *parser.VectorSelector, seen map[string]bool) {
+	sel := selector{Metric: vs.Name}
+	ns := ""
+	for _, m := range vs.LabelMatchers {
+		switch {
+		case m.Name == labels.MetricName:
+			if m.Type == labels.MatchEqual {
+				sel.Metric = m.Value
+			}
+		default:
+			sel.Labels = append(sel.Labels, m.Name)
+		}
+		if m.Name == "namespace" && m.Type == labels.MatchEqual {
+			ns = m.Value
+		}
+	}
+	r.Namespaces = append(r.Namespaces, ns)
+	r.Selectors = append(r.Selectors, sel)
+	if sel.Metric != "" {
+		seen[sel.Metric] = true
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
