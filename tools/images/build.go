@@ -76,12 +76,19 @@ func buildImage(o options, s imageSpec, arch string) (v1.Image, builtPlatform, e
 		}
 		base.file(f, 0o644, data)
 	}
+	var debs []debPackage
+	distro := ""
 	if s.Debian {
-		pkgs, err := addDebianPackages(base, filepath.Join(o.Root, "images", s.Name, "packages.txt"), arch)
+		debs, err = addDebianPackages(base, filepath.Join(o.Root, "images", s.Name, "packages.txt"), arch)
 		if err != nil {
 			return nil, builtPlatform{}, err
 		}
-		labels["io.siterecovery.debian-packages"] = strings.Join(pkgs, " ")
+		var versions []string
+		for _, d := range debs {
+			versions = append(versions, d.Name+"="+d.Version)
+		}
+		labels["io.siterecovery.debian-packages"] = strings.Join(versions, " ")
+		distro = debianDistro(base)
 	}
 	app := newTree(o.Epoch)
 	data, err := os.ReadFile(bin)
@@ -89,6 +96,11 @@ func buildImage(o options, s imageSpec, arch string) (v1.Image, builtPlatform, e
 		return nil, builtPlatform{}, err
 	}
 	app.file(binDir+"/"+s.Name, 0o755, data)
+	doc, err := sbom(o, s, arch, bin, data, debs, distro)
+	if err != nil {
+		return nil, builtPlatform{}, err
+	}
+	app.file(sbomDir+"/"+s.Name+".spdx.json", 0o644, doc)
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -22,10 +23,27 @@ var mergedUsr = map[string]string{"bin": "usr/bin", "sbin": "usr/sbin", "lib": "
 var dropped = []string{"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
 	"usr/share/lintian", "etc/init.d", "usr/lib/systemd", "lib/systemd"}
 
-// addDebianPackages downloads the packages listFile names for arch with apt-get
-// download and unpacks their files into t; it returns "name=version" for each.
-func addDebianPackages(t *tree, listFile, arch string) ([]string, error) {
+// debPackage is a Debian package unpacked into an image.
+type debPackage struct {
+	lockEntry
+	// Control is the package's control paragraph, as dpkg records it.
+	Control string
+}
+
+// statusDir is where the image's dpkg database lists each package in a file of
+// its own, the layout of distroless images that Trivy, Grype and Syft read
+// (var/lib/dpkg/status.d/<package>): the image has no dpkg to keep a status file.
+const statusDir = "var/lib/dpkg/status.d"
+
+// addDebianPackages downloads the packages listFile names for arch, at the
+// versions and digests its lock file pins, unpacks their files into t and
+// records each in the image's dpkg database.
+func addDebianPackages(t *tree, listFile, arch string) ([]debPackage, error) {
 	names, err := readList(listFile)
+	if err != nil {
+		return nil, err
+	}
+	pins, err := readLock(lockFile(listFile), arch, names)
 	if err != nil {
 		return nil, err
 	}
@@ -38,30 +56,51 @@ func addDebianPackages(t *tree, listFile, arch string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("apt-get", append(append(aptOpts, "download", "-q"), names...)...)
+	args := append(append([]string{}, aptOpts...), "download", "-q")
+	for _, p := range pins {
+		args = append(args, p.Name+"="+p.Version)
+	}
+	cmd := exec.Command("apt-get", args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("apt-get download %s (run apt-get update first): %w", strings.Join(names, " "), err)
+		return nil, fmt.Errorf("apt-get download of the pinned versions (run apt-get update first; when Debian no longer serves one, make images-lock pins its successor): %w", err)
 	}
 	for from, to := range mergedUsr {
 		t.symlink(from, to)
 	}
-	var versions []string
-	for _, n := range names {
-		debs, err := filepath.Glob(filepath.Join(dir, n+"_*.deb"))
+	var pkgs []debPackage
+	for _, p := range pins {
+		debs, err := filepath.Glob(filepath.Join(dir, p.Name+"_*.deb"))
 		if err != nil || len(debs) != 1 {
-			return nil, fmt.Errorf("apt-get download left %d files for %s", len(debs), n)
+			return nil, fmt.Errorf("apt-get download left %d files for %s", len(debs), p.Name)
 		}
-		v, err := exec.Command("dpkg-deb", "--field", debs[0], "Version").Output()
+		data, err := os.ReadFile(debs[0])
+		if err != nil {
+			return nil, err
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(data)); got != p.SHA256 {
+			return nil, fmt.Errorf("%s %s for %s has sha256:%s, the lock pins sha256:%s", p.Name, p.Version, arch, got, p.SHA256)
+		}
+		control, err := exec.Command("dpkg-deb", "--field", debs[0]).Output()
 		if err != nil {
 			return nil, fmt.Errorf("dpkg-deb --field %s: %w", debs[0], err)
 		}
-		versions = append(versions, n+"="+strings.TrimSpace(string(v)))
 		if err := unpackDeb(t, debs[0]); err != nil {
 			return nil, fmt.Errorf("%s: %w", debs[0], err)
 		}
+		pkg := debPackage{lockEntry: p, Control: string(control)}
+		t.file(statusDir+"/"+p.Name, 0o644, []byte(statusEntry(pkg.Control)))
+		pkgs = append(pkgs, pkg)
 	}
-	return versions, nil
+	return pkgs, nil
+}
+
+// statusEntry is a package's control paragraph as dpkg's status database holds
+// it: with the Status field that says it is installed, after Package.
+func statusEntry(control string) string {
+	control = strings.TrimRight(control, "\n") + "\n"
+	first, rest, _ := strings.Cut(control, "\n")
+	return first + "\nStatus: install ok installed\n" + rest
 }
 
 func readList(file string) ([]string, error) {

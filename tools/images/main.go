@@ -12,9 +12,18 @@
 //     libraries), running as root because drbdsetup needs the kernel's netlink
 //     interface in a privileged container.
 //
+// Every image carries an SPDX SBOM at /usr/share/doc/sbom/<name>.spdx.json: its
+// binary's Go modules (from the binary's embedded module list) and its Debian
+// packages. The agent's Debian packages are pinned by version and .deb digest in
+// images/drbd-node-agent/packages.lock (written by -update-lock, make
+// images-lock), and listed in a dpkg database scanners read
+// (/var/lib/dpkg/status.d/<package>); base-files gives them the Debian release
+// (/etc/os-release). The other images have no base image to pin: their only
+// files are the binary, the SBOM and images/base/etc.
+//
 // Builds are reproducible: binaries are built with -trimpath and no build id, and
 // every file in every layer carries the time -epoch, owner 0 and a sorted position.
-// images/<name>/Dockerfile describes the same images for docker users.
+// This is the only way the images are built: there are no Dockerfiles.
 package main
 
 import (
@@ -64,6 +73,7 @@ func main() {
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "comma-separated platforms of each image's index (linux/<GOARCH>)")
 	flag.StringVar(&only, "images", "", "comma-separated image names to build (default: all)")
 	flag.Int64Var(&o.Epoch, "epoch", epochFromEnv(), "the time of every file and of the images, in seconds (default: $SOURCE_DATE_EPOCH or 0)")
+	updateLock := flag.Bool("update-lock", false, "pin the candidate versions of each Debian image's packages.txt for -platforms into its packages.lock, and build nothing")
 	flag.Parse()
 	for _, p := range strings.Split(*platforms, ",") {
 		arch, ok := strings.CutPrefix(strings.TrimSpace(p), "linux/")
@@ -78,6 +88,17 @@ func main() {
 		for _, n := range strings.Split(only, ",") {
 			o.Only[strings.TrimSpace(n)] = true
 		}
+	}
+	if *updateLock {
+		for _, s := range specs {
+			if s.Debian {
+				if err := writeLock(filepath.Join(o.Root, "images", s.Name, "packages.txt"), o.Arches); err != nil {
+					fmt.Fprintln(os.Stderr, "images:", err)
+					os.Exit(1)
+				}
+			}
+		}
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
