@@ -81,7 +81,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	listen, err := FreeAddr()
 	require.NoError(t, err)
-	prom, api, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir(), Listen: listen, Rules: chart.Rules, Token: token,
+	prom, api, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir(), Listen: listen, RuleFiles: [][]byte{chart.Rules}, Token: token,
 		Targets:        []Target{{Address: metricsAddr, Namespace: env.Namespace, Job: chart.Job}},
 		ScrapeInterval: time.Second, EvalInterval: time.Second})
 	require.NoError(t, err)

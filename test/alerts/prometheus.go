@@ -54,8 +54,9 @@ type Config struct {
 	// Listen is the address of its HTTP API, host:port.
 	Listen  string
 	Targets []Target
-	// Rules is a rules file (Chart.Rules).
-	Rules []byte
+	// RuleFiles are rules files (Chart.Rules), one per release: two
+	// releases' rule groups have the same names.
+	RuleFiles [][]byte
 	// Token is the scrapers' bearer token; it is written to a file of mode
 	// 0600 in Dir, never logged.
 	Token string
@@ -80,7 +81,11 @@ func Start(ctx context.Context, c Config) (*process.Process, API, error) {
 	if err != nil {
 		return nil, API{}, err
 	}
-	for name, data := range map[string][]byte{"prometheus.yml": cfg, "rules.yaml": c.Rules, "token": []byte(c.Token)} {
+	files := map[string][]byte{"prometheus.yml": cfg, "token": []byte(c.Token)}
+	for i, r := range c.RuleFiles {
+		files[fmt.Sprintf("rules-%d.yaml", i)] = r
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), data, 0o600); err != nil {
 			return nil, API{}, err
 		}
@@ -143,7 +148,7 @@ func (c Config) config() ([]byte, error) {
 			"scrape_interval":     c.ScrapeInterval.String(),
 			"evaluation_interval": c.EvalInterval.String(),
 		},
-		"rule_files":     []string{filepath.Join(c.Dir, "rules.yaml")},
+		"rule_files":     []string{filepath.Join(c.Dir, "rules-*.yaml")},
 		"scrape_configs": jobs,
 	})
 }

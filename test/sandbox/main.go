@@ -33,6 +33,8 @@ func main() {
 	flag.BoolVar(&o.oidc, "oidc", false, "run a test OIDC issuer that the API servers trust, and offer sign-in with it in the console (user alice, password alice-password)")
 	flag.BoolVar(&o.offloaded, "offloaded", false, "also run an Offloaded zone in a third DR namespace (dr-offloaded) with one group on the storage-array simulator; with -demo, its link down and back, relocate and failover run first")
 	flag.StringVar(&o.consoleAddr, "console", "127.0.0.1:9443", "address of the web console; empty runs none")
+	flag.StringVar(&o.prometheus, "prometheus", "", "a prometheus binary (make sandbox PROMETHEUS=1 builds one): quorum-manager serves secure metrics, and this Prometheus scrapes them with a token and evaluates the quorum chart's alert rules")
+	flag.StringVar(&o.prometheusAddr, "prometheus-addr", "127.0.0.1:9090", "address of the -prometheus Prometheus's UI and API")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
 
@@ -48,6 +50,8 @@ func main() {
 type options struct {
 	binDir, workDir string
 	consoleAddr     string
+	// prometheus is the prometheus binary of -prometheus (empty: none).
+	prometheus, prometheusAddr string
 	demo, volsync   bool
 	oidc            bool
 	offloaded       bool
@@ -98,6 +102,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	sb.printHelp()
+	if o.prometheus != "" {
+		if err := sb.startPrometheus(ctx); err != nil {
+			return fmt.Errorf("starting Prometheus: %w", err)
+		}
+	}
 	if o.consoleAddr != "" {
 		token, err := sb.startConsole(ctx)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -85,6 +86,9 @@ type sandbox struct {
 	// URL of the control API (empty until it runs).
 	guests     *sandboxGuests
 	controlURL string
+	// metrics is each DR namespace's quorum-manager metrics address, with
+	// -prometheus (metricsArgs).
+	metrics map[string]string
 }
 
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
@@ -239,16 +243,32 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []string) error {
 	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
 	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
+	// Each DR namespace's quorum-manager: its metrics as -prometheus wants them.
+	quorumArgs := map[string][]string{}
+	namespaces := []string{drNamespace}
+	if sb.vs != nil {
+		namespaces = append(namespaces, vsNamespace)
+	}
+	if sb.of != nil {
+		namespaces = append(namespaces, ofNamespace)
+	}
+	for _, ns := range namespaces {
+		m, err := sb.metricsArgs(ns)
+		if err != nil {
+			return err
+		}
+		quorumArgs[ns] = append(slices.Clone(common), m...)
+	}
 	sb.procs = append(sb.procs,
 		&process.Process{Name: "quorum-manager", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s", protectionArg(drNamespace)}, webhookArgs...), common...)},
+			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s", protectionArg(drNamespace)}, webhookArgs...), quorumArgs[drNamespace]...)},
 		&process.Process{Name: "zone-webhook", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
 			Args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
 	if sb.vs != nil {
-		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, common))
+		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, quorumArgs[vsNamespace]))
 	}
 	if sb.of != nil {
-		sb.procs = append(sb.procs, sb.drNamespaceProcess("quorum-manager-offloaded", ofNamespace, sb.of.webhookArgs, common))
+		sb.procs = append(sb.procs, sb.drNamespaceProcess("quorum-manager-offloaded", ofNamespace, sb.of.webhookArgs, quorumArgs[ofNamespace]))
 	}
 	for _, cluster := range []string{primary, dr} {
 		sb.procs = append(sb.procs,

@@ -78,7 +78,8 @@ func (sb *sandbox) installConfirmationPolicy(ctx context.Context) error {
 		return err
 	}
 	for _, obj := range chartrender.AdmissionPolicies(objs) {
-		if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil {
+		// installWebhooks of the protectionzone chart creates them too.
+		if err := sb.zone.Clusters["quorum"].Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
