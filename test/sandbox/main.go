@@ -52,10 +52,10 @@ type options struct {
 	consoleAddr     string
 	// prometheus is the prometheus binary of -prometheus (empty: none).
 	prometheus, prometheusAddr string
-	demo, volsync   bool
-	oidc            bool
-	offloaded       bool
-	vms             int
+	demo, volsync              bool
+	oidc                       bool
+	offloaded                  bool
+	vms                        int
 }
 
 type discard struct{}
