@@ -10,13 +10,16 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 BIN := bin
 # Integration tests start real kube-apiserver + etcd processes found here.
-KUBE_ASSETS = $(shell scripts/dev/kube-binaries.sh)
+KUBE_ASSETS = $(shell hack/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 
-.PHONY: all build images console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller prometheus test-alerts-e2e test test-unit test-integration test-chart-rbac lint fmt bench bench-scale fault-matrix fault-tests soak bench-volsync clean
+.PHONY: all help build images images-lock console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller prometheus test-alerts-e2e test test-unit test-integration test-chart-rbac lint fmt clean
 
-all: build
+all: build ## The default: make build.
+
+help: ## List every target with what it does (the `## ` text of its rule, in the Makefile and hack/make/*.mk).
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9][a-zA-Z0-9_.-]*:[^=]*## / {printf "  %-26s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: console ## Build the product binaries into bin/ (the console with its front end embedded).
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -33,6 +36,9 @@ PLATFORMS ?= linux/amd64,linux/arm64
 images: console ## Build the OCI images of every binary into bin/images (REGISTRY=... pushes them); needs apt lists for drbd-utils.
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run -C tools/images . -root $(CURDIR) -out $(CURDIR)/$(IMAGES_OUT) \
 		-version $(VERSION) -revision $$(git rev-parse HEAD) -registry "$(REGISTRY)" -platforms "$(PLATFORMS)"
+
+images-lock: ## Pin the agent image's Debian packages (images/drbd-node-agent/packages.lock) at the versions and digests of the machine's apt lists, for PLATFORMS.
+	$(GO) run -C tools/images . -root $(CURDIR) -update-lock -platforms "$(PLATFORMS)"
 
 CONSOLE_WEB := web/console
 CONSOLE_DIST := internal/console/ui/dist
@@ -56,8 +62,12 @@ sim-binaries: ## Build the DRBD simulator (drbdadm and drbdsetup stand-ins) for 
 SANDBOX_FLAGS = $(if $(VOLSYNC),-volsync) $(if $(OFFLOADED),-offloaded)
 # OIDC=1 runs a test OIDC issuer the API servers trust; the console offers sign-in with it (alice / alice-password).
 SANDBOX_FLAGS += $(if $(OIDC),-oidc)
+# PROMETHEUS=1 runs a Prometheus (built from the module proxy, cached) that
+# scrapes each quorum-manager's secure metrics with a token, as the quorum
+# chart's ServiceMonitor does, and evaluates the chart's alert rules.
+SANDBOX_FLAGS += $(if $(PROMETHEUS),-prometheus $(shell scripts/dev/prometheus.sh prometheus)/prometheus)
 
-sandbox: build sim-binaries kube-binaries kwok snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one).
+sandbox: build sim-binaries kube-binaries kwok snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one, PROMETHEUS=1 a Prometheus with the chart's alerts).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
 
 demo: build sim-binaries kube-binaries kwok snapshot-controller ## Protect, fail over, fail back, and fail over with the primary down.
@@ -67,13 +77,13 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into t
 	$(CONTROLLER_GEN) object paths=./apis/...
 	rm -rf config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
-	scripts/dev/copy-crds.sh
+	hack/copy-crds.sh
 	@# Each binary's rights, from the +kubebuilder:rbac markers of its tier's packages.
 	rm -rf config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=quorum-manager paths=./internal/quorum/... output:rbac:artifacts:config=config/rbac/quorum-manager
 	$(CONTROLLER_GEN) rbac:roleName=pg-controller paths=./internal/workload/... output:rbac:artifacts:config=config/rbac/pg-controller
 	$(CONTROLLER_GEN) rbac:roleName=drbd-node-agent paths=./internal/nodeagent/... output:rbac:artifacts:config=config/rbac/drbd-node-agent
-	scripts/dev/copy-rbac.sh
+	hack/copy-rbac.sh
 
 # The KubeVirt CRDs the test clusters install: virt-operator's schema, from
 # kubevirt.io/api at go.mod's version (tools/kubevirt-crds says how, and what
@@ -102,13 +112,13 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/kubevirt-crds && $(GO) mod tidy -diff
 
 kube-binaries: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration tests (cached).
-	scripts/dev/kube-binaries.sh
+	hack/kube-binaries.sh
 
 kubectl: ## Build kubectl for the runbook tests (cached; tools/kubectl pins the version).
-	scripts/dev/kubectl.sh >/dev/null
+	hack/kubectl.sh >/dev/null
 
 kwok: ## Build kwok, the test clusters' nodes (cached; tools/kwok pins the version).
-	scripts/dev/kwok.sh >/dev/null
+	hack/kwok.sh >/dev/null
 
 prometheus: ## Build Prometheus's prometheus and promtool for the alert tests and the sandbox (cached; tools/promtool pins the version).
 	scripts/dev/prometheus.sh >/dev/null
@@ -122,14 +132,14 @@ test-alerts-e2e: kube-binaries prometheus ## The alerts end to end in a real Pro
 	SITERECOVERY_ALERTS_E2E=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 15m -run '^TestAlertsEndToEnd$$' ./test/alerts/
 
 snapshot-controller: ## Build the CSI snapshot-controller the test clusters that take snapshots run (cached; tools/snapshot-controller pins the version).
-	scripts/dev/snapshot-controller.sh >/dev/null
+	hack/snapshot-controller.sh >/dev/null
 
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml: import rules by tier, aliases, linters) and shellcheck.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); \
 		if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
-	shellcheck -x $$(git ls-files 'scripts/*.sh')
+	shellcheck -x $$(git ls-files 'scripts/*.sh' 'hack/*.sh')
 
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
 	$(GOLANGCI_LINT) fmt ./...
@@ -155,50 +165,8 @@ test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privil
 	@set -e; for t in $(CHART_RBAC_TESTS); do \
 		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
 
-FAULT_TESTS = TestAgentDownOnTargetIsNamed|TestFailbackAfterFencedFailover|TestFailbackAfterFencedOffRecordRemoved|TestSilentAgentWakesAtHeartbeatExpiry|TestLeaseTakeoverOnlyAfterExpiry|TestUnplannedFailoverWithPrimaryDown|TestSourceControlPlane|TestPlannedFailoverWithDataPathDown|TestDrainTimeoutFailsSafely|TestBatchBootTimeout|TestForceRemovesTaint|TestQuorumManagerRestartedInEachPhase
-fault-tests: ## The failover's partial-failure tests on real API servers (part of test-integration too).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run '$(FAULT_TESTS)' ./internal/quorum/failover/
-
-SEED ?= 0
-fault-matrix: ## Every cell of the failover fault matrix on real API servers (SEED=<n> fixes the rotation; 0 is today's).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 120m -run '^TestFaultMatrix$$' ./internal/quorum/failover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
-
-.PHONY: data-fault-matrix protection-fault-matrix
-data-fault-matrix: ## Every cell of the data fault matrix: the guest's writes checked through planned failovers with faults (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 30m -run '^TestDataFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
-
-protection-fault-matrix: ## Every cell of the protect/unprotect fault matrix on real API servers (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 90m -run '^TestProtectionFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
-
-.PHONY: testfailover-fault-matrix drpc-fault-matrix
-testfailover-fault-matrix: ## Every cell of the test failover fault matrix on real API servers (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestTestFailoverFaultMatrix$$' ./internal/quorum/testfailover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
-
-drpc-fault-matrix: ## Every cell of the DRPC Relocate/Failover fault matrix (Offloaded) on real API servers (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestDRPCFaultMatrix$$' ./internal/quorum/drpc/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
-
-FAILOVERS ?= 200
-soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 12h -run '^TestFaultSoak$$' ./internal/quorum/failover/ -args -fault-soak.failovers=$(FAILOVERS) -fault-soak.seed=$(or $(filter-out 0,$(SEED)),1) $(if $(BUDGET),-fault-soak.budget=$(BUDGET))
-
-# Paired benchmarks (test/benchpair): each product round runs turn by turn with
-# a round of its write floor; test/benchtable prints one table of the ratios.
-BENCH ?= ^Benchmark(Failover20VMs|ConsensusLatency|SteadyState)$$
-BENCH_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./test/steadystate
-BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
-BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./internal/quorum/drpc ./internal/quorum/protection
-
-bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
-	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
-
-bench-volsync: ## VolSync group cycles of 8 and 64 PVCs of 1 GiB: diff bytes over full, cycle time over its write floor.
-	$(GO) test -count=1 -run '^$$' ./internal/workload/volsync >/dev/null
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 30m -run '^$$' -bench '^BenchmarkGroupCycle' -benchtime 1x ./internal/workload/volsync | $(GO) run ./test/benchtable
-
-bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
-	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 180m -run '^$$' -bench '$(BENCH_SCALE)' -benchtime 1x $(BENCH_SCALE_PKGS) | $(GO) run ./test/benchtable
-
-clean:
+clean: ## Remove bin/: the binaries, the images and the simulators.
 	rm -rf $(BIN)
+
+# The fault matrices and the benchmarks, each in a file of its own.
+include hack/make/faults.mk hack/make/bench.mk

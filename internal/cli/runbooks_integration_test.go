@@ -19,10 +19,10 @@ import (
 )
 
 // runbookPath is a PATH with kubectl (built from the module proxy by
-// scripts/dev/kubectl.sh) and kubectl-siterecovery (this test binary, which
+// hack/kubectl.sh) and kubectl-siterecovery (this test binary, which
 // runs the CLI under that name, see TestMain).
 func runbookPath(t *testing.T) string {
-	out, err := exec.Command("../../scripts/dev/kubectl.sh").Output()
+	out, err := exec.Command("../../hack/kubectl.sh").Output()
 	require.NoError(t, err, "building kubectl")
 	kubectl := strings.TrimSpace(string(out))
 	self, err := os.Executable()

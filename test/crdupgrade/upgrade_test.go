@@ -61,8 +61,8 @@ func TestCRDUpgrade(t *testing.T) {
 		kubeconfigs[name] = filepath.Join(t.TempDir(), name+".kubeconfig")
 		require.NoError(t, os.WriteFile(kubeconfigs[name], c.Kubeconfig, 0o600))
 	}
-	kubectl, err := exec.Command(filepath.Join(root, "scripts", "dev", "kubectl.sh")).Output()
-	require.NoError(t, err, "building kubectl (scripts/dev/kubectl.sh)")
+	kubectl, err := exec.Command(filepath.Join(root, "hack", "kubectl.sh")).Output()
+	require.NoError(t, err, "building kubectl (hack/kubectl.sh)")
 	steps := upgradeCommands(t, filepath.Join(root, "docs", "install.md"))
 	require.Len(t, steps, 2, "docs/install.md's upgrade applies the CRDs of both charts")
 	for _, line := range steps {

@@ -39,8 +39,8 @@ func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend) {
 		}
 	}
 	root := harness.RepoRoot()
-	kubectl, err := exec.Command(filepath.Join(root, "scripts", "dev", "kubectl.sh")).Output()
-	require.NoError(t, err, "building kubectl (scripts/dev/kubectl.sh)")
+	kubectl, err := exec.Command(filepath.Join(root, "hack", "kubectl.sh")).Output()
+	require.NoError(t, err, "building kubectl (hack/kubectl.sh)")
 	// Twice: the script is rerun to rotate the tokens, and must converge.
 	var out []byte
 	first := map[string]string{}

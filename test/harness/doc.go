@@ -19,6 +19,6 @@
 // the same certificates and the same etcd data, which simulates a site outage.
 //
 // The binaries are found through KUBEBUILDER_ASSETS or the cache folder filled by
-// `make kube-binaries` (scripts/dev/kube-binaries.sh), see BinaryDir, and kwok in the one
+// `make kube-binaries` (hack/kube-binaries.sh), see BinaryDir, and kwok in the one
 // `make kwok` fills, see KwokDir.
 package harness

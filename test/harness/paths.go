@@ -8,7 +8,7 @@ import (
 	"runtime"
 )
 
-// Versions of the binaries built by scripts/dev/kube-binaries.sh; they name the default
+// Versions of the binaries built by hack/kube-binaries.sh; they name the default
 // cache folder.
 const (
 	KubeVersion = "v1.37.2"
@@ -54,10 +54,10 @@ func DefaultCRDPaths() []string {
 	return paths
 }
 
-// KwokVersion is the kwok scripts/dev/kwok.sh builds (tools/kwok pins it).
+// KwokVersion is the kwok hack/kwok.sh builds (tools/kwok pins it).
 const KwokVersion = "v0.8.0"
 
-// KwokDir returns the folder scripts/dev/kwok.sh builds kwok and its
+// KwokDir returns the folder hack/kwok.sh builds kwok and its
 // stages.yaml into: $SITERECOVERY_KWOK if set, else
 // ${SITERECOVERY_CACHE:-$XDG_CACHE_HOME/siterecovery}/kwok-<v>.
 func KwokDir() (string, error) {
@@ -66,10 +66,10 @@ func KwokDir() (string, error) {
 		dir = filepath.Join(cacheRoot(), "kwok-"+KwokVersion)
 	}
 	if err := hasBinaries(dir, "kwok"); err != nil {
-		return "", fmt.Errorf("no kwok for the full control plane: %w; run `make kwok` (scripts/dev/kwok.sh)", err)
+		return "", fmt.Errorf("no kwok for the full control plane: %w; run `make kwok` (hack/kwok.sh)", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stages.yaml")); err != nil {
-		return "", fmt.Errorf("no kwok stages: %w; run `make kwok` (scripts/dev/kwok.sh)", err)
+		return "", fmt.Errorf("no kwok stages: %w; run `make kwok` (hack/kwok.sh)", err)
 	}
 	return dir, nil
 }
@@ -78,12 +78,12 @@ func KwokDir() (string, error) {
 // kube-scheduler besides etcd and kube-apiserver.
 func ControlPlaneBinaries(dir string) error {
 	if err := hasBinaries(dir, "kube-controller-manager", "kube-scheduler"); err != nil {
-		return fmt.Errorf("%w; run `make kube-binaries` (scripts/dev/kube-binaries.sh), which builds them beside kube-apiserver", err)
+		return fmt.Errorf("%w; run `make kube-binaries` (hack/kube-binaries.sh), which builds them beside kube-apiserver", err)
 	}
 	return nil
 }
 
-// DefaultBinaryDir is the folder scripts/dev/kube-binaries.sh builds into:
+// DefaultBinaryDir is the folder hack/kube-binaries.sh builds into:
 // ${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}/kube-<v>-etcd-<v>.
 func DefaultBinaryDir() string {
 	return filepath.Join(cacheRoot(), fmt.Sprintf("kube-%s-etcd-%s", KubeVersion, EtcdVersion))
@@ -117,7 +117,7 @@ func BinaryDir() (string, error) {
 	dir := DefaultBinaryDir()
 	if err := hasBinaries(dir); err != nil {
 		return "", fmt.Errorf("no kube-apiserver/etcd binaries: KUBEBUILDER_ASSETS is not set and %w; "+
-			"run `make kube-binaries` (scripts/dev/kube-binaries.sh) or point KUBEBUILDER_ASSETS at a folder holding both", err)
+			"run `make kube-binaries` (hack/kube-binaries.sh) or point KUBEBUILDER_ASSETS at a folder holding both", err)
 	}
 	return dir, nil
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // SnapshotControllerVersion is the external-snapshotter release
-// scripts/dev/snapshot-controller.sh builds (tools/snapshot-controller pins it).
+// hack/snapshot-controller.sh builds (tools/snapshot-controller pins it).
 const SnapshotControllerVersion = "v8.7.0"
 
-// SnapshotControllerDir returns the folder scripts/dev/snapshot-controller.sh
+// SnapshotControllerDir returns the folder hack/snapshot-controller.sh
 // builds the snapshot-controller into: $SITERECOVERY_SNAPSHOT_CONTROLLER if
 // set, else ${SITERECOVERY_CACHE:-$XDG_CACHE_HOME/siterecovery}/snapshot-controller-<v>.
 func SnapshotControllerDir() (string, error) {
@@ -24,7 +24,7 @@ func SnapshotControllerDir() (string, error) {
 		dir = filepath.Join(cacheRoot(), "snapshot-controller-"+SnapshotControllerVersion)
 	}
 	if err := hasBinaries(dir, "snapshot-controller"); err != nil {
-		return "", fmt.Errorf("no snapshot-controller: %w; run `make snapshot-controller` (scripts/dev/snapshot-controller.sh)", err)
+		return "", fmt.Errorf("no snapshot-controller: %w; run `make snapshot-controller` (hack/snapshot-controller.sh)", err)
 	}
 	return dir, nil
 }

@@ -157,8 +157,8 @@ func shell(t *testing.T, e *env.Env) *runner {
 	}
 	var bins []string
 	for _, tool := range []string{"helm.sh", "kubectl.sh"} {
-		out, err := exec.Command(filepath.Join(root, "scripts", "dev", tool)).Output()
-		require.NoError(t, err, "building %s (scripts/dev/%s)", strings.TrimSuffix(tool, ".sh"), tool)
+		out, err := exec.Command(filepath.Join(root, "hack", tool)).Output()
+		require.NoError(t, err, "building %s (hack/%s)", strings.TrimSuffix(tool, ".sh"), tool)
 		bins = append(bins, filepath.Dir(strings.TrimSpace(string(out))))
 	}
 	// helm keeps its caches and settings here, not in the user's home.

@@ -1,5 +1,5 @@
 // Module helm builds helm.sh/helm/v3/cmd/helm from the module proxy for the
-// test of docs/install.md (scripts/dev/helm.sh), at the version the main
+// test of docs/install.md (hack/helm.sh), at the version the main
 // module's chart tests use.
 module github.com/siterecovery/siterecovery/tools/helm
 

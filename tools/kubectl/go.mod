@@ -1,5 +1,5 @@
 // Module kubectl builds k8s.io/kubernetes/cmd/kubectl from the module proxy for the
-// runbook tests (scripts/dev/kubectl.sh). kubernetes' go.mod replaces its staging
+// runbook tests (hack/kubectl.sh). kubernetes' go.mod replaces its staging
 // modules with local paths that are not in its module zip; each is mapped here to
 // its published version.
 module github.com/siterecovery/siterecovery/tools/kubectl

@@ -1,5 +1,5 @@
 // Module kwok builds sigs.k8s.io/kwok's kwok command from the module proxy for
-// the test clusters' nodes (scripts/dev/kwok.sh), and the stages command that
+// the test clusters' nodes (hack/kwok.sh), and the stages command that
 // prints the node and pod Stages it runs with.
 module github.com/siterecovery/siterecovery/tools/kwok
 

@@ -1,6 +1,6 @@
 // Module snapshot-controller builds the common snapshot-controller of
 // github.com/kubernetes-csi/external-snapshotter from the module proxy for the
-// test clusters that take snapshots (scripts/dev/snapshot-controller.sh).
+// test clusters that take snapshots (hack/snapshot-controller.sh).
 // external-snapshotter's go.mod replaces its client module with the local
 // folder ./client, which is a module of its own and not in the v8 module zip;
 // it is mapped here to the client release tagged with the same commit, and its

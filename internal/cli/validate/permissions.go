@@ -14,7 +14,7 @@ import (
 
 // quorumManagerRole is config/rbac/quorum-manager/role.yaml, which
 // controller-gen writes from the +kubebuilder:rbac markers of quorum-manager's
-// packages; scripts/dev/copy-rbac.sh (make generate) copies it here, so that
+// packages; hack/copy-rbac.sh (make generate) copies it here, so that
 // validate checks exactly what the controllers were built to use.
 //
 //go:embed quorum-manager-role.yaml

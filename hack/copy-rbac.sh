@@ -4,7 +4,7 @@
 # tier, under files/rbac/<tier>.yaml. The charts' RBAC templates read the rules
 # from there with .Files.Get; names, namespaces and bindings stay the charts'.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 declare -A chart_of=(
   [quorum-manager]=charts/quorum-control-plane

@@ -3,7 +3,7 @@
 # kube-controller-manager and kube-scheduler), from the Go module proxy only, into
 # a per-version cache folder outside the repository.
 #
-# Usage: scripts/dev/kube-binaries.sh        # builds what is missing, prints the folder
+# Usage: hack/kube-binaries.sh        # builds what is missing, prints the folder
 #
 # kubernetes' own go.mod replaces its staging modules (k8s.io/api, ...) with local
 # paths that do not exist in the module zip, so the three kube binaries are built

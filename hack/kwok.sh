@@ -3,11 +3,11 @@
 # from the Go module proxy into a per-version cache folder outside the
 # repository, writes the Stages it runs with beside it, and prints the folder.
 #
-# Usage: scripts/dev/kwok.sh      # builds when missing, prints the folder
+# Usage: hack/kwok.sh      # builds when missing, prints the folder
 #
 # tools/kwok/go.mod pins sigs.k8s.io/kwok.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 KWOK_VERSION="$(awk '{for (i = 1; i < NF; i++) if ($i == "sigs.k8s.io/kwok") {print $(i + 1); exit}}' tools/kwok/go.mod)"
 CACHE_ROOT="${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}"

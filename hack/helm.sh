@@ -3,11 +3,11 @@
 # per-version cache folder outside the repository (as kubectl.sh does), and
 # prints the binary's path.
 #
-# Usage: scripts/dev/helm.sh      # builds when missing, prints the path
+# Usage: hack/helm.sh      # builds when missing, prints the path
 #
 # tools/helm/go.mod pins helm.sh/helm/v3.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 HELM_VERSION="$(awk '$1 == "helm.sh/helm/v3" {print $2; exit}' tools/helm/go.mod)"
 CACHE_ROOT="${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}"

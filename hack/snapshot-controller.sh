@@ -4,11 +4,11 @@
 # snapshots, from the Go module proxy into a per-version cache folder outside
 # the repository, and prints the folder.
 #
-# Usage: scripts/dev/snapshot-controller.sh      # builds when missing, prints the folder
+# Usage: hack/snapshot-controller.sh      # builds when missing, prints the folder
 #
 # tools/snapshot-controller/go.mod pins external-snapshotter.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 MODULE=github.com/kubernetes-csi/external-snapshotter/v8
 VERSION="$(awk -v m="$MODULE" '{for (i = 1; i < NF; i++) if ($i == m) {print $(i + 1); exit}}' tools/snapshot-controller/go.mod)"

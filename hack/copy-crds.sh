@@ -3,7 +3,7 @@
 # quorum-tier CRDs into charts/protectionzone, workload-tier CRDs into
 # charts/workload-control-plane. ProtectionGroup lives on both tiers.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 src=config/crd/bases
 quorum=charts/protectionzone/crds

@@ -4,12 +4,12 @@
 # kube-apiserver), and prints the binary's path. Debian's kubectl is too old for
 # the API servers the tests run.
 #
-# Usage: scripts/dev/kubectl.sh      # builds when missing, prints the path
+# Usage: hack/kubectl.sh      # builds when missing, prints the path
 #
 # tools/kubectl/go.mod pins k8s.io/kubernetes and maps its staging modules to
 # their published versions.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 KUBE_VERSION="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' tools/kubectl/go.mod)"
 CACHE_ROOT="${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}"
