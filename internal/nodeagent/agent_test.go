@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -62,6 +63,23 @@ func TestAgent(t *testing.T) {
 			condIs(r, srv1alpha1.ConditionConnected, metav1.ConditionTrue, "") && r.Status.MetadataCreated
 	}
 	a1, b1 := pair("vm1", 7000)
+
+	t.Run("an agent's cache holds its own node's replicas only", func(t *testing.T) {
+		// The cache the agent binary builds (nodeagent.CacheByObject): the API
+		// server filters by the CRD's selectable spec.nodeName, so node-b's
+		// replicas never reach node-a's agent.
+		c, err := cache.New(cl.Config, cache.Options{Scheme: scheme.New(), ByObject: nodeagent.CacheByObject("node-a")})
+		require.NoError(t, err)
+		running, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = c.Start(running) }()
+		require.True(t, c.WaitForCacheSync(running))
+		list := &srv1alpha1.DRBDResourceList{}
+		require.NoError(t, c.List(ctx, list))
+		require.Len(t, list.Items, 1)
+		require.Equal(t, a1, client.ObjectKeyFromObject(&list.Items[0]))
+		require.True(t, apierrors.IsNotFound(c.Get(ctx, b1, &srv1alpha1.DRBDResource{})), "node-b's replica is not in node-a's cache")
+	})
 
 	t.Run("up, connect, initial sync, promote, refuse, switch over", func(t *testing.T) {
 		ra := e.waitFor(a1, "configured and connected", connected)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -153,6 +154,8 @@ func (e *env) startAgent(n *node) {
 		HealthProbeBindAddress: "0",
 		Logger:                 testr.NewWithOptions(e.t, testr.Options{Verbosity: 0}).WithName(n.name),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// As the binary's: the agent hears of its own node's replicas only.
+		Cache: cache.Options{ByObject: nodeagent.CacheByObject(n.name)},
 	})
 	require.NoError(e.t, err)
 	require.NoError(e.t, nodeagent.Setup(mgr, nodeagent.Config{

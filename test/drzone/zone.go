@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -188,7 +189,9 @@ func (z *Zone) startAgent(cluster string, fabric *drbdsim.Fabric) {
 		StatusInterval:      50 * time.Millisecond,
 		ReplicationNetworks: env.ReplicationNetworks,
 	}
-	z.Manager(z.T, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+	// Its cache holds its own node's replicas, as the binary's does.
+	z.Manager(z.T, cluster, "drbd-node-agent", ctrl.Options{Cache: cache.Options{ByObject: nodeagent.CacheByObject(n.Name)}},
+		func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }
 
 // setNodeReady marks the cluster's node Ready: the protection flow places a DR

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -109,5 +110,7 @@ func (e *Env) StartAgentOn(t testing.TB, cluster, name, address string) *Process
 		// A silent agent is seen within four intervals.
 		HeartbeatInterval: time.Second,
 	}
-	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+	// Its cache holds its own node's replicas, as the binary's does.
+	return e.Manager(t, cluster, "drbd-node-agent", ctrl.Options{Cache: cache.Options{ByObject: nodeagent.CacheByObject(n.Name)}},
+		func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }

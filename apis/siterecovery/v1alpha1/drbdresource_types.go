@@ -365,6 +365,7 @@ type DRBDResourceStatus struct {
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.status.peers[0].volumes[0].percentInSync`
 // +kubebuilder:printcolumn:name="Quorum",type=boolean,JSONPath=`.status.quorum`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 type DRBDResource struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

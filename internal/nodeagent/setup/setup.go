@@ -20,5 +20,6 @@ type Config = nodeagent.Config
 // runs per node, each acting on its own node only, so leader election is off.
 func Run(o Options, cfg Config) int {
 	o.LeaderElect = false
+	o.CacheByObject = nodeagent.CacheByObject(cfg.NodeName)
 	return boot.Run(o, func(mgr ctrl.Manager, _ boot.Options) error { return nodeagent.Setup(mgr, cfg) })
 }

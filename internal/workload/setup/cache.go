@@ -19,7 +19,10 @@ import (
 //     group's VM is running);
 //   - VirtualMachines: metadata, the run fields and status (the group drives
 //     and reports them); not the template, which the VM's own KubeVirt
-//     controller reads, nor its data volume templates.
+//     controller reads, nor its data volume templates;
+//   - Nodes: metadata and taints (the lost-quorum taint of a replica's node);
+//     not their status, whose image list and conditions make up most of a
+//     Node and change with every kubelet heartbeat.
 //
 // Each controller changes these objects with merge patches computed from the
 // cached copy, which name only the fields it changes, so the fields dropped
@@ -29,6 +32,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&corev1.Pod{}:                        {Transform: slimPod},
 		&kubevirtv1.VirtualMachineInstance{}: {Transform: slimVMI},
 		&kubevirtv1.VirtualMachine{}:         {Transform: slimVM},
+		&corev1.Node{}:                       {Transform: slimNode},
 	}
 }
 
@@ -89,4 +93,12 @@ func slimVM(obj any) (any, error) {
 		Spec:       kubevirtv1.VirtualMachineSpec{Running: v.Spec.Running, RunStrategy: v.Spec.RunStrategy},
 		Status:     v.Status,
 	}, nil
+}
+
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: slimMeta(n.ObjectMeta, false), Spec: corev1.NodeSpec{Taints: n.Spec.Taints}}, nil
 }

@@ -93,3 +93,26 @@ func TestSlimTombstone(t *testing.T) {
 		}
 	}
 }
+
+// The cached Node keeps its taints (the lost-quorum taint) and labels; not
+// its status.
+func TestSlimNode(t *testing.T) {
+	taint := corev1.Taint{Key: "drbd.linbit.com/lost-quorum", Effect: corev1.TaintEffectNoSchedule}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1", Labels: map[string]string{"kubernetes.io/hostname": "w1"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{taint}, PodCIDR: "10.0.0.0/24"},
+		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"registry.example.com/big:1"}, SizeBytes: 1 << 30}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}},
+	}
+	out, err := slimNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := out.(*corev1.Node)
+	if n.Name != "w1" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0] != taint || n.Labels["kubernetes.io/hostname"] != "w1" {
+		t.Fatalf("lost what the group reads: %+v", n)
+	}
+	if len(n.Status.Images) != 0 || len(n.Status.Addresses) != 0 || n.Spec.PodCIDR != "" {
+		t.Fatalf("kept more than it reads: %+v", n)
+	}
+}
