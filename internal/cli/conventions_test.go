@@ -294,7 +294,7 @@ func TestVersionReadsTheQuorumManagerDeployment(t *testing.T) {
 	code, out, errOut := q.run("version", "-n", "dr-b")
 	assert.Equal(t, ExitError, code, "no quorum-manager there")
 	assert.Contains(t, out, "Client Version: ", "the client's version is printed anyway")
-	assert.Contains(t, errOut, "no quorum-manager Deployment (label app.kubernetes.io/name=quorum-manager) in DR namespace dr-b")
+	assert.Contains(t, errOut, "no quorum-manager Deployment (label app.kubernetes.io/name=quorum-manager, container manager) in DR namespace dr-b")
 }
 
 // The -ldflags values are the client version, as make krew-manifest sets them.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/cli"
@@ -60,13 +61,18 @@ func TestCLIConfirmsDisasterPaths(t *testing.T) {
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "quorum.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, q.Kubeconfig, 0o600))
-	run := func(user string, args ...string) (int, string) {
+	runOut := func(user string, args ...string) (int, string, string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		all := append([]string{"--kubeconfig", kubeconfig, "--as", user, "-n", ns}, args...)
 		code := cli.Run(ctx, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, all)
 		t.Logf("kubectl siterecovery --as %s %v -> %d\n%s%s", user, args, code, out.String(), errOut.String())
-		return code, errOut.String()
+		return code, out.String(), errOut.String()
+	}
+	run := func(user string, args ...string) (int, string) {
+		t.Helper()
+		code, _, errOut := runOut(user, args...)
+		return code, errOut
 	}
 
 	t.Run("unprotect --force", func(t *testing.T) {
@@ -141,5 +147,45 @@ func TestCLIConfirmsDisasterPaths(t *testing.T) {
 		require.Len(t, frs.Items, 1)
 		require.Equal(t, "web", frs.Items[0].Annotations[srv1alpha1.DiscardDivergedAnnotation])
 		require.Equal(t, srv1alpha1.FailoverPlanned, frs.Items[0].Spec.FailoverType)
+	})
+	t.Run("--dry-run=server shows the API server's refusal and writes nothing", func(t *testing.T) {
+		require.NoError(t, q.Client.Create(ctx, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+			Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName}}}))
+		requests := func() int {
+			frs := &srv1alpha1.FailoverRequestList{}
+			require.NoError(t, q.Client.List(ctx, frs, client.InNamespace(ns)))
+			n := 0
+			for _, fr := range frs.Items {
+				if fr.Spec.ProtectionGroupRef.Name == "db" {
+					n++
+				}
+			}
+			return n
+		}
+		unplanned := []string{"failover", "db", "--to", env.DR, "--unplanned", "--confirm", "db", "--dry-run=server"}
+		// The CLI's own check passes (the name is typed); the refusal is
+		// the confirmation policy's, evaluated by the API server.
+		var code int
+		var stderr string
+		env.Eventually(t, 30*time.Second, "the disaster-failover policy refuses olivia", func() error {
+			code, _, stderr = runOut("olivia", unplanned...)
+			if code == cli.ExitError && strings.Contains(stderr, "siterecovery-confirm-disaster-failover") {
+				return nil
+			}
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		})
+		require.Contains(t, stderr, `user "olivia" may not make an unplanned failover in dr-production: that needs the disaster-operator role`)
+		require.Zero(t, requests(), "the refused dry run stored nothing")
+
+		code, stdout, stderr := runOut("dana", append(unplanned, "-o", "yaml")...)
+		require.Equal(t, cli.ExitOK, code, stderr)
+		fr := &srv1alpha1.FailoverRequest{}
+		require.NoError(t, yaml.Unmarshal([]byte(stdout), fr))
+		require.True(t, strings.HasPrefix(fr.Name, "db-to-"+env.DR+"-") && len(fr.Name) > len("db-to-"+env.DR+"-"), "the API server named it: %q", fr.Name)
+		require.Equal(t, "db", fr.Annotations[srv1alpha1.ConfirmAnnotation])
+		code, stdout, _ = runOut("dana", unplanned...)
+		require.Equal(t, cli.ExitOK, code)
+		require.Regexp(t, `^failoverrequest.siterecovery.trilio.io/db-to-`+env.DR+`-\S+ created \(server dry run\)\n$`, stdout)
+		require.Zero(t, requests(), "an admitted dry run stores nothing either")
 	})
 }

@@ -26,7 +26,8 @@ var (
 
 // Labels the quorum-control-plane chart puts on quorum-manager's Deployment
 // (its _helpers.tpl qcp.labels): the name selects it, the version is the
-// chart's appVersion, the tag its image defaults to.
+// chart's appVersion, the tag its image defaults to. Its container is
+// "manager" (templates/deployment.yaml).
 const (
 	managerNameLabel    = "app.kubernetes.io/name"
 	managerName         = "quorum-manager"
@@ -158,21 +159,23 @@ func (o *Options) serverVersion(ctx context.Context) (*ServerVersion, error) {
 		}
 		return nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("no quorum-manager Deployment (label %s=%s) in DR namespace %s: is the quorum-control-plane chart installed there? (use -n to pick the DR namespace)", managerNameLabel, managerName, ns)
-	}
 	sv := &ServerVersion{Namespace: ns, KubernetesVersion: o.kubernetesVersion()}
 	for _, d := range list.Items {
-		mv := ManagerVersion{Deployment: d.Name, Version: d.Labels[managerVersionLabel], ReadyReplicas: d.Status.ReadyReplicas, Replicas: 1}
-		if d.Spec.Replicas != nil {
-			mv.Replicas = *d.Spec.Replicas
-		}
+		// The release's other Deployments (the console) carry the chart's
+		// labels too; quorum-manager's is the one running the manager.
 		for _, ctr := range d.Spec.Template.Spec.Containers {
-			if ctr.Name == managerContainer {
-				mv.Image = ctr.Image
+			if ctr.Name != managerContainer {
+				continue
 			}
+			mv := ManagerVersion{Deployment: d.Name, Version: d.Labels[managerVersionLabel], Image: ctr.Image, ReadyReplicas: d.Status.ReadyReplicas, Replicas: 1}
+			if d.Spec.Replicas != nil {
+				mv.Replicas = *d.Spec.Replicas
+			}
+			sv.QuorumManagers = append(sv.QuorumManagers, mv)
 		}
-		sv.QuorumManagers = append(sv.QuorumManagers, mv)
+	}
+	if len(sv.QuorumManagers) == 0 {
+		return nil, fmt.Errorf("no quorum-manager Deployment (label %s=%s, container %s) in DR namespace %s: is the quorum-control-plane chart installed there? (use -n to pick the DR namespace)", managerNameLabel, managerName, managerContainer, ns)
 	}
 	return sv, nil
 }
