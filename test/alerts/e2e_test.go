@@ -90,7 +90,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	env.Eventually(t, e2eTimeout, "the metrics endpoint scraped up with the scraper's token", func() error {
 		targets, err := api.Targets(ctx)
 		if err != nil || len(targets) != 1 || targets[0].Health != "up" {
-			return fmt.Errorf("targets %+v, %v", targets, err)
+			return fmt.Errorf("targets %+v: %w", targets, err)
 		}
 		return hasData(ctx, api, fmt.Sprintf(`siterecovery_replication_group_lag_seconds{namespace=%q,job=%q,protection_group=%q} == 0`, env.Namespace, chart.Job, e2eGroup))
 	})
@@ -198,7 +198,7 @@ func replicatedVM(t *testing.T, z *env.Env) string {
 		env.Eventually(t, e2eTimeout, vm+" "+what, func() error {
 			r := &srv1alpha1.DRBDResource{}
 			if err := z.Client(env.Primary).Get(ctx, key, r); err != nil || !ok(r) {
-				return fmt.Errorf("status %+v, %v", r.Status, err)
+				return fmt.Errorf("status %+v: %w", r.Status, err)
 			}
 			return nil
 		})
