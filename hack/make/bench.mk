@@ -1,7 +1,7 @@
 # Included by the Makefile: the paired benchmarks and the scale curve on real
 # API servers. None runs in `make test`; each prints one table of ratios.
 
-.PHONY: bench bench-volsync bench-scale
+.PHONY: bench bench-volsync bench-scale bench-tenants
 
 # Paired benchmarks (test/benchpair): each product round runs turn by turn with
 # a round of its write floor; test/benchtable prints one table of the ratios.
@@ -21,3 +21,7 @@ bench-volsync: ## VolSync group cycles of 8 and 64 PVCs of 1 GiB: diff bytes ove
 bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
 	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 180m -run '^$$' -bench '$(BENCH_SCALE)' -benchtime 1x $(BENCH_SCALE_PKGS) | $(GO) run ./test/benchtable
+
+bench-tenants: ## What a DR namespace costs (about 30 minutes): 100 VMs beside 10,000 unrelated PVCs and 2,000 VMs, and 1, 10 and 50 DR namespaces sharing a pair of clusters.
+	$(GO) test -count=1 -run '^$$' ./test/steadystate >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -timeout 120m -run '^$$' -bench '^BenchmarkTenants$$' -benchtime 1x ./test/steadystate | $(GO) run ./test/benchtable

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // RequestCounts is kube-apiserver's apiserver_request_total summed per "verb
@@ -17,32 +13,13 @@ type RequestCounts map[string]float64
 
 // RequestCounts reads the cluster's request counters from its /metrics.
 func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
-	cs, err := kubernetes.NewForConfig(c.Config)
+	data, err := c.Metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %q: read metrics: %w", c.Name, err)
-	}
-	const metric = "apiserver_request_total{"
 	out := RequestCounts{}
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, metric) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(line[len(metric):end], ",") {
-			if i := strings.IndexByte(kv, '='); i > 0 {
-				labels[kv[:i]] = strings.Trim(kv[i+1:], `"`)
-			}
-		}
-		v, _ := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		out[labels["verb"]+" "+labels["resource"]+"/"+labels["subresource"]] += v
+	for _, s := range Samples(data, "apiserver_request_total") {
+		out[s.Labels["verb"]+" "+s.Labels["resource"]+"/"+s.Labels["subresource"]] += s.Value
 	}
 	return out, nil
 }

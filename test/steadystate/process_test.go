@@ -19,8 +19,9 @@ type process struct {
 }
 
 // run starts the binary named by the prefix of name (before the cluster or
-// node) with the cluster's kubeconfig; it stops when the test ends.
-func (f *fleet) run(name, cluster string, env []string, args ...string) {
+// node) with the cluster's kubeconfig; it stops when the test ends, or when
+// stopped. Metrics are off unless args set --metrics-bind-address.
+func (f *fleet) run(name, cluster string, env []string, args ...string) *process {
 	bin := name
 	for _, b := range []string{"quorum-manager", "pg-controller", "drbd-node-agent"} {
 		if strings.HasPrefix(name, b) {
@@ -38,8 +39,9 @@ func (f *fleet) run(name, cluster string, env []string, args ...string) {
 		f.t.Fatal(err)
 	}
 	p := &process{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(f.bin, bin), append(args,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info")...)
+	// The last of a repeated flag wins: args come after the defaults.
+	p.cmd = exec.Command(filepath.Join(f.bin, bin), append([]string{
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}, args...)...)
 	p.cmd.Env = append(append(productEnv(), "KUBECONFIG="+kubeconfig), env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	// Its own process group, so that stop reaches its children too; killed with
@@ -51,6 +53,7 @@ func (f *fleet) run(name, cluster string, env []string, args ...string) {
 	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.done) }()
 	f.procs = append(f.procs, p)
 	f.t.Cleanup(p.stop)
+	return p
 }
 
 // productEnv is this process's environment without the garbage collector

@@ -44,24 +44,15 @@ func BenchmarkSteadyState(b *testing.B) {
 		idle = d
 	}
 	began := time.Now()
-	f := newFleet(b)
-	f.seed(ctx)
-	f.start()
-	f.protect(ctx)
+	f := newFleet(b, "zone-a")
+	f.seed(ctx, steadyTenants())
+	f.startWorkload()
+	f.startQuorum(drNamespace)
+	f.protect(ctx, steadyTenants())
 	b.Logf("fleet of %d groups protected in %s", len(f.groups), time.Since(began).Round(time.Second))
 	// Protection's tail (group status, the monitor's first reports) drains;
 	// writes that never stop are measured below and fail the benchmark.
-	settled := time.Now()
-	for time.Since(settled) < 5*time.Minute {
-		before := f.requests(ctx)
-		time.Sleep(10 * time.Second)
-		w, which := writes(f.requests(ctx), before)
-		if w == 0 {
-			b.Logf("no write for 10 s after %s", time.Since(settled).Round(time.Second))
-			break
-		}
-		b.Logf("settling: %d writes in 10 s: %s", w, strings.Join(which, "; "))
-	}
+	f.settle(ctx)
 	b.ResetTimer()
 	cpuBefore := f.cpu()
 	before := f.requests(ctx)
@@ -104,12 +95,30 @@ func BenchmarkSteadyState(b *testing.B) {
 	}
 }
 
+// settle waits, for up to five minutes, until a 10-second window passes
+// without a write on any cluster.
+func (f *fleet) settle(ctx context.Context) {
+	settled := time.Now()
+	for time.Since(settled) < 5*time.Minute {
+		before := f.requests(ctx)
+		time.Sleep(10 * time.Second)
+		w, which := writes(f.requests(ctx), before)
+		if w == 0 {
+			f.t.Logf("no write for 10 s after %s", time.Since(settled).Round(time.Second))
+			return
+		}
+		f.t.Logf("settling: %d writes in 10 s: %s", w, strings.Join(which, "; "))
+	}
+}
+
 func kindOf(name string) string {
 	switch {
 	case strings.HasPrefix(name, "drbd-node-agent"):
 		return "agent"
 	case strings.HasPrefix(name, "pg-controller"):
 		return "pg-controller"
+	case strings.HasPrefix(name, "quorum-manager"):
+		return "quorum-manager"
 	}
 	return name
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,10 +32,11 @@ import (
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 )
 
-// Shape of the fleet: two zones, each a primary and a DR cluster of
-// nodesPerCluster nodes; groupsPerZone groups of vmsPerGroup VMs per zone,
-// group g on node g % nodesPerCluster of both clusters, so that each node holds
-// groupsPerZone/nodesPerCluster × vmsPerGroup = 100 DRBD resources.
+// Shape of the steady-state fleet: two zones of one DR namespace, each a
+// primary and a DR cluster of nodesPerCluster nodes; groupsPerZone groups of
+// vmsPerGroup VMs per zone, group g on node g % nodesPerCluster of both
+// clusters, so that each node holds groupsPerZone/nodesPerCluster ×
+// vmsPerGroup = 100 DRBD resources.
 const (
 	drNamespace     = "dr-production"
 	appNS           = "apps"
@@ -43,10 +45,28 @@ const (
 	vmsPerGroup     = 10
 )
 
-var zones = []string{"zone-a", "zone-b"}
+// pairs are the fleet's pairs of workload clusters.
+var pairs = []string{"zone-a", "zone-b"}
 
-func primaryOf(zone string) string { return zone + "-primary" }
-func drOf(zone string) string      { return zone + "-dr" }
+func primaryOf(pair string) string { return pair + "-primary" }
+func drOf(pair string) string      { return pair + "-dr" }
+
+// tenant is one DR namespace's zone on a pair of workload clusters: its
+// groups of VMs, in an application namespace of its own.
+type tenant struct {
+	drNamespace, appNS, zone, pair string
+	groups, vmsPerGroup            int
+}
+
+// steadyTenants is BenchmarkSteadyState's fleet: one DR namespace, a zone on
+// each pair.
+func steadyTenants() []tenant {
+	out := make([]tenant, 0, len(pairs))
+	for _, p := range pairs {
+		out = append(out, tenant{drNamespace: drNamespace, appNS: appNS, zone: p, pair: p, groups: groupsPerZone, vmsPerGroup: vmsPerGroup})
+	}
+	return out
+}
 
 // node is a simulated worker of a workload cluster.
 type node struct{ name, address string }
@@ -63,24 +83,31 @@ func nodeOf(cluster string, k int) node {
 	return node{fmt.Sprintf("%s-w%d", cluster, k), fmt.Sprintf("10.%d.%d.%d", z, side, k+1)}
 }
 
-// fleet is the five clusters, the VMs of each group, and the binaries.
+// fleet is the five clusters, the tenants' VMs, and the binaries.
 type fleet struct {
 	t       testing.TB
 	z       *harness.Zone
 	dir     string
 	bin     string
-	groups  map[string][]string // zone/group → VM names
+	groups  map[string][]string // drNamespace/zone/group → VM names
+	ports   map[string]int32    // node → DRBD resources placed on it
+	placed  map[string]int      // pair → groups placed on it
 	procs   []*process
 	memory  string // state of the in-process DRBD simulator
 	files   string // state shared by the agent binaries' drbdsim
 	drbdadm string
 	setup   string
+	// measuredPair, when set, runs the agent binary on node 0 of that pair's
+	// clusters (measured); every other agent runs in this process.
+	measuredPair string
+	// made holds the namespaces and Secrets seed created, by cluster.
+	made map[string]bool
 }
 
 func clusterNames() []string {
 	out := []string{"quorum"}
-	for _, z := range zones {
-		out = append(out, primaryOf(z), drOf(z))
+	for _, p := range pairs {
+		out = append(out, primaryOf(p), drOf(p))
 	}
 	return out
 }
@@ -88,10 +115,10 @@ func clusterNames() []string {
 func (f *fleet) client(cluster string) client.Client { return f.z.Clusters[cluster].Client }
 
 // newFleet starts the clusters and builds the binaries.
-func newFleet(t testing.TB) *fleet {
+func newFleet(t testing.TB, measuredPair string) *fleet {
 	harness.RequireAPIServers(t)   // before building anything
 	ctrl.SetLogger(logr.Discard()) // the in-process simulators and agents; the binaries log to files
-	f := &fleet{t: t, dir: t.TempDir(), groups: map[string][]string{}}
+	f := &fleet{t: t, dir: t.TempDir(), groups: map[string][]string{}, ports: map[string]int32{}, placed: map[string]int{}, measuredPair: measuredPair, made: map[string]bool{}}
 	f.bin = filepath.Join(f.dir, "bin")
 	require.NoError(t, os.MkdirAll(f.bin, 0o755))
 	out, err := exec.Command("go", "build", "-o", f.bin,
@@ -110,25 +137,22 @@ func newFleet(t testing.TB) *fleet {
 }
 
 // measured reports whether node k of cluster runs the agent binary: node 0
-// of zone-a's two clusters, a pair whose resources peer only with each other.
-func measured(cluster string, k int) bool { return k == 0 && cluster[:6] == "zone-a" }
+// of the measured pair's two clusters, a pair whose resources peer only with
+// each other.
+func (f *fleet) measured(cluster string, k int) bool {
+	return f.measuredPair != "" && k == 0 && strings.HasPrefix(cluster, f.measuredPair+"-")
+}
 
-// seed creates the namespaces, kubeconfig Secrets, zones, nodes, and every
-// group's VMs and DRBD resources as the protection flow leaves them.
-func (f *fleet) seed(ctx context.Context) {
+// seed creates the nodes, on its first call, and the namespaces, kubeconfig
+// Secrets, and each tenant's zone, VMs and DRBD resources as the protection
+// flow leaves them.
+func (f *fleet) seed(ctx context.Context, tenants []tenant) {
 	t := f.t
-	for _, name := range clusterNames() {
-		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: drNamespace}}))
-		if name == "quorum" {
+	for _, name := range clusterNames()[1:] {
+		if f.made["nodes/"+name] {
 			continue
 		}
-		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
-		// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
-		require.NoError(t, f.client(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv1alpha1.PeerAuthNamespace(drNamespace)}}))
-		require.NoError(t, f.client("quorum").Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: f.z.Clusters[name].Kubeconfig},
-		}))
+		f.made["nodes/"+name] = true
 		for k := range nodesPerCluster {
 			n := nodeOf(name, k)
 			require.NoError(t, f.client(name).Create(ctx, &corev1.Node{
@@ -137,10 +161,31 @@ func (f *fleet) seed(ctx context.Context) {
 			}))
 		}
 	}
-	for _, zone := range zones {
-		p, d := primaryOf(zone), drOf(zone)
+	namespaces := f.made
+	ensure := func(cluster, ns string) {
+		if !namespaces[cluster+"/"+ns] {
+			namespaces[cluster+"/"+ns] = true
+			require.NoError(t, f.client(cluster).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+	}
+	for _, tn := range tenants {
+		p, d := primaryOf(tn.pair), drOf(tn.pair)
+		ensure("quorum", tn.drNamespace)
+		for _, c := range []string{p, d} {
+			ensure(c, tn.drNamespace)
+			ensure(c, tn.appNS)
+			// The workload chart's DRBD peer-auth namespace (drbd-peer-auth.yaml).
+			ensure(c, srv1alpha1.PeerAuthNamespace(tn.drNamespace))
+			if !namespaces["secret/"+tn.drNamespace+"/"+c] {
+				namespaces["secret/"+tn.drNamespace+"/"+c] = true
+				require.NoError(t, f.client("quorum").Create(ctx, &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Namespace: tn.drNamespace, Name: c + "-kubeconfig"},
+					Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: f.z.Clusters[c].Kubeconfig},
+				}))
+			}
+		}
 		require.NoError(t, f.client("quorum").Create(ctx, &srv1alpha1.ProtectionZone{
-			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: zone},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.drNamespace, Name: tn.zone},
 			Spec: srv1alpha1.ProtectionZoneSpec{
 				StorageBackend: srv1alpha1.BackendDRBD,
 				Clusters: []srv1alpha1.ZoneCluster{
@@ -150,37 +195,44 @@ func (f *fleet) seed(ctx context.Context) {
 				StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}},
 			},
 		}))
-		perNode := make([]int32, nodesPerCluster)
-		for g := range groupsPerZone {
-			k := g % nodesPerCluster
-			group := fmt.Sprintf("%s-g%02d", zone, g)
-			for v := range vmsPerGroup {
+		for g := range tn.groups {
+			// Groups go round the nodes of their pair, whatever their tenant.
+			k := f.placed[tn.pair] % nodesPerCluster
+			f.placed[tn.pair]++
+			group := fmt.Sprintf("%s-g%02d", tn.zone, g)
+			for v := range tn.vmsPerGroup {
 				vm := fmt.Sprintf("%s-vm%d", group, v)
-				f.groups[zone+"/"+group] = append(f.groups[zone+"/"+group], vm)
-				i := perNode[k]
-				perNode[k]++
-				require.NoError(t, f.client(p).Create(ctx, newVM(vm, kubevirtv1.RunStrategyAlways)))
-				require.NoError(t, f.client(d).Create(ctx, newVM(vm, kubevirtv1.RunStrategyHalted)))
-				f.createReplica(p, k, replica(group, vm, nodeOf(p, k), nodeOf(d, k), d, 0, i))
-				f.createReplica(d, k, replica(group, vm, nodeOf(d, k), nodeOf(p, k), p, 1, i))
+				key := tn.drNamespace + "/" + tn.zone + "/" + group
+				f.groups[key] = append(f.groups[key], vm)
+				pn, dn := nodeOf(p, k), nodeOf(d, k)
+				i := f.ports[pn.name]
+				f.ports[pn.name]++
+				f.ports[dn.name]++
+				require.NoError(t, f.client(p).Create(ctx, newVM(tn, vm, kubevirtv1.RunStrategyAlways)))
+				require.NoError(t, f.client(d).Create(ctx, newVM(tn, vm, kubevirtv1.RunStrategyHalted)))
+				f.createReplica(p, k, replica(tn, group, vm, pn, dn, d, 0, i))
+				f.createReplica(d, k, replica(tn, group, vm, dn, pn, p, 1, i))
 			}
 		}
 	}
 }
 
-func newVM(name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
+// newVM is a VM of the tenant as protection leaves it: labelled with its DR
+// namespace.
+func newVM(tn tenant, name string, s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
 	return &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.appNS, Name: name, Labels: map[string]string{srv1alpha1.DRNamespaceLabel: tn.drNamespace}},
 		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
 	}
 }
 
-// replica is one side of a VM's DRBD pair; i numbers the resource on its node.
-func replica(group, vm string, local, peer node, peerCluster string, nodeID, i int32) *srv1alpha1.DRBDResource {
+// replica is one side of a VM's DRBD pair; i numbers the resource on its
+// node (the primary side's node, whose count both sides share).
+func replica(tn tenant, group, vm string, local, peer node, peerCluster string, nodeID, i int32) *srv1alpha1.DRBDResource {
 	port := 7000 + i
 	return &srv1alpha1.DRBDResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: srv1alpha1.DRBDResourceName(vm),
-			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: drNamespace,
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.appNS, Name: srv1alpha1.DRBDResourceName(vm),
+			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: tn.drNamespace,
 				srv1alpha1.ProtectionRequestLabel: "protect-" + vm}},
 		Spec: srv1alpha1.DRBDResourceSpec{
 			NodeName: local.name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
@@ -211,7 +263,7 @@ func (f *fleet) createReplica(cluster string, k int, r *srv1alpha1.DRBDResource)
 	require.NoError(t, f.client(cluster).Create(ctx, pvc))
 	pvc.Status.Phase = corev1.ClaimBound
 	require.NoError(t, f.client(cluster).Status().Update(ctx, pvc))
-	if measured(cluster, k) {
+	if f.measured(cluster, k) {
 		dev := filepath.Join(f.dir, "nodes", nodeOf(cluster, k).name, "kubelet", "plugins", "kubernetes.io", "csi", "volumeDevices", pv, "dev")
 		require.NoError(t, os.MkdirAll(dev, 0o755))
 		require.NoError(t, os.Symlink("/dev/null", filepath.Join(dev, "holder")))
@@ -241,13 +293,14 @@ func (f *fleet) inProcess(cluster string, register func(ctrl.Manager) error) {
 	})
 }
 
-// start runs the simulators and agents, then the binaries.
-func (f *fleet) start() {
+// startWorkload runs the simulators and agents, then pg-controller, on every
+// workload cluster.
+func (f *fleet) startWorkload() {
 	for _, c := range clusterNames()[1:] {
 		f.inProcess(c, func(mgr ctrl.Manager) error { return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{}) })
 		for k := range nodesPerCluster {
 			n := nodeOf(c, k)
-			if measured(c, k) {
+			if f.measured(c, k) {
 				f.run("drbd-node-agent-"+n.name, c, []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + f.files},
 					"--node-name="+n.name, "--replication-address="+n.address,
 					"--resource-dir="+filepath.Join(f.dir, "nodes", n.name, "drbd.d"),
@@ -270,30 +323,38 @@ func (f *fleet) start() {
 		}
 		f.run("pg-controller-"+c, c, nil)
 	}
-	f.run("quorum-manager", "quorum", nil, "--namespace="+drNamespace)
+}
+
+// startQuorum runs the quorum-manager of a DR namespace; extra arguments
+// (its metrics address) follow.
+func (f *fleet) startQuorum(drNamespace string, args ...string) *process {
+	return f.run("quorum-manager-"+drNamespace, "quorum", nil, append([]string{"--namespace=" + drNamespace}, args...)...)
 }
 
 // fabric is the DRBD simulator's state of node k's pair.
 func (f *fleet) fabric(cluster string, k int) *drbdsim.Fabric {
-	if measured(cluster, k) {
+	if f.measured(cluster, k) {
 		return &drbdsim.Fabric{StateDir: f.files}
 	}
 	return &drbdsim.Fabric{StateDir: f.memory}
 }
 
 // protect makes every primary replica Primary and in sync, then creates the
-// groups' copies on the workload clusters and the quorum cluster.
-func (f *fleet) protect(ctx context.Context) {
+// tenants' groups' copies on the workload clusters and the quorum cluster.
+func (f *fleet) protect(ctx context.Context, tenants []tenant) {
 	t := f.t
-	for _, zone := range zones {
-		p, d := primaryOf(zone), drOf(zone)
+	for _, pair := range pairs {
+		p := primaryOf(pair)
 		f.waitReplicas(ctx, p, "connected", func(r *srv1alpha1.DRBDResource) bool {
 			return r.Status.MetadataCreated && len(r.Status.Peers) == 1
 		})
 		list := &srv1alpha1.DRBDResourceList{}
-		require.NoError(t, f.client(p).List(ctx, list, client.InNamespace(appNS)))
+		require.NoError(t, f.client(p).List(ctx, list))
 		for i := range list.Items {
 			r := &list.Items[i]
+			if r.Spec.Role == srv1alpha1.RolePrimary {
+				continue // protected by an earlier call
+			}
 			k := int(r.Spec.NodeName[len(r.Spec.NodeName)-1] - '0')
 			require.NoError(t, f.fabric(p, k).MarkUpToDate(r.Name, r.Spec.NodeName))
 			before := r.DeepCopy()
@@ -304,25 +365,26 @@ func (f *fleet) protect(ctx context.Context) {
 			return r.Status.Role == "Primary" && len(r.Status.Peers) == 1 && len(r.Status.Peers[0].Volumes) == 1 &&
 				r.Status.Peers[0].Volumes[0].PeerDiskState == "UpToDate"
 		})
-		for key, vms := range f.groups {
-			if key[:len(zone)] != zone {
-				continue
-			}
-			group := key[len(zone)+1:]
+	}
+	for _, tn := range tenants {
+		p, d := primaryOf(tn.pair), drOf(tn.pair)
+		for g := range tn.groups {
+			group := fmt.Sprintf("%s-g%02d", tn.zone, g)
+			vms := f.groups[tn.drNamespace+"/"+tn.zone+"/"+group]
 			refs := make([]srv1alpha1.VirtualMachineReference, len(vms))
 			for i, vm := range vms {
-				refs[i] = srv1alpha1.VirtualMachineReference{Namespace: appNS, Name: vm}
+				refs[i] = srv1alpha1.VirtualMachineReference{Namespace: tn.appNS, Name: vm}
 			}
 			for c, s := range map[string]srv1alpha1.GroupState{p: srv1alpha1.StateRunning, d: srv1alpha1.StateStopped} {
 				require.NoError(t, f.client(c).Create(ctx, &srv1alpha1.ProtectionGroup{
-					ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: group},
+					ObjectMeta: metav1.ObjectMeta{Namespace: tn.drNamespace, Name: group},
 					Spec:       srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, DesiredState: s},
 				}))
 			}
 			require.NoError(t, f.client("quorum").Create(ctx, &srv1alpha1.ProtectionGroup{
-				ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: group},
+				ObjectMeta: metav1.ObjectMeta{Namespace: tn.drNamespace, Name: group},
 				Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: p,
-					ZoneRef: &srv1alpha1.LocalObjectReference{Name: zone}},
+					ZoneRef: &srv1alpha1.LocalObjectReference{Name: tn.zone}},
 			}))
 		}
 	}
@@ -333,7 +395,7 @@ func (f *fleet) waitReplicas(ctx context.Context, cluster, what string, ok func(
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		list := &srv1alpha1.DRBDResourceList{}
-		require.NoError(f.t, f.client(cluster).List(ctx, list, client.InNamespace(appNS)))
+		require.NoError(f.t, f.client(cluster).List(ctx, list))
 		missing := 0
 		var example string
 		for i := range list.Items {
