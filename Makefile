@@ -65,7 +65,7 @@ SANDBOX_FLAGS += $(if $(OIDC),-oidc)
 # PROMETHEUS=1 runs a Prometheus (built from the module proxy, cached) that
 # scrapes each quorum-manager's secure metrics with a token, as the quorum
 # chart's ServiceMonitor does, and evaluates the chart's alert rules.
-SANDBOX_FLAGS += $(if $(PROMETHEUS),-prometheus $(shell scripts/dev/prometheus.sh prometheus)/prometheus)
+SANDBOX_FLAGS += $(if $(PROMETHEUS),-prometheus $(shell hack/prometheus.sh prometheus)/prometheus)
 
 sandbox: build sim-binaries kube-binaries kwok snapshot-controller ## Run a whole zone on this machine (Ctrl-C stops it; VOLSYNC=1 adds a VolSync zone, OFFLOADED=1 an Offloaded one, PROMETHEUS=1 a Prometheus with the chart's alerts).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) run ./test/sandbox -bin $(BIN) $(SANDBOX_FLAGS)
@@ -121,7 +121,7 @@ kwok: ## Build kwok, the test clusters' nodes (cached; tools/kwok pins the versi
 	hack/kwok.sh >/dev/null
 
 prometheus: ## Build Prometheus's prometheus and promtool for the alert tests and the sandbox (cached; tools/promtool pins the version).
-	scripts/dev/prometheus.sh >/dev/null
+	hack/prometheus.sh >/dev/null
 
 # The alerts end to end (test/alerts): a replication lag driven past its
 # objective on real API servers, seen firing and resolving in a real

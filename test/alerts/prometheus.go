@@ -19,15 +19,15 @@ import (
 	"github.com/siterecovery/siterecovery/test/process"
 )
 
-// BuildPrometheus runs scripts/dev/prometheus.sh, which builds cmds
+// BuildPrometheus runs hack/prometheus.sh, which builds cmds
 // ("promtool", "prometheus"; both when none) from the module proxy when they
 // are not cached yet, and returns the folder that holds them.
 func BuildPrometheus(cmds ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "scripts", "dev", "prometheus.sh"), cmds...)
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "hack", "prometheus.sh"), cmds...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("building %v with scripts/dev/prometheus.sh: %w", cmds, err)
+		return "", fmt.Errorf("building %v with hack/prometheus.sh: %w", cmds, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

@@ -49,7 +49,7 @@ func readRuleTests(t *testing.T) ruleTests {
 // threshold.
 func TestAlertRules(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds Prometheus's promtool (scripts/dev/prometheus.sh)")
+		t.Skip("builds Prometheus's promtool (hack/prometheus.sh)")
 	}
 	chart, err := Render(releaseNamespace, nil)
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestEveryAlertHasFiringAndQuietCases(t *testing.T) {
 }
 
 // PrometheusDir builds cmd ("promtool", "prometheus" or both) when missing and
-// returns the folder scripts/dev/prometheus.sh caches them in.
+// returns the folder hack/prometheus.sh caches them in.
 func PrometheusDir(t testing.TB, cmd ...string) string {
 	t.Helper()
 	dir, err := BuildPrometheus(cmd...)

@@ -1,6 +1,6 @@
 // Module promtool builds Prometheus's promtool (the rule unit tests of
 // test/alerts) and prometheus (the sandbox's opt-in Prometheus and the alert
-// end-to-end test) from the module proxy (scripts/dev/prometheus.sh). It is its
+// end-to-end test) from the module proxy (hack/prometheus.sh). It is its
 // own module so that github.com/prometheus/prometheus and the service
 // discovery SDKs it requires stay out of the product's go.sum; it pins the
 // version tools/promql parses the charts' PromQL with.

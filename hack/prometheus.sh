@@ -5,15 +5,15 @@
 # is the sandbox's opt-in Prometheus (make sandbox PROMETHEUS=1) and the alert
 # end-to-end test's (make test-alerts-e2e).
 #
-# Usage: scripts/dev/prometheus.sh            # both, when missing; prints the folder
-#        scripts/dev/prometheus.sh promtool   # promtool only (what make test needs)
+# Usage: hack/prometheus.sh            # both, when missing; prints the folder
+#        hack/prometheus.sh promtool   # promtool only (what make test needs)
 #
 # tools/promtool/go.mod pins github.com/prometheus/prometheus. The build tag
 # remove_all_sd leaves out every service discovery but file and HTTP (the
 # plugins/plugin_*.go files of that module): static targets are all we scrape,
 # and the cloud SDKs would triple the build.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 PROM_VERSION="$(awk '$1 == "github.com/prometheus/prometheus" {print $2; exit}' tools/promtool/go.mod)"
 CACHE_ROOT="${SITERECOVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/siterecovery}"
