@@ -23,7 +23,7 @@ type writeFlags struct {
 }
 
 func newWriteFlags() *writeFlags {
-	return &writeFlags{dryRun: dryRunNone, print: newPrintFlags("", false)}
+	return &writeFlags{dryRun: dryRunNone, print: newPrintFlags(false)}
 }
 
 func (f *writeFlags) addFlags(cmd *cobra.Command) {

@@ -31,8 +31,8 @@ type printFlags struct {
 	tables bool
 }
 
-func newPrintFlags(operation string, tables bool) *printFlags {
-	return &printFlags{print: genericclioptions.NewPrintFlags(operation).WithTypeSetter(scheme.New()), tables: tables}
+func newPrintFlags(tables bool) *printFlags {
+	return &printFlags{print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.New()), tables: tables}
 }
 
 func (f *printFlags) addFlags(cmd *cobra.Command) {

@@ -21,7 +21,7 @@ import (
 )
 
 func newStatusCommand(o *Options) *cobra.Command {
-	pf := newPrintFlags("", true)
+	pf := newPrintFlags(true)
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "status [GROUP]",

@@ -10,7 +10,7 @@ import (
 )
 
 func newValidateCommand(o *Options) *cobra.Command {
-	pf := newPrintFlags("", true)
+	pf := newPrintFlags(true)
 	cmd := &cobra.Command{
 		Use:   "validate [zone|group NAME]",
 		Short: "Check what would break DR before it is needed; score each check ok, warning or problem",

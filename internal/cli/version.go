@@ -73,7 +73,7 @@ type ManagerVersion struct {
 }
 
 func newVersionCommand(o *Options) *cobra.Command {
-	pf := newPrintFlags("", false)
+	pf := newPrintFlags(false)
 	var clientOnly bool
 	cmd := &cobra.Command{
 		Use:   "version",
