@@ -21,7 +21,11 @@ import (
 // Ready=False with a reason and the human message (Progressing while a phase
 // just runs), a request that succeeded is Ready=True, one that failed is
 // Ready=False with the reason of the failure. A kind that has a
-// status.message also carries the last message there.
+// status.message also carries the last message there. Reconciling and
+// Stalled follow Ready (DeriveKStatus): a request in progress is
+// Reconciling, one that failed, or that holds for the operator, is Stalled,
+// so kstatus reads it InProgress, Current once it succeeded, Failed once it
+// failed.
 type Trail[P ~string] struct {
 	Phase      *P
 	History    *[]srv1alpha1.PhaseTransition
@@ -78,6 +82,7 @@ func (t *Trail[P]) EnterWithReason(p P, reason, format string, args ...any) {
 	} else if t.CompletionTime != nil {
 		*t.CompletionTime = &metav1.Time{Time: t.Now}
 	}
+	DeriveKStatus(t.Conditions, t.Generation, p == t.Failed)
 }
 
 // EnteredAt is when the request last entered p; now if it never did.
@@ -130,11 +135,15 @@ func (t *Trail[P]) Report(err error) {
 }
 
 // Condition sets a condition at the request's generation; a changed message
-// alone does not move its transition time.
+// alone does not move its transition time. Setting Ready sets Reconciling and
+// Stalled with it.
 func (t *Trail[P]) Condition(typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(t.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: Truncate(message, t.MaxMessage), ObservedGeneration: t.Generation,
 	})
+	if typ == srv1alpha1.ConditionReady {
+		DeriveKStatus(t.Conditions, t.Generation, *t.Phase == t.Failed)
+	}
 }
 
 // Truncate bounds a condition or history message to limit bytes, marking the

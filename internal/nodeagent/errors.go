@@ -32,8 +32,6 @@ const (
 	// ReasonPeerAddressRefused: a peer's address lies outside the replication
 	// networks; the agent does not connect to it.
 	ReasonPeerAddressRefused = "PeerAddressRefused"
-	// ReasonSyncing: the local data is not UpToDate yet.
-	ReasonSyncing = "Syncing"
 )
 
 // waitOn is a phase failure that resolves on its own, shown as condition cond

@@ -92,6 +92,9 @@ type scope struct {
 	now     time.Time // reconcile start, from the injected clock
 	tracked drbd.ResourceStatus
 	up      bool // DRBD knows the resource (tracked, or "up" just succeeded)
+	// stalled: a phase stopped on what only a spec change fixes; the resource
+	// is Stalled, not Reconciling.
+	stalled bool
 	// needsAdjust: the resource file changed, or was not applied since agent start.
 	needsAdjust bool
 	// rendered is the resource file this reconcile wrote.
@@ -133,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.ensureFinalizer, r.claimName, r.configure, r.createMetadata, r.bringUp, r.applyRole, r.discardData, r.reconnect)
 	if e := flow.As(err); e != nil && e.Kind != flow.KindTransient {
 		setCondition(s, falseCondition(e, s.obj.Generation))
+		s.stalled = e.Kind == flow.KindStalled
 		s.log.V(1).Info("phase stopped", "condition", e.Condition, "reason", e.Reason, "message", e.Error())
 	}
 	if res, err = flow.Result(res, err); err != nil {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // statusSetters compute the status from the phase results and the tracked DRBD
@@ -22,6 +23,7 @@ var statusSetters = []func(*Reconciler, *scope){
 	setRoleAppliedDefault,
 	setStatusAnswered,
 	setReadyCondition,
+	setKStatus,
 }
 
 // setCondition sets c with the reconcile's generation and the injected clock.
@@ -152,11 +154,18 @@ func setReadyCondition(_ *Reconciler, s *scope) {
 	}
 	for _, v := range s.obj.Status.Volumes {
 		if v.DiskState != "UpToDate" {
-			setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonSyncing,
+			setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: srv1alpha1.ReasonSyncing,
 				Message: fmt.Sprintf("%s is %s", volumeName(v.Number), v.DiskState)})
 			return
 		}
 	}
 	setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: srv1alpha1.ReasonReconciled,
 		Message: "replica configured, in its role, connected, with quorum and UpToDate"})
+}
+
+// setKStatus sets Reconciling and Stalled from Ready: a replica on its way to
+// Ready is Reconciling, one a phase stalled on (a name conflict, a refused
+// peer address or backing device, a spec the agent cannot render) is Stalled.
+func setKStatus(_ *Reconciler, s *scope) {
+	flow.DeriveKStatus(&s.obj.Status.Conditions, s.obj.Generation, s.stalled)
 }

@@ -67,7 +67,7 @@ func (r *Reconciler) recordTransitions(obj *srv1alpha1.DRBDResource, prev []meta
 
 func isWarningReason(reason string) bool {
 	switch reason {
-	case srv1alpha1.ReasonProgressing, ReasonSyncing, ReasonWaitingForPeers, ReasonNotUp:
+	case srv1alpha1.ReasonProgressing, srv1alpha1.ReasonSyncing, ReasonWaitingForPeers, ReasonNotUp:
 		return false
 	}
 	return true

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strings"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
 
 // Labels and annotations of the global VolumeGroupReplication and of incremental
 // sync for consistency groups. Storage vendors and Ramen set and read
@@ -95,7 +99,7 @@ const (
 	ReasonReady               = "Ready"
 	ReasonReplicated          = "Replicated"
 	ReasonDataProtected       = "DataProtected"
-	ReasonProgressing         = "Progressing"
+	ReasonProgressing         = srv1alpha1.ReasonProgressing
 	ReasonError               = "Error"
 )
 

@@ -85,6 +85,9 @@ type LatestImage struct {
 
 // ReplicationGroupDestinationStatus is the progress of the receiving side.
 type ReplicationGroupDestinationStatus struct {
+	// observedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// lastSyncTime is when the last cycle completed.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -42,6 +42,9 @@ type ReplicationGroupSourceSpec struct {
 
 // ReplicationGroupSourceStatus is the progress of the sync cycles.
 type ReplicationGroupSourceStatus struct {
+	// observedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// lastSyncTime is when the last cycle completed.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -97,33 +97,6 @@ func FailoverLockName(protectionGroup string) string {
 	return FailoverLockPrefix + protectionGroup
 }
 
-// Condition types shared by several kinds.
-const (
-	// ConditionReady is True when the object reached its goal.
-	ConditionReady = "Ready"
-	// ConditionDegraded is True when part of the object does not work as asked.
-	ConditionDegraded = "Degraded"
-	// ConditionReachable is True while a workload cluster's API server answers.
-	ConditionReachable = "Reachable"
-	// ConditionSynced is True when the workload copies match the quorum copy.
-	ConditionSynced = "Synced"
-)
-
-// Reasons shared by several kinds.
-const (
-	ReasonReconciled          = "Reconciled"
-	ReasonProgressing         = "Progressing"
-	ReasonVMNotFound          = "VirtualMachineNotFound"
-	ReasonKubeconfigInvalid   = "KubeconfigInvalid"
-	ReasonKubeconfigForbidden = "KubeconfigNotAllowed"
-	ReasonSecretNotFound      = "SecretNotFound"
-	ReasonAPIServerReachable  = "APIServerReachable"
-	ReasonAPIServerDown       = "APIServerUnreachable"
-	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonInSync              = "InSync"
-	ReasonDrift               = "Drift"
-)
-
 // Labels and names of the DRBD storage stack that the protection flow builds on the
 // workload clusters. The failover, test-failover and replication-monitor flows
 // find those objects by them, so they are part of the API, not of one controller.

@@ -32,7 +32,6 @@ const (
 // Condition types of a FailoverRequest.
 const (
 	ConditionLockAcquired   = "LockAcquired"
-	ConditionValidated      = "Validated"
 	ConditionSourceStopped  = "SourceStopped"
 	ConditionTargetPromoted = "TargetPromoted"
 	ConditionTargetRunning  = "TargetRunning"
@@ -70,8 +69,10 @@ const (
 	ReasonLockHeld = "LockHeldByOtherRequest"
 	// ReasonCancelled: the request was deleted before it moved any DRBD role;
 	// the group was left, or put back, running on its source.
-	ReasonCancelled         = "Cancelled"
-	ReasonAlreadyOnTarget   = "AlreadyOnTarget"
+	ReasonCancelled       = "Cancelled"
+	ReasonAlreadyOnTarget = "AlreadyOnTarget"
+	// ReasonFailoverCompleted (Ready=True): the group runs on the target.
+	ReasonFailoverCompleted = "FailoverCompleted"
 	ReasonGroupNotFound     = "ProtectionGroupNotFound"
 	ReasonInvalidTarget     = "InvalidTargetCluster"
 	ReasonDrainTimeout      = "DrainTimeout"

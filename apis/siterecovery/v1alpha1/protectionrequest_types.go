@@ -19,6 +19,11 @@ const (
 	ProtectionFailed                ProtectionPhase = "Failed"
 )
 
+// ReasonFailedOver (Ready=False while a deleted ProtectionRequest removes
+// protection): the VM runs on the DR cluster, so removal holds until the
+// operator fails the group back or forces it with ForceUnprotectAnnotation.
+const ReasonFailedOver = "FailedOver"
+
 // ProtectionRequestSpec asks for one VM to be protected.
 type ProtectionRequestSpec struct {
 	// virtualMachine is the VM to protect, on the zone's primary cluster.

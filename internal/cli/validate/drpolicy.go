@@ -14,10 +14,6 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// conditionValidated is the DRPolicy condition the drpolicy controller sets
-// once it has checked the policy's clusters and found its peer classes.
-const conditionValidated = "Validated"
-
 // drPolicy checks, for a group of an Offloaded or VolSync zone, what its
 // failover depends on and only the quorum cluster shows: the group's
 // DRPlacementControl, the DRPolicy it names with its peer classes (the storage
@@ -46,7 +42,7 @@ func (z *zoneCheck) drPolicy(ctx context.Context, g *srv1alpha1.ProtectionGroup,
 		z.r.add("peer-classes", t, Problem, fmt.Sprintf("DRPolicy %s of DRPlacementControl %s: %v", drpc.Spec.DRPolicyRef.Name, drpc.Name, err), "")
 		return
 	}
-	if c := meta.FindStatusCondition(pol.Status.Conditions, conditionValidated); c != nil && c.Status != "True" {
+	if c := meta.FindStatusCondition(pol.Status.Conditions, srv1alpha1.ConditionValidated); c != nil && c.Status != "True" {
 		z.r.add("peer-classes", t, Problem, fmt.Sprintf("DRPolicy %s is not valid: %s", pol.Name, c.Message), "")
 		return
 	}

@@ -61,7 +61,7 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 	if p != drv1alpha1.ProgressionWaitForReadiness && p != drv1alpha1.ProgressionUpdatedPlacement {
 		for _, c := range []string{src, tgt} {
 			if err, down := s.unreachable[c]; down {
-				return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
+				return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
 			}
 		}
 		s.setProgression(drv1alpha1.ProgressionPreparingFinalSync)
@@ -185,7 +185,7 @@ func (r *Reconciler) groupVRGs(ctx context.Context, s *scope, cluster string) (*
 	label := s.globalVGR()
 	list := &drv1alpha1.VolumeReplicationGroupList{}
 	if err := s.remotes[cluster].Cached.List(ctx, list, client.MatchingLabels{drv1alpha1.GlobalVGRLabel: label}); err != nil {
-		return nil, flow.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", cluster, label, err))
+		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: listing the VRGs of %s: %w", cluster, label, err))
 	}
 	return list, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -25,7 +26,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) (ctrl.Result, error
 	s.setProgression(drv1alpha1.ProgressionDeleting)
 	if _, err := r.load(ctx, s); err != nil {
 		// Without the policy or group nothing says where the VRGs are.
-		s.events = append(s.events, flow.Event{Type: corev1.EventTypeWarning, Reason: flow.ReasonOf(err, ReasonInvalidSpec),
+		s.events = append(s.events, flow.Event{Type: corev1.EventTypeWarning, Reason: flow.ReasonOf(err, srv1alpha1.ReasonInvalidSpec),
 			Message: "VolumeReplicationGroups not deleted: " + err.Error()})
 		return ctrl.Result{}, r.release(ctx, s)
 	}

@@ -18,12 +18,7 @@ import (
 
 // Reasons of this controller's conditions that the specs do not name.
 const (
-	ReasonPolicyNotFound     = "DRPolicyNotFound"
-	ReasonGroupNotFound      = "ProtectionGroupNotFound"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	ReasonWriteFailed        = "WriteFailed"
-	ReasonReadFailed         = "ReadFailed"
+	ReasonPolicyNotFound = "DRPolicyNotFound"
 	// ReasonProgressing is the apis reason for a step that waits on a cluster.
 	ReasonProgressing = drv1alpha1.ReasonProgressing
 )
@@ -40,23 +35,23 @@ func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	s.clusters = s.policy.Spec.DRClusters
 	if len(s.clusters) != 2 {
-		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "DRPolicy %s must name two drClusters", s.policy.Name)
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "DRPolicy %s must name two drClusters", s.policy.Name)
 	}
 	s.group = &srv1alpha1.ProtectionGroup{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.ProtectionGroupRef.Name}, s.group); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, flow.Stalled(ReasonGroupNotFound, "ProtectionGroup %s/%s not found", d.Namespace, d.Spec.ProtectionGroupRef.Name)
+			return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonGroupNotFound, "ProtectionGroup %s/%s not found", d.Namespace, d.Spec.ProtectionGroupRef.Name)
 		}
 		return ctrl.Result{}, err
 	}
 	if s.group.Spec.ZoneRef == nil {
-		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "ProtectionGroup %s has no zoneRef", s.group.Name)
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "ProtectionGroup %s has no zoneRef", s.group.Name)
 	}
 	s.zone = s.group.Spec.ZoneRef.Name
 	z := &srv1alpha1.ProtectionZone{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: s.zone}, z); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "ProtectionZone %s/%s not found", d.Namespace, s.zone)
+			return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "ProtectionZone %s/%s not found", d.Namespace, s.zone)
 		}
 		return ctrl.Result{}, err
 	}
@@ -72,14 +67,14 @@ func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, error) {
 // validate checks that the DRPC places the application on clusters of its policy.
 func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.target() == "" {
-		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "no cluster to place %s on: set preferredCluster", s.group.Name)
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "no cluster to place %s on: set preferredCluster", s.group.Name)
 	}
 	for _, c := range []string{s.current(), s.target()} {
 		if c == "" {
 			continue
 		}
 		if !slices.Contains(s.clusters, c) {
-			return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "cluster %q is not one of DRPolicy %s's drClusters %v", c, s.policy.Name, s.clusters)
+			return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "cluster %q is not one of DRPolicy %s's drClusters %v", c, s.policy.Name, s.clusters)
 		}
 	}
 	return ctrl.Result{}, nil
@@ -94,11 +89,11 @@ func vmNamespace(g *srv1alpha1.ProtectionGroup) (string, error) {
 		case ns == "":
 			ns = vm.Namespace
 		case vm.Namespace != ns:
-			return "", flow.Stalled(ReasonInvalidSpec, "the VMs of ProtectionGroup %s span namespaces %s and %s; one VolumeReplicationGroup covers one namespace", g.Name, ns, vm.Namespace)
+			return "", flow.Stalled(srv1alpha1.ReasonInvalidSpec, "the VMs of ProtectionGroup %s span namespaces %s and %s; one VolumeReplicationGroup covers one namespace", g.Name, ns, vm.Namespace)
 		}
 	}
 	if ns == "" {
-		return "", flow.Stalled(ReasonInvalidSpec, "ProtectionGroup %s has no VMs, so no namespace for its VolumeReplicationGroups", g.Name)
+		return "", flow.Stalled(srv1alpha1.ReasonInvalidSpec, "ProtectionGroup %s has no VMs, so no namespace for its VolumeReplicationGroups", g.Name)
 	}
 	return ns, nil
 }
@@ -158,7 +153,7 @@ func (r *Reconciler) adoptGlobalLabel(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	s.drpc.Labels[drv1alpha1.GlobalVGRLabel] = label
 	if err := r.Client.Patch(ctx, s.drpc, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, flow.Transient(ReasonWriteFailed, fmt.Errorf("labelling DRPC with %s=%s: %w", drv1alpha1.GlobalVGRLabel, label, err))
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("labelling DRPC with %s=%s: %w", drv1alpha1.GlobalVGRLabel, label, err))
 	}
 	s.before.Labels, s.before.ResourceVersion = s.drpc.Labels, s.drpc.ResourceVersion
 	s.events = append(s.events, flow.Event{Type: corev1.EventTypeNormal, Reason: "GlobalVGRLabelled",

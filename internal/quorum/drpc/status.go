@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
@@ -71,6 +72,24 @@ func (r *Reconciler) setConditions(s *scope, err error) {
 	}
 	s.setPeerReady()
 	s.setProtected()
+	s.setReady(err)
+}
+
+// setReady sets Ready from Available in a settled phase: the application is
+// placed and no action is under way (Available is True already while an
+// action initiates), which is what a `kubectl wait --for=condition=Ready`
+// after a Failover or Relocate waits for. PeerReady and Protected stay apart:
+// a DRPC failed over from a lost site is Ready while its peer is down. A spec
+// that cannot be processed (a Stalled error) is Stalled; anything else that is
+// not Ready yet is Reconciling.
+func (s *scope) setReady(err error) {
+	conds := &s.drpc.Status.Conditions
+	if !settledPhase(s.drpc.Status.Phase) && meta.IsStatusConditionTrue(*conds, drv1alpha1.ConditionAvailable) {
+		flow.SetReady(conds, s.drpc.Generation, metav1.ConditionFalse, drv1alpha1.ReasonProgressing,
+			fmt.Sprintf("%s: %s", s.drpc.Status.Phase, s.drpc.Status.Progression), false)
+		return
+	}
+	flow.ReadyFrom(conds, s.drpc.Generation, drv1alpha1.ConditionAvailable, err)
 }
 
 // unreachableNote names, for the Available message, each cluster that could
@@ -99,7 +118,7 @@ func (s *scope) setPeerReady() {
 	}
 	peer := s.other(cur)
 	if err, down := s.unreachable[peer]; down {
-		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, ReasonClusterUnreachable, err.Error())
+		s.setCondition(drv1alpha1.ConditionPeerReady, metav1.ConditionFalse, srv1alpha1.ReasonClusterUnreachable, err.Error())
 		return
 	}
 	if !vrgReached(s.vrgs[peer], drv1alpha1.SecondaryState) {

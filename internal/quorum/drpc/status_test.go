@@ -28,7 +28,7 @@ func TestAvailableNamesUnreachableCluster(t *testing.T) {
 	}{
 		{name: "relocating", phase: drv1alpha1.DRStateRelocating, progression: drv1alpha1.ProgressionPreparingFinalSync,
 			unreachable: map[string]error{"dr": down},
-			err:         flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", down),
+			err:         flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", down),
 			want:        "Relocating: PreparingFinalSync; cluster unreachable: dr: its API server does not answer"},
 		{name: "settled", phase: drv1alpha1.DRStateRelocated, progression: drv1alpha1.ProgressionCompleted,
 			unreachable: map[string]error{"dr": down},

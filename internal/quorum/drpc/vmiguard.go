@@ -8,6 +8,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -22,7 +23,7 @@ import (
 func (r *Reconciler) runningVMI(ctx context.Context, s *scope, cluster string) (string, error) {
 	rc := s.remotes[cluster]
 	if rc == nil {
-		return "", flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
+		return "", flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
 	}
 	for _, vm := range s.group.Spec.VirtualMachines {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
@@ -31,7 +32,7 @@ func (r *Reconciler) runningVMI(ctx context.Context, s *scope, cluster string) (
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return "", flow.Transient(ReasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachineInstance %s/%s: %w", cluster, vm.Namespace, vm.Name, err))
+			return "", flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: reading VirtualMachineInstance %s/%s: %w", cluster, vm.Namespace, vm.Name, err))
 		case vmi.IsFinal():
 			// A final VMI mounts nothing any more.
 			continue

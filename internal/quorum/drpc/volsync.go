@@ -68,7 +68,7 @@ func (r *Reconciler) ensureKey(ctx context.Context, s *scope) (ctrl.Result, erro
 		// Create only: the copy never changes, and reading Secrets on a
 		// workload cluster is a right quorum-manager does not need.
 		if err := rc.Direct.Create(ctx, copied); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: creating the pre-shared-key Secret %s/%s: %w", c, copied.Namespace, copied.Name, err))
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: creating the pre-shared-key Secret %s/%s: %w", c, copied.Namespace, copied.Name, err))
 		}
 	}
 	return ctrl.Result{}, nil
@@ -84,7 +84,7 @@ func (r *Reconciler) quorumKey(ctx context.Context, s *scope) ([]byte, error) {
 		return secret.Data[drv1alpha1.VolSyncPSKKey], nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return nil, flow.Transient(ReasonReadFailed, fmt.Errorf("reading Secret %s: %w", name, err))
+		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading Secret %s: %w", name, err))
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -103,7 +103,7 @@ func (r *Reconciler) quorumKey(ctx context.Context, s *scope) ([]byte, error) {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, flow.Waiting(ReasonProgressing, syncingRetry, "the pre-shared key of %s was just minted by another reconcile", s.drpc.Name)
 		}
-		return nil, flow.Transient(ReasonWriteFailed, fmt.Errorf("creating Secret %s: %w", name, err))
+		return nil, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("creating Secret %s: %w", name, err))
 	}
 	return secret.Data[drv1alpha1.VolSyncPSKKey], nil
 }
@@ -113,7 +113,7 @@ func (r *Reconciler) quorumKey(ctx context.Context, s *scope) ([]byte, error) {
 func (r *Reconciler) deleteKey(ctx context.Context, d *drv1alpha1.DRPlacementControl) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(d.Name)}}
 	if err := client.IgnoreNotFound(r.Client.Delete(ctx, secret)); err != nil {
-		return flow.Transient(ReasonWriteFailed, fmt.Errorf("deleting Secret %s/%s: %w", secret.Namespace, secret.Name, err))
+		return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("deleting Secret %s/%s: %w", secret.Namespace, secret.Name, err))
 	}
 	return nil
 }

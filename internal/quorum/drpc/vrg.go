@@ -59,7 +59,7 @@ func (s *scope) vrgLabels() map[string]string {
 func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, state drv1alpha1.ReplicationState) error {
 	rc := s.remotes[cluster]
 	if rc == nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
 	}
 	spec, labels, annotations := s.desiredVRG(cluster, state), s.vrgLabels(), s.vrgAnnotations()
 	if cur := s.vrgs[cluster]; cur != nil && equality.Semantic.DeepEqual(cur.Spec, spec) && hasLabels(cur.Labels, labels) &&
@@ -71,7 +71,7 @@ func (r *Reconciler) ensureVRG(ctx context.Context, s *scope, cluster string, st
 		return err
 	}
 	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: applying VolumeReplicationGroup %s/%s: %w", cluster, s.vrgNamespace, s.drpc.Name, err))
+		return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: applying VolumeReplicationGroup %s/%s: %w", cluster, s.vrgNamespace, s.drpc.Name, err))
 	}
 	applied := &drv1alpha1.VolumeReplicationGroup{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err == nil {
@@ -146,7 +146,7 @@ func (r *Reconciler) deleteVRG(ctx context.Context, s *scope, cluster string) (d
 	}
 	obj := &drv1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: v.Name}}
 	if err := rc.Direct.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-		return false, flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: deleting VolumeReplicationGroup %s/%s: %w", cluster, v.Namespace, v.Name, err))
+		return false, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: deleting VolumeReplicationGroup %s/%s: %w", cluster, v.Namespace, v.Name, err))
 	}
 	return true, nil
 }

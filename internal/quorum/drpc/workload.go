@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) ensureDesiredState(ctx context.Context, s *scope, cluster string, state srv1alpha1.GroupState) (bool, error) {
 	rc := s.remotes[cluster]
 	if rc == nil {
-		return false, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
+		return false, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: %v", cluster, s.unreachable[cluster])
 	}
 	cp := s.copies[cluster]
 	if cp == nil {
@@ -35,7 +35,7 @@ func (r *Reconciler) ensureDesiredState(ctx context.Context, s *scope, cluster s
 		return false, err
 	}
 	if err := rc.Direct.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return false, flow.Transient(ReasonWriteFailed, fmt.Errorf("cluster %s: setting desiredState=%s on ProtectionGroup %s: %w", cluster, state, cp.Name, err))
+		return false, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: setting desiredState=%s on ProtectionGroup %s: %w", cluster, state, cp.Name, err))
 	}
 	cp.Spec.DesiredState = state
 	return false, nil
@@ -58,7 +58,7 @@ func (r *Reconciler) flipActiveCluster(ctx context.Context, s *scope, cluster st
 	before := s.group.DeepCopy()
 	s.group.Spec.ActiveCluster = cluster
 	if err := r.Client.Patch(ctx, s.group, client.MergeFrom(before)); err != nil {
-		return flow.Transient(ReasonWriteFailed, fmt.Errorf("setting activeCluster of ProtectionGroup %s to %s: %w", s.group.Name, cluster, err))
+		return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("setting activeCluster of ProtectionGroup %s to %s: %w", s.group.Name, cluster, err))
 	}
 	return nil
 }

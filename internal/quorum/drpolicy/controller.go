@@ -25,17 +25,11 @@ import (
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "drpolicy"
 
-// ConditionValidated is the DRPolicy condition saying whether its clusters and
-// peer classes could be discovered.
-const ConditionValidated = "Validated"
-
 // Reasons of the Validated condition.
 const (
-	ReasonSucceeded          = "Succeeded"
-	ReasonZoneNotFound       = "ZoneNotFound"
-	ReasonClusterNotInZone   = "ClusterNotInZone"
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	ReasonInvalidSelector    = "InvalidSelector"
+	ReasonSucceeded        = "Succeeded"
+	ReasonClusterNotInZone = "ClusterNotInZone"
+	ReasonInvalidSelector  = "InvalidSelector"
 	// ReasonKindNotServed: a cluster does not serve VolumeGroupReplicationClass
 	// (csi-addons CRDs missing); the connection watches it once installed.
 	ReasonKindNotServed = "KindNotServed"
@@ -97,8 +91,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		// Keep the last discovered peer classes: a failover must still find them
 		// while one of the clusters is down.
-		setValidated(p, metav1.ConditionFalse, flow.ReasonOf(err, ReasonClusterUnreachable), err.Error())
+		setValidated(p, metav1.ConditionFalse, flow.ReasonOf(err, srv1alpha1.ReasonClusterUnreachable), err.Error())
 	}
+	// Ready follows Validated: a cluster that does not answer is retried
+	// (Reconciling), a policy naming no zone or a bad selector is Stalled.
+	flow.ReadyFrom(&p.Status.Conditions, p.Generation, srv1alpha1.ConditionValidated, err)
 	if werr := r.writeStatus(ctx, before, p); werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
@@ -128,12 +125,12 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 				// Connected and reachable: the cache is filling.
 				retry = syncingRetry
 			}
-			return nil, flow.Waiting(ReasonClusterUnreachable, retry, "cluster %s: %s", name, err.Error())
+			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, retry, "cluster %s: %s", name, err.Error())
 		}
 		c := clusterClasses{name: name}
 		scs := &storagev1.StorageClassList{}
 		if err := rc.Cached.List(ctx, scs); err != nil {
-			return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
+			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
 		}
 		c.storageClasses = scs.Items
 		if pairsGroupClasses(zone.Spec.StorageBackend) {
@@ -144,7 +141,7 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 				return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%s (csi-addons CRDs not installed); install them on cluster %s: zone %s uses the %s backend, which replicates through VolumeGroupReplications",
 					err.Error(), name, zone.Name, zone.Spec.StorageBackend)
 			case err != nil:
-				return nil, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
+				return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
 			}
 			c.groupClasses = vgrcs.Items
 		}
@@ -180,7 +177,7 @@ func (r *Reconciler) zoneOf(ctx context.Context, p *drv1alpha1.DRPolicy) (*srv1a
 			return &z, nil
 		}
 	}
-	return nil, flow.Stalled(ReasonZoneNotFound, "no ProtectionZone in %s has both clusters %s", p.Namespace, joinClusters(p))
+	return nil, flow.Stalled(srv1alpha1.ReasonZoneNotFound, "no ProtectionZone in %s has both clusters %s", p.Namespace, joinClusters(p))
 }
 
 // writeStatus writes the status only when it changed, and records an event when

@@ -15,7 +15,6 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/test/env"
 )
@@ -52,7 +51,7 @@ func TestPeerClassDiscovery(t *testing.T) {
 			if err := e.Client(env.Quorum).Get(ctx, key, p); err != nil {
 				return err
 			}
-			if !meta.IsStatusConditionTrue(p.Status.Conditions, drpolicy.ConditionValidated) {
+			if !meta.IsStatusConditionTrue(p.Status.Conditions, srv1alpha1.ConditionValidated) {
 				return fmt.Errorf("conditions %+v", p.Status.Conditions)
 			}
 			if fmt.Sprint(p.Status.PeerClasses) != fmt.Sprint(want) {

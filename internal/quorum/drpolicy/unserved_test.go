@@ -57,7 +57,7 @@ func TestPolicyNeedsGroupClassesOnlyOnOffloaded(t *testing.T) {
 
 			got := &drv1alpha1.DRPolicy{}
 			require.NoError(t, quorum.Get(ctx, client.ObjectKeyFromObject(policy), got))
-			c := meta.FindStatusCondition(got.Status.Conditions, drpolicy.ConditionValidated)
+			c := meta.FindStatusCondition(got.Status.Conditions, srv1alpha1.ConditionValidated)
 			require.NotNil(t, c)
 			require.Equal(t, tc.validated, c.Status, c.Message)
 			if tc.validated == metav1.ConditionTrue {

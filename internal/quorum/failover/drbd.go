@@ -26,7 +26,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %s", s.target(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
 	targetRes, err := s.replicasOf(ctx, tgt)
 	if err != nil {
@@ -66,7 +66,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	if !s.unplanned() {
 		var err error
 		if gaps, err = r.sourceGaps(ctx, s); err != nil {
-			return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 		}
 	}
 	var pending, notReady []string

@@ -164,7 +164,7 @@ func (r *Reconciler) mirrorDRPC(ctx context.Context, s *scope) (ctrl.Result, err
 		s.trail.Condition(ConditionDRPlacementControl, metav1.ConditionTrue, string(st.Phase), drpcSummary(d))
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running",
 			fmt.Sprintf("DRPlacementControl %s placed %s on %s", d.Name, s.group.Name, tgt))
-		s.trail.Succeed("FailoverCompleted", "DRPlacementControl %s %s group %s to %s (%s/%s); %s is now its active cluster",
+		s.trail.Succeed(srv1alpha1.ReasonFailoverCompleted, "DRPlacementControl %s %s group %s to %s (%s/%s); %s is now its active cluster",
 			d.Name, strings.ToLower(string(st.Phase)), s.group.Name, tgt, st.Phase, st.Progression, tgt)
 		return ctrl.Result{}, nil
 	}

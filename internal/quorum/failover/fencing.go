@@ -109,7 +109,7 @@ func (r *Reconciler) demoteReturnedSource(ctx context.Context, s *scope) error {
 		err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped)
 	}
 	if err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %s", s.source(), s.group.Name, err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %s", s.source(), s.group.Name, err.Error())
 	}
 	pg, err := workloadGroup(ctx, src, s.req.Namespace, s.group.Name)
 	if err != nil {
@@ -138,7 +138,7 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 		s.trail.Events = append(s.trail.Events, flow.Event{Type: "Warning", Reason: srv1alpha1.ReasonSourceFenced, Message: msg})
 	}
 	if err := r.markFencedOff(ctx, s); err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 	}
 	var names []string
 	if err := flow.ForEach(parallelWrites, len(blocked), func(i int) error {
@@ -188,7 +188,7 @@ func (r *Reconciler) fenceDivergingSource(ctx context.Context, s *scope, tgt *re
 		return nil
 	}
 	if err := r.markFencedOff(ctx, s); err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 	}
 	idx := make([]int, 0, len(fence))
 	for i := range fence {

@@ -71,7 +71,7 @@ func (r *Reconciler) cancel(ctx context.Context, s *scope) error {
 			_, err = setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain())
 		}
 		if err != nil {
-			return flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
+			return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry,
 				"deleted while stopping group %s; waiting to reach source %s to run the group there again before the request goes: %s",
 				s.group.Name, s.source(), err.Error())
 		}

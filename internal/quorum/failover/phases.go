@@ -114,7 +114,7 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, r.abortDrain(ctx, s, src)
 	}
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, r.drainLeft(s)), "cannot reach source %s yet: %s", s.source(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, r.drainLeft(s)), "cannot reach source %s yet: %s", s.source(), err.Error())
 	}
 	pg, err := workloadGroup(ctx, src, s.req.Namespace, group)
 	if err != nil {
@@ -185,7 +185,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 		s.trail.Condition(srv1alpha1.ConditionTargetRunning, metav1.ConditionTrue, "Running", fmt.Sprintf("every VM of %s runs on %s", s.group.Name, s.target()))
-		s.trail.Succeed("FailoverCompleted", "group %s runs on %s; %s is now its active cluster%s", s.group.Name, s.target(), s.target(), fencedNote(s))
+		s.trail.Succeed(srv1alpha1.ReasonFailoverCompleted, "group %s runs on %s; %s is now its active cluster%s", s.group.Name, s.target(), s.target(), fencedNote(s))
 		return ctrl.Result{}, nil
 	}
 	if left <= 0 {
@@ -204,7 +204,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			s.group.Name, s.target(), s.req.Spec.BatchBootTimeoutSeconds, state, late, s.target())
 	}
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
 	if why := vmProblems(pg); why != "" {
 		// Say at once what keeps a VM from starting (a launcher pod the

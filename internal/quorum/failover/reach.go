@@ -67,7 +67,7 @@ func (r *Reconciler) holdForUnreachable(ctx context.Context, s *scope) error {
 	if h.Err != nil {
 		cause = fmt.Sprintf(" (%d probes failed: %s)", h.FailedProbes, h.Err.Error())
 	}
-	return flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
+	return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry,
 		"cannot reach %s %s: %s%s; holding in %s: %s; the request resumes when %s answers",
 		role, cluster, since, cause, s.req.Status.Phase, holding, cluster)
 }

@@ -69,7 +69,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		if c == nil {
 			return nil // the planned flow says that it cannot reach the source
 		}
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach source %s to rejoin %s: %s", s.source(), s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach source %s to rejoin %s: %s", s.source(), s.target(), err.Error())
 	}
 	srcRes, err := s.replicasOf(ctx, src)
 	if err != nil {
@@ -85,11 +85,11 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	}
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cannot reach %s, which was fenced off during an unplanned failover, to rejoin it before failing back: %s", s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach %s, which was fenced off during an unplanned failover, to rejoin it before failing back: %s", s.target(), err.Error())
 	}
 	// 1. Its VMs may have run on while it was cut off.
 	if err := setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped); err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "rejoining %s: %s", s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "rejoining %s: %s", s.target(), err.Error())
 	}
 	pg, err := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)
 	if err != nil {
@@ -138,7 +138,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	// 5. Wait for the resync.
 	gaps, err := r.sourceGaps(ctx, s)
 	if err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 	}
 	behind := describeGaps(gaps)
 	if notUpToDate := staleReplicas(tgtRes); behind != "" || len(notUpToDate) > 0 {
@@ -151,7 +151,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
 	}
 	if err := r.clearFencedOff(ctx, s); err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionTrue, "Resynced",
 		fmt.Sprintf("%s's diverged data was discarded and resynced from %s; failing back", s.target(), s.source()))

@@ -98,7 +98,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	}
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
 	}
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, stoppedAs(primaryIntent())); err != nil {
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
@@ -118,7 +118,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), flow.Listed(waiting), refusals(srcRes))
 	}
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
 		"the target did not become UpToDate within drainTimeoutSeconds; the source was restored"+behind)

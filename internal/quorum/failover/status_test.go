@@ -20,7 +20,7 @@ func TestProgressOnly(t *testing.T) {
 	if !progressOnly(before, &fr.Status) {
 		t.Fatal("a new waiting message under the same reason is progress only")
 	}
-	s.trail.Wait(ReasonClusterUnreachable, "cannot reach target")
+	s.trail.Wait(srv1alpha1.ReasonClusterUnreachable, "cannot reach target")
 	if progressOnly(before, &fr.Status) {
 		t.Fatal("a wait with another reason is a change to write at once")
 	}

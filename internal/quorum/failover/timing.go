@@ -118,7 +118,7 @@ func waitOf(err error) waitKind {
 		return notWaiting
 	}
 	switch e.Reason {
-	case srv1alpha1.ReasonProgressing, ReasonClusterUnreachable:
+	case srv1alpha1.ReasonProgressing, srv1alpha1.ReasonClusterUnreachable:
 		return onWorkload
 	default:
 		return held

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Side is one workload cluster's DRBDResources of a group, by namespace/name.
@@ -305,6 +306,10 @@ func setConditions(st *srv1alpha1.ReplicationGroupStatusStatus, objective int32,
 // output is what an aggregation returns: the new status, stamped with now
 // only when it differs from prev, so that an unchanged group is not written.
 func output(prev *srv1alpha1.ReplicationGroupStatusStatus, st srv1alpha1.ReplicationGroupStatusStatus, ep *Episode, next *time.Time, now time.Time) Output {
+	// Replication that is not Healthy is Reconciling: it heals on its own or
+	// is a disaster the group's conditions and RPOEvents tell of; nothing the
+	// monitor computes waits for the operator.
+	flow.DeriveKStatus(&st.Conditions, st.ObservedGeneration, false)
 	out := Output{Status: st, Episode: ep, NextBreach: next}
 	out.Changed = statusChanged(prev, &out.Status)
 	if out.Changed {

@@ -54,7 +54,6 @@ const (
 
 // Reasons specific to pg-sync.
 const (
-	reasonNotConnected = "ClusterNotConnected"
 	reasonCacheSyncing = "CacheSyncing"
 	// reasonRelabelled is the event of a group VM whose DR namespace label
 	// pg-sync put back.
@@ -184,7 +183,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) 
 	c := clusterResult{name: cluster}
 	rem, err := r.connect(s, cluster)
 	if err != nil {
-		c.err, c.reason = err, flow.ReasonOf(err, reasonNotConnected)
+		c.err, c.reason = err, flow.ReasonOf(err, remote.ReasonNotConnected)
 		return c
 	}
 	if err := r.syncCopy(ctx, s, rem, &c); err != nil {
@@ -210,10 +209,10 @@ func (r *Reconciler) connect(s *scope, cluster string) (*remote.Remote, error) {
 	key := remote.Key{Namespace: s.group.Namespace, Zone: s.zone.Name, Cluster: cluster}
 	switch h := r.Remote.Health(key); {
 	case !h.Connected():
-		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue,
+		return nil, flow.Waiting(remote.ReasonNotConnected, unreachableRequeue,
 			"cluster %s is not connected (see the ProtectionZone's Reachable condition)", cluster)
 	case !h.Reachable() && !h.Unreachable():
-		return nil, flow.Waiting(reasonNotConnected, unreachableRequeue, "cluster %s: waiting for the first health probe", cluster)
+		return nil, flow.Waiting(remote.ReasonNotConnected, unreachableRequeue, "cluster %s: waiting for the first health probe", cluster)
 	case h.Unreachable():
 		// The cache would answer with what it saw last; acting on that is unsafe.
 		return nil, flow.Waiting(srv1alpha1.ReasonAPIServerDown, unreachableRequeue,

@@ -33,11 +33,11 @@ func (r *Reconciler) syncCopy(ctx context.Context, s *scope, rem *remote.Remote,
 		}
 		c.wrote = true
 	case err != nil:
-		return flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: reading ProtectionGroup copy: %w", c.name, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: reading ProtectionGroup copy: %w", c.name, err))
 	}
 	if drift := copyDrift(g, cp); len(drift) > 0 {
 		if cp, err = r.applyCopy(ctx, g, rem); err != nil {
-			return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: applying ProtectionGroup copy: %w", c.name, err))
+			return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: applying ProtectionGroup copy: %w", c.name, err))
 		}
 		c.wrote = true
 		// Entries other field managers own survive an apply; report them.
@@ -68,7 +68,7 @@ func (r *Reconciler) createCopy(ctx context.Context, s *scope, rem *remote.Remot
 		err = rem.Direct.Get(ctx, client.ObjectKeyFromObject(cp), cp)
 	}
 	if err != nil {
-		return nil, flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: creating ProtectionGroup copy: %w", cluster, err))
+		return nil, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: creating ProtectionGroup copy: %w", cluster, err))
 	}
 	return cp, nil
 }

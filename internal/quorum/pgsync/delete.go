@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		pending = append(pending, fmt.Errorf("%s: %w", c.name, c.err))
 		if c.reason == "" {
-			c.reason = reasonWriteFailed
+			c.reason = srv1alpha1.ReasonWriteFailed
 		}
 		s.clusters = append(s.clusters, c)
 		r2, err := flow.Result(ctrl.Result{}, c.err)
@@ -84,18 +84,18 @@ func (r *Reconciler) removeFromCluster(ctx context.Context, s *scope, cluster st
 	c := clusterResult{name: cluster}
 	rem, err := r.connect(s, cluster)
 	if err != nil {
-		c.err, c.reason = err, flow.ReasonOf(err, reasonNotConnected)
+		c.err, c.reason = err, flow.ReasonOf(err, remote.ReasonNotConnected)
 		return c
 	}
 	if cluster != s.group.Spec.ActiveCluster {
 		// Read past the cache: a standby created moments ago must not be missed.
 		if err := r.deleteStandbys(ctx, s, rem, rem.Direct, &c, nil); err != nil {
-			c.err, c.reason = err, flow.ReasonOf(err, reasonWriteFailed)
+			c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 			return c
 		}
 	}
 	if err := deleteCopy(ctx, s, rem); err != nil {
-		c.err, c.reason = flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: deleting ProtectionGroup copy: %w", cluster, err)), reasonWriteFailed
+		c.err, c.reason = flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: deleting ProtectionGroup copy: %w", cluster, err)), srv1alpha1.ReasonWriteFailed
 	}
 	return c
 }

@@ -23,7 +23,7 @@ import (
 func (r *Reconciler) deleteStandbys(ctx context.Context, s *scope, rem *remote.Remote, reader client.Reader, c *clusterResult, keep []srv1alpha1.VirtualMachineReference) error {
 	list := &kubevirtv1.VirtualMachineList{}
 	if err := reader.List(ctx, list, client.MatchingLabels(standbyLabels(s.group))); err != nil {
-		return flow.Transient(reasonReadFailed, fmt.Errorf("cluster %s: listing standby VirtualMachines: %w", c.name, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: listing standby VirtualMachines: %w", c.name, err))
 	}
 	kept := map[string]bool{}
 	for _, ref := range keep {
@@ -42,7 +42,7 @@ func (r *Reconciler) deleteStandbys(ctx context.Context, s *scope, rem *remote.R
 		}
 		vm, err := claimStandby(ctx, rem, vm, s.group.Namespace)
 		if err != nil {
-			return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: labelling standby VirtualMachine %s with its DR namespace: %w", c.name, key, err))
+			return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: labelling standby VirtualMachine %s with its DR namespace: %w", c.name, key, err))
 		}
 		uid, rv := vm.UID, vm.ResourceVersion
 		err = rem.Direct.Delete(ctx, vm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
@@ -50,7 +50,7 @@ func (r *Reconciler) deleteStandbys(ctx context.Context, s *scope, rem *remote.R
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			// A conflict included: the next pass decides on what the VM is now.
-			return flow.Transient(reasonWriteFailed, fmt.Errorf("cluster %s: deleting standby VirtualMachine %s: %w", c.name, key, err))
+			return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: deleting standby VirtualMachine %s: %w", c.name, key, err))
 		default:
 			c.wrote = true
 		}

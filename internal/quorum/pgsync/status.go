@@ -24,6 +24,13 @@ func setStatus(s *scope) {
 		s.group.Status.Clusters = clusterStates(s)
 		setSyncedFromClusters(s)
 	}
+	if s.specErr != nil || s.zone != nil {
+		// Ready follows Synced: every workload copy matches this one. A
+		// cluster that does not answer, or drift being fixed, is Reconciling;
+		// a spec that cannot be synced is Stalled.
+		s.group.Status.ObservedGeneration = s.group.Generation
+		flow.ReadyFrom(&s.group.Status.Conditions, s.group.Generation, srv1alpha1.ConditionSynced, s.specErr)
+	}
 }
 
 func clusterStates(s *scope) []srv1alpha1.ClusterGroupState {

@@ -11,10 +11,10 @@ import (
 	"github.com/siterecovery/siterecovery/internal/vmdisks"
 )
 
-// Condition types of a ProtectionRequest (besides srv1alpha1.ConditionReady).
+// Condition types of a ProtectionRequest (besides srv1alpha1.ConditionReady
+// and srv1alpha1.ConditionValidated, True once the VM, its disks and the zone
+// passed validation).
 const (
-	// ConditionValidated is True once the VM, its disks and the zone passed validation.
-	ConditionValidated = "Validated"
 	// ConditionReplicaProvisioned is True once both DRBDResources exist with peers.
 	ConditionReplicaProvisioned = "ReplicaProvisioned"
 	// ConditionInitialSyncComplete is True once the DR replica is UpToDate.
@@ -29,14 +29,16 @@ const (
 
 // Reasons of a ProtectionRequest's conditions. Those marked terminal end the flow
 // in phase Failed and need the user to fix something and create a new request;
-// the others are waits that resolve by themselves.
+// the others are waits that resolve by themselves. The request also uses
+// srv1alpha1.ReasonZoneNotFound (terminal: spec.zoneRef names no
+// ProtectionZone), srv1alpha1.ReasonClusterUnreachable (wait: a workload
+// cluster cannot be reached) and srv1alpha1.ReasonSyncing (wait: the initial
+// sync is running).
 const (
 	// ReasonProgressing (Ready=False): the flow is under way.
 	ReasonProgressing = srv1alpha1.ReasonProgressing
 	// ReasonProtected (Ready=True): the VM is protected.
 	ReasonProtected = "Protected"
-	// ReasonZoneNotFound (terminal): spec.zoneRef names no ProtectionZone.
-	ReasonZoneNotFound = "ZoneNotFound"
 	// ReasonUnsupportedBackend (terminal): the zone does not use the DRBD backend.
 	ReasonUnsupportedBackend = "UnsupportedBackend"
 	// ReasonInvalidSpec (terminal): target cluster or group reference is wrong.
@@ -66,15 +68,11 @@ const (
 	// ReasonGroupConflict (terminal): the named group belongs to another zone.
 	ReasonGroupConflict = "GroupConflict"
 
-	// ReasonClusterUnreachable (wait): a workload cluster cannot be reached.
-	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonReplicaUnscheduled (wait): the scheduler has not placed a replica
 	// holder pod on a node; the message gives the scheduler's reason.
 	ReasonReplicaUnscheduled = "ReplicaUnscheduled"
 	// ReasonWaitingForAgent (wait): a drbd-node-agent has not reported its address.
 	ReasonWaitingForAgent = "WaitingForAgent"
-	// ReasonSyncing (wait): the initial sync is running.
-	ReasonSyncing = "Syncing"
 	// ReasonWaitingForVM (wait): the VM is stopping or starting.
 	ReasonWaitingForVM = "WaitingForVM"
 	// ReasonRequestFailed: a workload API call failed; retried with backoff.
@@ -89,7 +87,7 @@ const (
 	ReasonUnprotecting = "Unprotecting"
 	// ReasonFailedOver (hold): the VM runs on the DR cluster; fail back first or
 	// set srv1alpha1.ForceUnprotectAnnotation.
-	ReasonFailedOver = "FailedOver"
+	ReasonFailedOver = srv1alpha1.ReasonFailedOver
 	// ReasonFailoverInProgress (hold): a FailoverRequest of the VM's group runs.
 	ReasonFailoverInProgress = "FailoverInProgress"
 	// ReasonWaitingForGroupSync: pg-sync has not yet removed the VM from the
@@ -108,10 +106,14 @@ const (
 	ReasonStaysOnDR = "VMStaysOnDR"
 )
 
-// setCondition sets a condition of the request at its generation.
+// setCondition sets a condition of the request at its generation; setting
+// Ready sets Reconciling and Stalled with it, as the request's trail does.
 func setCondition(req *srv1alpha1.ProtectionRequest, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
 	meta.SetStatusCondition(&req.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: flow.Truncate(fmt.Sprintf(format, args...), maxMessage),
 		ObservedGeneration: req.Generation,
 	})
+	if typ == srv1alpha1.ConditionReady {
+		flow.DeriveKStatus(&req.Status.Conditions, req.Generation, req.Status.Phase == srv1alpha1.ProtectionFailed)
+	}
 }

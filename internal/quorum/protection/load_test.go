@@ -54,7 +54,7 @@ func TestLoad(t *testing.T) {
 		wantRequeue time.Duration
 	}{
 		{name: "a missing zone fails the request", noZone: true, clusters: []cluster{prim, dr},
-			wantPhase: srv1alpha1.ProtectionFailed, wantReason: protection.ReasonZoneNotFound,
+			wantPhase: srv1alpha1.ProtectionFailed, wantReason: srv1alpha1.ReasonZoneNotFound,
 			wantMessage: "ProtectionZone zone not found in namespace dr; create it or fix spec.zoneRef"},
 		{name: "a zone of another backend fails the request", backend: srv1alpha1.BackendOffloaded, clusters: []cluster{prim, dr},
 			wantPhase: srv1alpha1.ProtectionFailed, wantReason: protection.ReasonUnsupportedBackend,
@@ -67,20 +67,20 @@ func TestLoad(t *testing.T) {
 			wantPhase: srv1alpha1.ProtectionFailed, wantReason: protection.ReasonInvalidSpec,
 			wantMessage: `spec.targetCluster "primary" is not a DR cluster of zone zone (DR clusters: [dr])`},
 		{name: "a DR cluster without connection is waited for", clusters: []cluster{prim, {name: "dr", role: srv1alpha1.ClusterRoleDR, gone: true}},
-			wantPhase: srv1alpha1.ProtectionValidating, wantReason: protection.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
+			wantPhase: srv1alpha1.ProtectionValidating, wantReason: srv1alpha1.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
 			wantMessage: "waiting for the workload clusters: cluster not connected: dr has no connection (is it in the zone, with a valid kubeconfig Secret?)"},
 		{name: "a primary whose cache is syncing is waited for", clusters: []cluster{{name: "primary", role: srv1alpha1.ClusterRolePrimary, unsync: true}, dr},
-			wantPhase: srv1alpha1.ProtectionValidating, wantReason: protection.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
+			wantPhase: srv1alpha1.ProtectionValidating, wantReason: srv1alpha1.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
 			wantMessage: "waiting for the workload clusters: cluster not connected: primary cache has not synced yet"},
 		{name: "both clusters connected: validation reads the VM on the primary", clusters: []cluster{prim, dr},
 			wantPhase: srv1alpha1.ProtectionFailed, wantReason: protection.ReasonVMNotFound,
 			wantMessage: "VirtualMachine apps/web not found on primary cluster primary"},
 		{name: "the target named among several DR clusters is used", target: "dr2",
 			clusters:  []cluster{prim, dr, {name: "dr2", role: srv1alpha1.ClusterRoleDR, gone: true}},
-			wantPhase: srv1alpha1.ProtectionValidating, wantReason: protection.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
+			wantPhase: srv1alpha1.ProtectionValidating, wantReason: srv1alpha1.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
 			wantMessage: "waiting for the workload clusters: cluster not connected: dr2 has no connection (is it in the zone, with a valid kubeconfig Secret?)"},
 		{name: "an unreachable primary is connected but does not answer", clusters: []cluster{{name: "primary", role: srv1alpha1.ClusterRolePrimary, state: remote.Unreachable}, dr},
-			wantPhase: srv1alpha1.ProtectionValidating, wantReason: protection.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
+			wantPhase: srv1alpha1.ProtectionValidating, wantReason: srv1alpha1.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
 			wantMessage: "cluster primary is unreachable: reading VirtualMachine apps/web failed; protection resumes when it answers again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

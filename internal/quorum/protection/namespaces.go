@@ -4,12 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
-
-// ReasonNamespaceNotAllowed fails a request for a VM of an application
-// namespace its DR namespace may not protect.
-const ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 
 // checkNamespaceAllowed fails a request whose VM lives in an application
 // namespace missing from Options.AllowedNamespaces. The quorum chart's
@@ -24,11 +21,11 @@ func (r *Reconciler) checkNamespaceAllowed(s *scope) error {
 		return nil
 	}
 	if len(allowed) == 0 {
-		return flow.Stalled(ReasonNamespaceNotAllowed,
+		return flow.Stalled(srv1alpha1.ReasonNamespaceNotAllowed,
 			"no application namespace may be protected from DR namespace %s: protection.allowedNamespaces of its quorum-control-plane release (quorum-manager --protection-allowed-namespaces) is empty; VirtualMachine %s/%s was not protected",
 			s.req.Namespace, vm.Namespace, vm.Name)
 	}
-	return flow.Stalled(ReasonNamespaceNotAllowed,
+	return flow.Stalled(srv1alpha1.ReasonNamespaceNotAllowed,
 		"VirtualMachine %s/%s may not be protected from DR namespace %s: its namespace is not in protection.allowedNamespaces of the quorum-control-plane release (quorum-manager --protection-allowed-namespaces: %s)",
 		vm.Namespace, vm.Name, s.req.Namespace, strings.Join(allowed, ", "))
 }

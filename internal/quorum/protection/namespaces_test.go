@@ -66,7 +66,7 @@ func TestProtectionIsolationRefusesUnlistedNamespaces(t *testing.T) {
 				return
 			}
 			require.Equal(t, srv1alpha1.ProtectionFailed, got.Status.Phase)
-			require.Equal(t, protection.ReasonNamespaceNotAllowed, ready.Reason)
+			require.Equal(t, srv1alpha1.ReasonNamespaceNotAllowed, ready.Reason)
 			require.Contains(t, ready.Message, c.failed)
 		})
 	}

@@ -55,7 +55,7 @@ func TestProtectionFlow(t *testing.T) {
 		assert.NotNil(t, req.Status.CompletionTime)
 		assert.Equal(t, int32(7000), req.Status.Port)
 		require.Len(t, req.Status.Volumes, 2)
-		for _, c := range []string{protection.ConditionValidated, protection.ConditionReplicaProvisioned, protection.ConditionInitialSyncComplete, protection.ConditionFrontendSwitched} {
+		for _, c := range []string{srv1alpha1.ConditionValidated, protection.ConditionReplicaProvisioned, protection.ConditionInitialSyncComplete, protection.ConditionFrontendSwitched} {
 			assert.True(t, meta.IsStatusConditionTrue(req.Status.Conditions, c), c)
 		}
 
@@ -163,7 +163,7 @@ func TestProtectionFlow(t *testing.T) {
 		env.Eventually(t, wait, "vm2 running", vmRunning(t, p, "vm2"))
 		require.NoError(t, z.fabric.SetSyncRate(1)) // 1 KiB/s: the sync stays under way
 		require.NoError(t, q.Create(ctx, newRequest("protect-vm2", "vm2")))
-		env.Eventually(t, wait, "WaitingForInitialSync", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionWaitingForInitialSync, protection.ReasonSyncing))
+		env.Eventually(t, wait, "WaitingForInitialSync", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionWaitingForInitialSync, srv1alpha1.ReasonSyncing))
 		z.quorum.Stop(t)
 		require.NoError(t, z.fabric.SetSyncRate(1<<30))
 		env.Eventually(t, wait, "the sync finishes while quorum-manager is down", func() error {

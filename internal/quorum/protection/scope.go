@@ -71,7 +71,7 @@ func (r *Reconciler) load(ctx context.Context, s *scope) error {
 	key := types.NamespacedName{Namespace: s.req.Namespace, Name: s.req.Spec.ZoneRef.Name}
 	if err := r.Client.Get(ctx, key, zone); err != nil {
 		if apierrors.IsNotFound(err) {
-			return flow.Stalled(ReasonZoneNotFound, "ProtectionZone %s not found in namespace %s; create it or fix spec.zoneRef", key.Name, key.Namespace)
+			return flow.Stalled(srv1alpha1.ReasonZoneNotFound, "ProtectionZone %s not found in namespace %s; create it or fix spec.zoneRef", key.Name, key.Namespace)
 		}
 		return flow.Transient(ReasonRequestFailed, fmt.Errorf("reading ProtectionZone %s: %w", key, err))
 	}
@@ -112,7 +112,7 @@ func (r *Reconciler) load(ctx context.Context, s *scope) error {
 	}
 	if len(errs) > 0 {
 		s.primary, s.dr = nil, nil
-		return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "waiting for the workload clusters: %v", errors.Join(errs...))
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "waiting for the workload clusters: %v", errors.Join(errs...))
 	}
 	return nil
 }

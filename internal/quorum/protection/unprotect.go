@@ -42,10 +42,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, req *srv1alpha1.Protec
 	}
 	var e *flow.Error
 	switch {
-	case errors.As(err, &e) && e.Reason == ReasonZoneNotFound:
+	case errors.As(err, &e) && e.Reason == srv1alpha1.ReasonZoneNotFound:
 		// Without its zone no cluster can be reached, ever again; holding the
 		// request would only block the deletion of its namespace.
-		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeWarning, ReasonZoneNotFound, fmt.Sprintf(
+		return ctrl.Result{}, r.release(ctx, s, corev1.EventTypeWarning, srv1alpha1.ReasonZoneNotFound, fmt.Sprintf(
 			"ProtectionZone %s no longer exists, so its clusters cannot be reached: what this request created on them (label %s=%s) and the VM's disks were left as they are",
 			s.req.Spec.ZoneRef.Name, srv1alpha1.ProtectionRequestLabel, s.req.Name))
 	case err != nil:
@@ -72,7 +72,7 @@ func (r *Reconciler) loadForDelete(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	for _, sd := range s.sides() {
 		if r.Remote.Health(sd.rc.Key).Unreachable() {
-			return ctrl.Result{}, flow.Waiting(ReasonClusterUnreachable, unreachableRetry,
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry,
 				"cluster %s is unreachable; removing protection resumes when it answers again", sd.cluster)
 		}
 	}
@@ -89,7 +89,7 @@ func noteHold(s *scope) {
 	}
 	kind := corev1.EventTypeNormal
 	switch now.Reason {
-	case ReasonFailedOver, ReasonFailoverInProgress, ReasonClusterUnreachable, ReasonRequestFailed:
+	case ReasonFailedOver, ReasonFailoverInProgress, srv1alpha1.ReasonClusterUnreachable, ReasonRequestFailed:
 		kind = corev1.EventTypeWarning
 	}
 	s.trail.Events = append(s.trail.Events, flow.Event{Type: kind, Reason: now.Reason, Message: now.Message})

@@ -166,7 +166,7 @@ func TestUnprotect(t *testing.T) {
 		z.agents[env.DR].Stop(t)
 		require.NoError(t, z.Clusters[env.DR].StopAPIServer())
 		require.NoError(t, q.Delete(ctx, getRequest(t, q, "protect-vm4")))
-		env.Eventually(t, wait, "held while DR is down", readyIs(q, "protect-vm4", protection.ReasonClusterUnreachable, "dr-cluster"))
+		env.Eventually(t, wait, "held while DR is down", readyIs(q, "protect-vm4", srv1alpha1.ReasonClusterUnreachable, "dr-cluster"))
 		require.NoError(t, vmRunning(t, p, "vm4")(), "nothing is done to the VM while a cluster cannot be reached")
 		assert.Contains(t, members(t, q, "prod-pg"), "vm4")
 

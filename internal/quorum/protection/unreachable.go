@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -46,7 +47,7 @@ func (r *Reconciler) unreachable(s *scope, err error, resumes string) error {
 	if cause != "" {
 		cause = " (" + cause + ")"
 	}
-	return flow.Waiting(ReasonClusterUnreachable, unreachableRetry, "cluster %s is unreachable: %s failed%s; %s resumes when it answers again",
+	return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s is unreachable: %s failed%s; %s resumes when it answers again",
 		call.cluster, call.what, cause, resumes)
 }
 

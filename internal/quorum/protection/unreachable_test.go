@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -25,7 +26,7 @@ func TestUnreachableNamesTheClusterNotTheURL(t *testing.T) {
 	r := &Reconciler{}
 	err := r.unreachable(&scope{}, remoteErr("dr-cluster", "listing DRBDResources", refused), "protection")
 	e := flow.As(err)
-	if e == nil || e.Reason != ReasonClusterUnreachable || e.Kind != flow.KindWaiting || e.RequeueAfter != unreachableRetry {
+	if e == nil || e.Reason != srv1alpha1.ReasonClusterUnreachable || e.Kind != flow.KindWaiting || e.RequeueAfter != unreachableRetry {
 		t.Fatalf("got %#v, want a ClusterUnreachable wait", err)
 	}
 	want := "cluster dr-cluster is unreachable: listing DRBDResources failed (connection refused); protection resumes when it answers again"

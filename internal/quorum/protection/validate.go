@@ -47,7 +47,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	s.req.Status.Volumes = volumes
 	s.req.Status.DRBDResourceName = srv1alpha1.DRBDResourceName(vm.Name)
-	setCondition(s.req, ConditionValidated, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
+	setCondition(s.req, srv1alpha1.ConditionValidated, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"%d disk(s) can be replicated from %s to %s", len(volumes), s.primaryCluster, s.target)
 	return r.advance(ctx, s, srv1alpha1.ProtectionProvisioningTarget)
 }

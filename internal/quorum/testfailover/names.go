@@ -56,7 +56,6 @@ const (
 
 // Reasons on the Ready and Verified conditions.
 const (
-	ReasonProgressing     = "Progressing"
 	ReasonPassed          = "ChecksPassed"
 	ReasonChecksFailed    = "ChecksFailed"
 	ReasonTimeout         = "Timeout"
@@ -64,7 +63,6 @@ const (
 	ReasonNamespaceExists = "NamespaceExists"
 	ReasonNoDisks         = "NoReplicatedDisks"
 	ReasonStandbyMissing  = "StandbyVMNotFound"
-	ReasonSnapshotFailed  = "SnapshotFailed"
 	// ReasonNoSnapshotClass: no VolumeSnapshotClass on the DR cluster fits a
 	// disk's CSI driver (none, or several and not one default); nothing is
 	// snapshotted.

@@ -3,11 +3,9 @@ package testfailover
 import (
 	"slices"
 	"strings"
-)
 
-// ReasonNamespaceNotAllowed fails a test of a group that lists a VM of an
-// application namespace its DR namespace may not protect.
-const ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+)
 
 // checkNamespacesAllowed fails a test whose group lists a VM of a namespace
 // missing from Options.AllowedNamespaces: a clone of another team's VM, even
@@ -28,7 +26,7 @@ func (r *Reconciler) checkNamespacesAllowed(s *scope) error {
 		if list == "" {
 			list = "empty"
 		}
-		return invalid(ReasonNamespaceNotAllowed,
+		return invalid(srv1alpha1.ReasonNamespaceNotAllowed,
 			"group %s lists VirtualMachine %s/%s, whose namespace is not in protection.allowedNamespaces of the quorum-control-plane release of DR namespace %s (quorum-manager --protection-allowed-namespaces: %s); it is not cloned. Remove the VM from the group (delete its ProtectionRequest) or list its namespace",
 			s.group.Name, vm.Namespace, vm.Name, s.tf.Namespace, list)
 	}

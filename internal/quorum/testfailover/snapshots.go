@@ -170,7 +170,7 @@ func (r *Reconciler) productionSnapshots(ctx context.Context, s *scope, rc *remo
 		}
 	}
 	if len(out) == 0 {
-		return nil, invalid(ReasonSnapshotFailed, "the snapshots of the DR copies are gone from %s", s.tf.Spec.TargetCluster)
+		return nil, invalid(srv1alpha1.ReasonSnapshotFailed, "the snapshots of the DR copies are gone from %s", s.tf.Spec.TargetCluster)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
 	return out, nil
@@ -184,7 +184,7 @@ func (r *Reconciler) ensureCopy(ctx context.Context, s *scope, rc *remote.Remote
 		return nil, remoteErr(cluster, "reading the VolumeSnapshotContent of "+src.Name, err)
 	}
 	if content.Status == nil || ptr.Deref(content.Status.SnapshotHandle, "") == "" {
-		return nil, invalid(ReasonSnapshotFailed, "VolumeSnapshotContent %s of snapshot %s/%s has no snapshot handle", content.Name, src.Namespace, src.Name)
+		return nil, invalid(srv1alpha1.ReasonSnapshotFailed, "VolumeSnapshotContent %s of snapshot %s/%s has no snapshot handle", content.Name, src.Namespace, src.Name)
 	}
 	vm := src.Annotations[annotationVM]
 	volume := src.Annotations[annotationVolume]
@@ -280,5 +280,5 @@ func snapshotError(vs *snapshotv1.VolumeSnapshot) error {
 	if vs.Status == nil || vs.Status.Error == nil || ptr.Deref(vs.Status.Error.Message, "") == "" {
 		return nil
 	}
-	return invalid(ReasonSnapshotFailed, "%s", fmt.Sprintf("VolumeSnapshot %s/%s failed: %s", vs.Namespace, vs.Name, *vs.Status.Error.Message))
+	return invalid(srv1alpha1.ReasonSnapshotFailed, "%s", fmt.Sprintf("VolumeSnapshot %s/%s failed: %s", vs.Namespace, vs.Name, *vs.Status.Error.Message))
 }

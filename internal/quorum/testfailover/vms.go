@@ -111,7 +111,7 @@ func (r *Reconciler) restoredClaims(ctx context.Context, s *scope, rc *remote.Re
 		out[vm][vs.Annotations[annotationVolume]] = vs.Name
 	}
 	if len(out) == 0 {
-		return nil, invalid(ReasonSnapshotFailed, "no restored snapshot left in %s", s.namespace())
+		return nil, invalid(srv1alpha1.ReasonSnapshotFailed, "no restored snapshot left in %s", s.namespace())
 	}
 	return out, nil
 }
@@ -143,7 +143,7 @@ func testVM(s *scope, standby *kubevirtv1.VirtualMachine, claims map[string]stri
 		}
 		restored, ok := claims[v.Name]
 		if !ok {
-			return nil, invalid(ReasonSnapshotFailed, "disk %s of VM %s has no restored snapshot (the standby changed during the test?)", v.Name, standby.Name)
+			return nil, invalid(srv1alpha1.ReasonSnapshotFailed, "disk %s of VM %s has no restored snapshot (the standby changed during the test?)", v.Name, standby.Name)
 		}
 		v.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
 			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: restored}}}

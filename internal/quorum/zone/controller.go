@@ -183,8 +183,7 @@ func previousStatus(zone *srv1alpha1.ProtectionZone, name string) srv1alpha1.Clu
 }
 
 func setReady(zone *srv1alpha1.ProtectionZone) {
-	cond := metav1.Condition{Type: srv1alpha1.ConditionReady, ObservedGeneration: zone.Generation,
-		Status: metav1.ConditionTrue, Reason: srv1alpha1.ReasonAPIServerReachable, Message: "every cluster is reachable"}
+	cond := metav1.Condition{Status: metav1.ConditionTrue, Reason: srv1alpha1.ReasonAPIServerReachable, Message: "every cluster is reachable"}
 	for _, st := range zone.Status.Clusters {
 		if c := meta.FindStatusCondition(st.Conditions, srv1alpha1.ConditionReachable); c == nil || c.Status != metav1.ConditionTrue {
 			cond.Status, cond.Reason = metav1.ConditionFalse, srv1alpha1.ReasonAPIServerDown
@@ -195,7 +194,9 @@ func setReady(zone *srv1alpha1.ProtectionZone) {
 			break
 		}
 	}
-	meta.SetStatusCondition(&zone.Status.Conditions, cond)
+	// A cluster that does not answer is retried on its own (Reconciling); a
+	// missing Secret or an unusable kubeconfig waits for the operator (Stalled).
+	flow.SetReady(&zone.Status.Conditions, zone.Generation, cond.Status, cond.Reason, cond.Message, false)
 }
 
 func (r *Reconciler) recordTransitions(before, after *srv1alpha1.ProtectionZone) {

@@ -139,7 +139,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 		switch err := r.Client.Get(ctx, key, vm, readOnly); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachine %s: %w", key, err))
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading VirtualMachine %s: %w", key, err))
 		default:
 			v.vm, v.ask = vm, asked(vm)
 		}
@@ -147,7 +147,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 		switch err := r.Client.Get(ctx, key, vmi, readOnly); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading VirtualMachineInstance %s: %w", key, err))
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading VirtualMachineInstance %s: %w", key, err))
 		default:
 			v.hasVMI = true
 			v.vmiRunning = vmi.Status.Phase == kubevirtv1.Running && vmi.DeletionTimestamp.IsZero()
@@ -214,7 +214,7 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 		return nil
 	})
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
 	return ctrl.Result{}, nil
 }

@@ -26,12 +26,12 @@ const FieldOwner = "siterecovery-pg-controller"
 func (r *Reconciler) loadDRBD(ctx context.Context, s *scope) (ctrl.Result, error) {
 	replicas, err := Replicas(ctx, r.Client, s.group, readOnly)
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	s.replicas = replicas
 	s.taintedNodes, err = TaintedNodes(ctx, r.Client, replicas, readOnly)
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	s.drbdLoaded = true
 	return ctrl.Result{}, nil
@@ -51,7 +51,7 @@ func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result
 		if len(held) == 0 {
 			var err error
 			if held, err = r.liveInstances(ctx, s); err != nil {
-				return ctrl.Result{}, flow.Transient("ReadFailed", err)
+				return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 			}
 		}
 		if len(held) > 0 {
@@ -63,7 +63,7 @@ func (r *Reconciler) applyDRBDIntent(ctx context.Context, s *scope) (ctrl.Result
 	patched, err := ApplyDRBDIntent(ctx, r.Client, in, s.replicas)
 	s.asked = s.asked || patched > 0
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
 	s.applied = true
 	return ctrl.Result{}, nil

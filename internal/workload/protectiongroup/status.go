@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // Reasons specific to the ProtectionGroup controller.
@@ -113,7 +114,7 @@ func currentState(s *scope) srv1alpha1.GroupState {
 
 func setReadyCondition(s *scope) {
 	g := s.group
-	cond := metav1.Condition{Type: srv1alpha1.ConditionReady, ObservedGeneration: g.Generation}
+	var cond metav1.Condition
 	switch {
 	case g.Status.CurrentState == srv1alpha1.StateDegraded:
 		cond.Status, cond.Reason = metav1.ConditionFalse, srv1alpha1.ReasonVMNotFound
@@ -132,7 +133,9 @@ func setReadyCondition(s *scope) {
 	if len(s.holds) > 0 {
 		cond.Message += "; " + strings.Join(s.holds, "; ")
 	}
-	meta.SetStatusCondition(&g.Status.Conditions, cond)
+	// Not Ready yet is Reconciling: VMs start or stop, a missing VM comes back
+	// with the next pg-sync; nothing here waits for the operator alone.
+	flow.SetReady(&g.Status.Conditions, g.Generation, cond.Status, cond.Reason, cond.Message, false)
 }
 
 func setDegradedCondition(s *scope) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
@@ -152,7 +153,7 @@ func interrupted(t *testing.T, z *zone) {
 	g.change(0.2, 5)
 	next := g.primarySums()
 	g.trigger("2")
-	g.waitReady(rgs.ReasonSyncing, "disk-1")
+	g.waitReady(srv1alpha1.ReasonSyncing, "disk-1")
 	got, err := g.imageSums()
 	require.NoError(t, err)
 	require.Equal(t, complete, got, "a partial sync never replaces the recorded images")

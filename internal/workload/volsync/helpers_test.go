@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgd"
@@ -427,7 +428,7 @@ func (g *group) waitSynced(manual string) *drv1alpha1.ReplicationGroupSource {
 	eventually(g.t, "cycle "+manual+" synced", func() error {
 		s = g.source()
 		if s.Status.LastManualSync != manual || s.Status.CurrentVolumeGroupSnapshot != "" {
-			c := meta.FindStatusCondition(s.Status.Conditions, rgs.ConditionReady)
+			c := meta.FindStatusCondition(s.Status.Conditions, srv1alpha1.ConditionReady)
 			return fmt.Errorf("lastManualSync %q, current %q, ready %+v", s.Status.LastManualSync, s.Status.CurrentVolumeGroupSnapshot, c)
 		}
 		return nil
@@ -441,7 +442,7 @@ func (g *group) waitReady(reason string, parts ...string) {
 	g.t.Helper()
 	var c *metav1.Condition
 	eventually(g.t, "Ready reason "+reason, func() error {
-		c = meta.FindStatusCondition(g.source().Status.Conditions, rgs.ConditionReady)
+		c = meta.FindStatusCondition(g.source().Status.Conditions, srv1alpha1.ConditionReady)
 		if c == nil || c.Reason != reason {
 			return fmt.Errorf("ready %+v", c)
 		}

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -31,7 +32,7 @@ func (r *Reconciler) reachConsensus(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	members, err := r.groupMembers(ctx, name)
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing VRGs of %s: %w", name, err))
 	}
 	s.peers = s.peers[:0]
 	for _, m := range members {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -19,7 +20,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) { controllerutil.AddFinalizer(v, VRGFinalizer) }); err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("adding finalizer: %w", err))
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonPatchFailed, fmt.Errorf("adding finalizer: %w", err))
 	}
 	return ctrl.Result{}, nil
 }
@@ -33,7 +34,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if err := r.releasePVCs(ctx, s); err != nil {
-		return flow.Transient("PatchFailed", err)
+		return flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
 	if err := r.deletePSK(ctx, s); err != nil {
 		return err
@@ -50,7 +51,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 	if name := s.globalName(); name != "" {
 		members, err := r.groupMembers(ctx, name)
 		if err != nil {
-			return flow.Transient("ReadFailed", fmt.Errorf("listing VRGs of %s: %w", name, err))
+			return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing VRGs of %s: %w", name, err))
 		}
 		alive := pendingPeers(members, func(v *drv1alpha1.VolumeReplicationGroup) bool { return !v.DeletionTimestamp.IsZero() })
 		if len(alive) == 0 {
@@ -63,7 +64,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope) error {
 		}
 	}
 	if err := r.patchMeta(ctx, s, func(v *drv1alpha1.VolumeReplicationGroup) { controllerutil.RemoveFinalizer(v, VRGFinalizer) }); err != nil {
-		return flow.Transient("PatchFailed", fmt.Errorf("removing finalizer: %w", err))
+		return flow.Transient(srv1alpha1.ReasonPatchFailed, fmt.Errorf("removing finalizer: %w", err))
 	}
 	return nil
 }

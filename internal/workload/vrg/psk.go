@@ -41,7 +41,7 @@ func (r *Reconciler) requirePSK(ctx context.Context, s *scope) error {
 	case err == nil:
 		return nil
 	case !apierrors.IsNotFound(err):
-		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s: %w", name, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading Secret %s: %w", name, err))
 	}
 	drNamespace := s.vrg.Labels[srv1alpha1.DRNamespaceLabel]
 	waiting := func() error {
@@ -56,7 +56,7 @@ func (r *Reconciler) requirePSK(ctx context.Context, s *scope) error {
 		if apierrors.IsNotFound(err) {
 			return waiting()
 		}
-		return flow.Transient("ReadFailed", fmt.Errorf("reading Secret %s/%s: %w", drNamespace, name, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading Secret %s/%s: %w", drNamespace, name, err))
 	}
 	if err := r.keyOfGroup(ctx, s, drNamespace, src); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (r *Reconciler) requirePSK(ctx context.Context, s *scope) error {
 		Data:       map[string][]byte{drv1alpha1.VolSyncPSKKey: src.Data[drv1alpha1.VolSyncPSKKey]},
 	}
 	if err := r.Client.Create(ctx, copied); err != nil && !apierrors.IsAlreadyExists(err) {
-		return flow.Transient("WriteFailed", fmt.Errorf("copying the pre-shared-key Secret %s into namespace %s: %w", name, s.vrg.Namespace, err))
+		return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("copying the pre-shared-key Secret %s into namespace %s: %w", name, s.vrg.Namespace, err))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (r *Reconciler) keyOfGroup(ctx context.Context, s *scope, drNamespace strin
 		if apierrors.IsNotFound(err) {
 			return refuse(fmt.Sprintf("DR namespace %s has no ProtectionGroup %s", drNamespace, group))
 		}
-		return flow.Transient("ReadFailed", fmt.Errorf("reading ProtectionGroup %s/%s: %w", drNamespace, group, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading ProtectionGroup %s/%s: %w", drNamespace, group, err))
 	}
 	if len(pg.Spec.VirtualMachines) == 0 {
 		return refuse(fmt.Sprintf("ProtectionGroup %s/%s protects no VM", drNamespace, group))
@@ -114,7 +114,7 @@ func (r *Reconciler) keyOfGroup(ctx context.Context, s *scope, drNamespace strin
 func (r *Reconciler) deletePSK(ctx context.Context, s *scope) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.vrg.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(s.vrg.Name)}}
 	if err := client.IgnoreNotFound(r.Client.Delete(ctx, secret)); err != nil {
-		return flow.Transient("WriteFailed", fmt.Errorf("deleting Secret %s: %w", secret.Name, err))
+		return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("deleting Secret %s: %w", secret.Name, err))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -30,7 +31,7 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.vrg.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("listing PVCs: %w", err))
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing PVCs: %w", err))
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	s.pvcs = make([]pvcInfo, 0, len(list.Items))
@@ -41,7 +42,7 @@ func (r *Reconciler) loadPVCs(ctx context.Context, s *scope) (ctrl.Result, error
 			switch err := r.Client.Get(ctx, client.ObjectKey{Name: sc}, class); {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				return ctrl.Result{}, flow.Transient("ReadFailed", fmt.Errorf("reading StorageClass %s: %w", sc, err))
+				return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading StorageClass %s: %w", sc, err))
 			default:
 				info.storageID = class.Labels[drv1alpha1.StorageIDLabel]
 				info.provisioner = class.Provisioner
@@ -135,7 +136,7 @@ func (r *Reconciler) labelGroup(ctx context.Context, s *scope) (ctrl.Result, err
 		v.Labels[drv1alpha1.GlobalVGRLabel] = want
 	})
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("PatchFailed", fmt.Errorf("labelling VRG with %s: %w", want, err))
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonPatchFailed, fmt.Errorf("labelling VRG with %s: %w", want, err))
 	}
 	return ctrl.Result{}, nil
 }

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -36,7 +37,7 @@ func (r *Reconciler) replicateAsPrimary(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if err := r.protectPVCs(ctx, s, true); err != nil {
-		return flow.Transient("PatchFailed", err)
+		return flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
 	if err := r.ensureVGR(ctx, s, replicationv1alpha1.Primary, true); err != nil {
 		return err
@@ -51,7 +52,7 @@ func (r *Reconciler) replicateAsPrimary(ctx context.Context, s *scope) error {
 func (r *Reconciler) replicateAsSecondary(ctx context.Context, s *scope) error {
 	notReady, err := r.readyForSecondary(ctx, s)
 	if err != nil {
-		return flow.Transient("ReadFailed", err)
+		return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	setGlobalSecondary(s, notReady)
 	if s.vgr == nil {
@@ -85,7 +86,7 @@ func (r *Reconciler) replicateAsSecondary(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) release(ctx context.Context, s *scope) error {
 	if err := r.releasePVCs(ctx, s); err != nil {
-		return flow.Transient("PatchFailed", err)
+		return flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
 	return nil
 }

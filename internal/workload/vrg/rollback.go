@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -42,7 +43,7 @@ const (
 func (r *Reconciler) rollback(ctx context.Context, s *scope) error {
 	list := &drv1alpha1.ReplicationGroupDestinationList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.vrg.Namespace), client.MatchingLabels{VolSyncVRGLabel: s.vrg.Name}); err != nil {
-		return flow.Transient("ReadFailed", fmt.Errorf("listing ReplicationGroupDestinations: %w", err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing ReplicationGroupDestinations: %w", err))
 	}
 	diff := drv1alpha1.IsDiffSyncEnabled(s.vrg.Annotations)
 	var waiting []string
@@ -54,13 +55,13 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) error {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
-				return flow.Transient("ReadFailed", err)
+				return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 			}
 			if pvc.Annotations[RolledBackAnnotation] == li.Snapshot.Name {
 				// Done; a crash between the mark and the cleanup left
 				// objects that only this finds again.
 				if err := r.cleanupLeftovers(ctx, pvc.Namespace, "rb-"+pvc.Name); err != nil {
-					return flow.Transient("CleanupFailed", fmt.Errorf("cleaning up the rollback of PVC %s: %w", pvc.Name, err))
+					return flow.Transient(srv1alpha1.ReasonCleanupFailed, fmt.Errorf("cleaning up the rollback of PVC %s: %w", pvc.Name, err))
 				}
 				continue
 			}

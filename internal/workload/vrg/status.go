@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // messageNoPVCsAsPrimary is the DataReady/DataProtected message of a primary VRG that
@@ -19,11 +20,29 @@ const messageNoPVCsAsPrimary = "No PVCs are protected using VolumeReplication sc
 
 // setStatus computes the VRG's status from the scope; it only reads the scope.
 func setStatus(s *scope) {
-	st := &s.vrg.Status
 	if s.volsync {
 		setVolSyncStatus(s)
-		return
+	} else {
+		setReplicationStatus(s)
 	}
+	setReady(s)
+}
+
+// setReady sets Ready from DataReady: the VRG's PVCs are ready for use in its
+// state. Until then it is Reconciling; a pvcSelector that cannot be used or
+// selects PVCs of more than one group is Stalled (the spec must change).
+func setReady(s *scope) {
+	var stalled error
+	if s.mappingError != "" {
+		stalled = flow.Stalled(drv1alpha1.ReasonError, "%s", s.mappingError)
+	}
+	flow.ReadyFrom(&s.vrg.Status.Conditions, s.vrg.Generation, drv1alpha1.ConditionDataReady, stalled)
+}
+
+// setReplicationStatus computes the status of a VRG on the VolumeReplication
+// path.
+func setReplicationStatus(s *scope) {
+	st := &s.vrg.Status
 	if s.pvcsProcessed {
 		st.ProtectedPVCs = protectedPVCs(s)
 		if s.vgr != nil && len(st.ProtectedPVCs) > 0 {
@@ -37,7 +56,9 @@ func setStatus(s *scope) {
 	ready, protected := aggregate(s)
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, protected)
-	if s.mappingError == "" && s.pvcsProcessed {
+	// A spec whose PVCs cannot be mapped is observed too: its verdict is the
+	// error (State stays Unknown, which is what the DRPC waits on).
+	if s.mappingError != "" || s.pvcsProcessed {
 		st.ObservedGeneration = s.vrg.Generation
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -33,7 +34,7 @@ func (r *Reconciler) loadVGR(ctx context.Context, s *scope) error {
 	case apierrors.IsNotFound(err):
 		s.vgr = nil
 	case err != nil:
-		return flow.Transient("ReadFailed", fmt.Errorf("reading VolumeGroupReplication %s: %w", name, err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("reading VolumeGroupReplication %s: %w", name, err))
 	default:
 		s.vgr = vgr
 	}
@@ -57,7 +58,7 @@ func (r *Reconciler) ensureVGR(ctx context.Context, s *scope, state replicationv
 	patched := s.vgr.DeepCopy()
 	patched.Spec.ReplicationState = state
 	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(s.vgr, client.MergeFromWithOptimisticLock{})); err != nil {
-		return flow.Transient("PatchFailed", fmt.Errorf("setting VolumeGroupReplication %s to %s: %w", s.vgr.Name, state, err))
+		return flow.Transient(srv1alpha1.ReasonPatchFailed, fmt.Errorf("setting VolumeGroupReplication %s to %s: %w", s.vgr.Name, state, err))
 	}
 	r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonVGRUpdated, "VolumeGroupReplication %s/%s set to %s", patched.Namespace, patched.Name, state)
 	s.vgr, s.vgrUpdated = patched, true
@@ -87,7 +88,7 @@ func (r *Reconciler) createVGR(ctx context.Context, s *scope, state replicationv
 		s.vgr = existing
 		return r.ensureVGR(ctx, s, state, false)
 	default:
-		return flow.Transient("CreateFailed", fmt.Errorf("creating VolumeGroupReplication %s: %w", vgr.Name, err))
+		return flow.Transient(srv1alpha1.ReasonCreateFailed, fmt.Errorf("creating VolumeGroupReplication %s: %w", vgr.Name, err))
 	}
 }
 
@@ -128,7 +129,7 @@ func (r *Reconciler) findClass(ctx context.Context, s *scope) (string, error) {
 	}
 	list := &replicationv1alpha1.VolumeGroupReplicationClassList{}
 	if err := r.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return "", flow.Transient("ReadFailed", fmt.Errorf("listing VolumeGroupReplicationClasses: %w", err))
+		return "", flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing VolumeGroupReplicationClasses: %w", err))
 	}
 	if len(list.Items) == 0 {
 		return "", flow.Waiting(reasonNoClass, classRetry, "no VolumeGroupReplicationClass with label %s=%s", drv1alpha1.GroupReplicationIDLabel, s.grID)
@@ -171,7 +172,7 @@ func (r *Reconciler) deleteVGR(ctx context.Context, s *scope, name string) error
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return flow.Transient("DeleteFailed", fmt.Errorf("deleting VolumeGroupReplication %s: %w", name, err))
+		return flow.Transient(srv1alpha1.ReasonDeleteFailed, fmt.Errorf("deleting VolumeGroupReplication %s: %w", name, err))
 	}
 	r.Recorder.Eventf(s.vrg, corev1.EventTypeNormal, reasonVGRDeleted, "deleted VolumeGroupReplication %s/%s: every VRG of the group is being deleted", vgr.Namespace, name)
 	return nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -115,7 +116,7 @@ func (r *Reconciler) volSyncAsPrimary(ctx context.Context, s *scope) error {
 		}
 		for _, p := range groups[key] {
 			if err := r.protectPVC(ctx, s, p.pvc, key, true); err != nil {
-				return flow.Transient("PatchFailed", err)
+				return flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 			}
 		}
 		rgs, err := r.ensureRGS(ctx, s, name, key, class)
@@ -135,7 +136,7 @@ func (r *Reconciler) volSyncAsSecondary(ctx context.Context, s *scope) error {
 	for _, p := range s.pvcs {
 		user, err := r.pvcUser(ctx, p.pvc)
 		if err != nil {
-			return flow.Transient("ReadFailed", err)
+			return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 		}
 		if user != "" {
 			inUse = append(inUse, fmt.Sprintf("%s (%s)", p.pvc.Name, user))
@@ -181,7 +182,7 @@ func (r *Reconciler) groupSnapshotClass(ctx context.Context, s *scope, driver st
 	}
 	list := &groupsnapshotv1.VolumeGroupSnapshotClassList{}
 	if err := r.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return "", flow.Transient("ReadFailed", fmt.Errorf("listing VolumeGroupSnapshotClasses: %w", err))
+		return "", flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing VolumeGroupSnapshotClasses: %w", err))
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for _, c := range list.Items {
@@ -223,7 +224,7 @@ func (r *Reconciler) ensureRGS(ctx context.Context, s *scope, name, key, class s
 		return nil
 	})
 	if err != nil {
-		return nil, flow.Transient("WriteFailed", fmt.Errorf("writing ReplicationGroupSource %s: %w", name, err))
+		return nil, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("writing ReplicationGroupSource %s: %w", name, err))
 	}
 	return rgs, nil
 }
@@ -239,7 +240,7 @@ func (r *Reconciler) ensureRGD(ctx context.Context, s *scope, name string, specs
 		return nil
 	})
 	if err != nil {
-		return nil, flow.Transient("WriteFailed", fmt.Errorf("writing ReplicationGroupDestination %s: %w", name, err))
+		return nil, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("writing ReplicationGroupDestination %s: %w", name, err))
 	}
 	return rgd, nil
 }
@@ -279,12 +280,12 @@ func finalSync(v *drv1alpha1.VolumeReplicationGroup) string {
 func (r *Reconciler) deleteRGSs(ctx context.Context, s *scope, keep map[string]bool) error {
 	list := &drv1alpha1.ReplicationGroupSourceList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.vrg.Namespace), client.MatchingLabels{VolSyncVRGLabel: s.vrg.Name}); err != nil {
-		return flow.Transient("ReadFailed", fmt.Errorf("listing ReplicationGroupSources: %w", err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing ReplicationGroupSources: %w", err))
 	}
 	for i := range list.Items {
 		if o := &list.Items[i]; !keep[o.Name] {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, o)); err != nil {
-				return flow.Transient("WriteFailed", fmt.Errorf("deleting ReplicationGroupSource %s: %w", o.Name, err))
+				return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("deleting ReplicationGroupSource %s: %w", o.Name, err))
 			}
 		}
 	}
@@ -295,12 +296,12 @@ func (r *Reconciler) deleteRGSs(ctx context.Context, s *scope, keep map[string]b
 func (r *Reconciler) deleteRGDs(ctx context.Context, s *scope, keep map[string]bool) error {
 	list := &drv1alpha1.ReplicationGroupDestinationList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.vrg.Namespace), client.MatchingLabels{VolSyncVRGLabel: s.vrg.Name}); err != nil {
-		return flow.Transient("ReadFailed", fmt.Errorf("listing ReplicationGroupDestinations: %w", err))
+		return flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("listing ReplicationGroupDestinations: %w", err))
 	}
 	for i := range list.Items {
 		if o := &list.Items[i]; !keep[o.Name] {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, o)); err != nil {
-				return flow.Transient("WriteFailed", fmt.Errorf("deleting ReplicationGroupDestination %s: %w", o.Name, err))
+				return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("deleting ReplicationGroupDestination %s: %w", o.Name, err))
 			}
 		}
 	}

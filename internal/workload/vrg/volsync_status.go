@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
 )
 
@@ -81,7 +82,7 @@ func groupSyncs(s *scope) []groupSync {
 		// restores, the sync) is no problem: counted as one, DataProtected
 		// went False during every cycle. Lag past the objective is what tells
 		// a step that never ends.
-		if c := meta.FindStatusCondition(g.Status.Conditions, rgs.ConditionReady); c != nil &&
+		if c := meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionReady); c != nil &&
 			c.Status == metav1.ConditionFalse && !rgs.IsCycleStep(c.Reason) {
 			gs.problem = c.Message
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -48,7 +49,7 @@ func (r *Reconciler) recordDestinations(ctx context.Context, rgd *drv1alpha1.Rep
 		address := published
 		if r.ServiceExport {
 			if err := r.ensureServiceExport(ctx, rd); err != nil {
-				return nil, flow.Transient("CreateFailed", fmt.Errorf("ServiceExport %s: %w", volsync.ServiceName(rd.Name), err))
+				return nil, flow.Transient(srv1alpha1.ReasonCreateFailed, fmt.Errorf("ServiceExport %s: %w", volsync.ServiceName(rd.Name), err))
 			}
 			address = volsync.ClusterSetAddress(rd.Namespace, rd.Name)
 		}

@@ -12,7 +12,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -30,10 +30,6 @@ const ControllerName = "replicationgroupdestination"
 
 // Finalizer holds a ReplicationGroupDestination until its destinations are gone.
 const Finalizer = "dr.siterecovery.trilio.io/replication-group-destination"
-
-// ConditionReady is True once every destination exists and the group has a
-// complete image.
-const ConditionReady = "Ready"
 
 // recheck is how often a destination waiting on an unwatched object looks again.
 const recheck = 10 * time.Second
@@ -131,16 +127,16 @@ func (r *Reconciler) ensureDestinations(ctx context.Context, rgd *drv1alpha1.Rep
 			if flow.As(err) != nil {
 				return nil, err
 			}
-			return nil, flow.Transient("CreateFailed", fmt.Errorf("PVC %s: %w", p.Name, err))
+			return nil, flow.Transient(srv1alpha1.ReasonCreateFailed, fmt.Errorf("PVC %s: %w", p.Name, err))
 		}
 		provider := ""
 		if diff {
 			sc := &storagev1.StorageClass{}
 			if err := r.Client.Get(ctx, client.ObjectKey{Name: ptr.Deref(p.StorageClassName, "")}, sc); err != nil {
 				if apierrors.IsNotFound(err) {
-					return nil, flow.Waiting("StorageClassNotFound", recheck, "PVC %s: StorageClass %q not found", p.Name, ptr.Deref(p.StorageClassName, ""))
+					return nil, flow.Waiting(srv1alpha1.ReasonStorageClassNotFound, recheck, "PVC %s: StorageClass %q not found", p.Name, ptr.Deref(p.StorageClassName, ""))
 				}
-				return nil, flow.Transient("ReadFailed", err)
+				return nil, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 			}
 			provider = sc.Provisioner
 		}
@@ -149,7 +145,7 @@ func (r *Reconciler) ensureDestinations(ctx context.Context, rgd *drv1alpha1.Rep
 			mutateDestination(rgd, rd, p, provider)
 			return controllerutil.SetControllerReference(rgd, rd, r.Client.Scheme())
 		}); err != nil {
-			return nil, flow.Transient("CreateFailed", fmt.Errorf("ReplicationDestination %s: %w", p.Name, err))
+			return nil, flow.Transient(srv1alpha1.ReasonCreateFailed, fmt.Errorf("ReplicationDestination %s: %w", p.Name, err))
 		}
 		out = append(out, rd)
 		refs = append(refs, &corev1.ObjectReference{APIVersion: volsyncv1alpha1.GroupVersion.String(), Kind: "ReplicationDestination", Namespace: rd.Namespace, Name: rd.Name})
@@ -243,14 +239,14 @@ func (r *Reconciler) deleteStale(ctx context.Context, rgd *drv1alpha1.Replicatio
 	}
 	list := &volsyncv1alpha1.ReplicationDestinationList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name}); err != nil {
-		return flow.Transient("ReadFailed", err)
+		return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	for i := range list.Items {
 		if want[list.Items[i].Name] {
 			continue
 		}
 		if err := r.Client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
-			return flow.Transient("DeleteFailed", err)
+			return flow.Transient(srv1alpha1.ReasonDeleteFailed, err)
 		}
 	}
 	return nil
@@ -292,7 +288,7 @@ func recordImages(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1a
 }
 
 func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha1.ReplicationDestination, unpublished []string, err error) {
-	c := metav1.Condition{Type: ConditionReady, ObservedGeneration: rgd.Generation, Status: metav1.ConditionTrue, Reason: "Replicated"}
+	c := metav1.Condition{Status: metav1.ConditionTrue, Reason: drv1alpha1.ReasonReplicated}
 	var waiting []string
 	for _, rd := range rds {
 		if rd.Status == nil || rd.Status.LatestImage == nil {
@@ -309,7 +305,11 @@ func setReady(rgd *drv1alpha1.ReplicationGroupDestination, rds []*volsyncv1alpha
 	default:
 		c.Message = fmt.Sprintf("latest images of %d PVCs recorded", len(rgd.Status.LatestImages))
 	}
-	meta.SetStatusCondition(&rgd.Status.Conditions, c)
+	// Waiting for an address or a first image is Reconciling; an error that
+	// only a spec change fixes is Stalled.
+	rgd.Status.ObservedGeneration = rgd.Generation
+	e := flow.As(err)
+	flow.SetReady(&rgd.Status.Conditions, rgd.Generation, c.Status, c.Reason, c.Message, e != nil && e.Terminal())
 }
 
 // finalize deletes the destinations and the images they received; the

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -35,7 +36,7 @@ func (r *Reconciler) retainImages(ctx context.Context, rgd *drv1alpha1.Replicati
 		vs := &snapshotv1.VolumeSnapshot{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rgd.Namespace, Name: name}, vs); err != nil {
 			if client.IgnoreNotFound(err) != nil {
-				return flow.Transient("ReadFailed", err)
+				return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 			}
 			continue
 		}
@@ -49,19 +50,19 @@ func (r *Reconciler) retainImages(ctx context.Context, rgd *drv1alpha1.Replicati
 		vs.Labels[DoNotDeleteLabel] = "true"
 		vs.Labels[volsync.RGDLabel] = rgd.Name
 		if err := r.Client.Patch(ctx, vs, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-			return flow.Transient("PatchFailed", err)
+			return flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 		}
 	}
 	kept := &snapshotv1.VolumeSnapshotList{}
 	if err := r.Client.List(ctx, kept, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name, DoNotDeleteLabel: "true"}); err != nil {
-		return flow.Transient("ReadFailed", err)
+		return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	for i := range kept.Items {
 		if keep[kept.Items[i].Name] {
 			continue
 		}
 		if err := r.Client.Delete(ctx, &kept.Items[i]); client.IgnoreNotFound(err) != nil {
-			return flow.Transient("DeleteFailed", err)
+			return flow.Transient(srv1alpha1.ReasonDeleteFailed, err)
 		}
 	}
 	return nil
@@ -73,7 +74,7 @@ func (r *Reconciler) retainImages(ctx context.Context, rgd *drv1alpha1.Replicati
 func (r *Reconciler) deleteImages(ctx context.Context, rgd *drv1alpha1.ReplicationGroupDestination, rds []volsyncv1alpha1.ReplicationDestination) error {
 	kept := &snapshotv1.VolumeSnapshotList{}
 	if err := r.uncached().List(ctx, kept, client.InNamespace(rgd.Namespace), client.MatchingLabels{volsync.RGDLabel: rgd.Name, DoNotDeleteLabel: "true"}); err != nil {
-		return flow.Transient("ReadFailed", err)
+		return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	names := map[string]bool{}
 	for _, vs := range kept.Items {
@@ -87,7 +88,7 @@ func (r *Reconciler) deleteImages(ctx context.Context, rgd *drv1alpha1.Replicati
 	for name := range names {
 		vs := &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: rgd.Namespace, Name: name}}
 		if err := r.Client.Delete(ctx, vs); client.IgnoreNotFound(err) != nil {
-			return flow.Transient("DeleteFailed", err)
+			return flow.Transient(srv1alpha1.ReasonDeleteFailed, err)
 		}
 	}
 	return nil

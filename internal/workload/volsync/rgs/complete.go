@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -25,11 +26,11 @@ func (r *Reconciler) complete(ctx context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, nil
 	}
 	if err := r.deleteRestored(ctx, s); err != nil {
-		return ctrl.Result{}, flow.Transient("CleanupFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonCleanupFailed, err)
 	}
 	all, err := r.snapshots(ctx, s, "")
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	for i := range all {
 		vgs := &all[i]
@@ -37,13 +38,13 @@ func (r *Reconciler) complete(ctx context.Context, s *scope) (ctrl.Result, error
 			continue
 		}
 		if err := r.Client.Delete(ctx, vgs); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, flow.Transient("CleanupFailed", fmt.Errorf("deleting VolumeGroupSnapshot %s: %w", vgs.Name, err))
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonCleanupFailed, fmt.Errorf("deleting VolumeGroupSnapshot %s: %w", vgs.Name, err))
 		}
 	}
 	s.rgs.Status.PreviousVolumeGroupSnapshot = ""
 	if s.diff {
 		if err := r.markPrevious(ctx, s.vgs); err != nil {
-			return ctrl.Result{}, flow.Transient("CleanupFailed", err)
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonCleanupFailed, err)
 		}
 		s.rgs.Status.PreviousVolumeGroupSnapshot = s.vgs.Name
 	}

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -26,7 +27,7 @@ var stepReasons = map[string]func(s *scope) string{
 	ReasonRestoreNotBound: func(s *scope) string {
 		return fmt.Sprintf("cycle %s: restoring %d PVCs", s.cycle(), len(s.members))
 	},
-	ReasonSyncing: func(s *scope) string {
+	srv1alpha1.ReasonSyncing: func(s *scope) string {
 		return fmt.Sprintf("cycle %s: syncing %d PVCs", s.cycle(), len(s.members))
 	},
 }

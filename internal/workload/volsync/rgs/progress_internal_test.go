@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -30,7 +31,7 @@ func TestCycleStepReportsOneMessageUntilItHolds(t *testing.T) {
 	ready := func(at time.Duration, err error) (metav1.Condition, time.Duration) {
 		s := &scope{rgs: g, now: t0.Add(at), pvcs: pvcs, members: members}
 		recheck := r.setReady(s, err)
-		return *meta.FindStatusCondition(g.Status.Conditions, ConditionReady), recheck
+		return *meta.FindStatusCondition(g.Status.Conditions, srv1alpha1.ConditionReady), recheck
 	}
 	restoring := func(unbound string) error {
 		return flow.Waiting(ReasonRestoreNotBound, poll, "restored PVCs not bound yet: %s", unbound)
@@ -48,9 +49,9 @@ func TestCycleStepReportsOneMessageUntilItHolds(t *testing.T) {
 	require.Zero(t, recheck)
 
 	// The next step starts its own hold.
-	syncing := flow.Waiting(ReasonSyncing, 0, "1 of 2 PVCs synced, waiting for disk-1")
+	syncing := flow.Waiting(srv1alpha1.ReasonSyncing, 0, "1 of 2 PVCs synced, waiting for disk-1")
 	c, _ = ready(16*time.Second, syncing)
-	require.Equal(t, ReasonSyncing, c.Reason)
+	require.Equal(t, srv1alpha1.ReasonSyncing, c.Reason)
 	require.Equal(t, "cycle g-abcde: syncing 2 PVCs", c.Message)
 	c, _ = ready(31*time.Second, syncing)
 	require.Equal(t, "cycle g-abcde: 1 of 2 PVCs synced, waiting for disk-1", c.Message)
@@ -71,10 +72,10 @@ func TestCycleStepReportsOneMessageUntilItHolds(t *testing.T) {
 }
 
 func TestCycleStepsAreNotProblems(t *testing.T) {
-	for _, reason := range []string{ReasonSnapshotNotReady, ReasonRestoreNotBound, ReasonSyncing} {
+	for _, reason := range []string{ReasonSnapshotNotReady, ReasonRestoreNotBound, srv1alpha1.ReasonSyncing} {
 		require.True(t, IsCycleStep(reason), reason)
 	}
-	for _, reason := range []string{ReasonSnapshotFailed, ReasonSourceFailing, ReasonNoGroupSnapshotClass, ReasonMixedStorageClasses, "RestoreFailed"} {
+	for _, reason := range []string{srv1alpha1.ReasonSnapshotFailed, ReasonSourceFailing, ReasonNoGroupSnapshotClass, ReasonMixedStorageClasses, "RestoreFailed"} {
 		require.False(t, IsCycleStep(reason), reason)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -61,7 +62,7 @@ func (r *Reconciler) replicate(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, flow.Waiting(ReasonSourceFailing, poll, "ReplicationSource failing for %s", strings.Join(failing, "; "))
 	}
 	if len(pending) > 0 {
-		return ctrl.Result{}, flow.Waiting(ReasonSyncing, 0, "%d of %d PVCs synced, waiting for %s", s.synced, len(s.members), strings.Join(pending, ", "))
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonSyncing, 0, "%d of %d PVCs synced, waiting for %s", s.synced, len(s.members), strings.Join(pending, ", "))
 	}
 	return ctrl.Result{}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -29,7 +30,7 @@ func (r *Reconciler) schedule(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	current, err := r.snapshots(ctx, s, drv1alpha1.VGSStatusCurrent)
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	name := s.rgs.Name + "-" + rand.String(5)
 	for _, vgs := range current {
@@ -65,7 +66,7 @@ func (r *Reconciler) due(s *scope) (bool, ctrl.Result, error) {
 	}
 	next, err := volsync.NextRun(*t.Schedule, from)
 	if err != nil {
-		return false, ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "%v", err)
+		return false, ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%v", err)
 	}
 	if s.rgs.Status.LastSyncStartTime == nil || !s.now.Before(next) {
 		return true, ctrl.Result{}, nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -34,11 +35,11 @@ func (r *Reconciler) snapshot(ctx context.Context, s *scope) (ctrl.Result, error
 		vgs, err = r.createSnapshot(ctx, s)
 	}
 	if err != nil {
-		return ctrl.Result{}, flow.Transient("SnapshotFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonSnapshotFailed, err)
 	}
 	s.vgs = vgs
 	if vgs.Status != nil && vgs.Status.Error != nil {
-		return ctrl.Result{}, flow.Waiting(ReasonSnapshotFailed, poll, "VolumeGroupSnapshot %s failed: %s", vgs.Name, ptr.Deref(vgs.Status.Error.Message, "no message"))
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonSnapshotFailed, poll, "VolumeGroupSnapshot %s failed: %s", vgs.Name, ptr.Deref(vgs.Status.Error.Message, "no message"))
 	}
 	if vgs.Status == nil || !ptr.Deref(vgs.Status.ReadyToUse, false) {
 		return ctrl.Result{}, flow.Waiting(ReasonSnapshotNotReady, poll, "VolumeGroupSnapshot %s is not ready to use", vgs.Name)
@@ -88,7 +89,7 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 		if apierrors.IsNotFound(err) {
 			return nil, flow.Waiting(ReasonSnapshotNotReady, poll, "VolumeGroupSnapshotContent of %s not found", vgs.Name)
 		}
-		return nil, flow.Transient("ReadFailed", err)
+		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	if content.Status == nil {
 		return nil, flow.Waiting(ReasonSnapshotNotReady, poll, "VolumeGroupSnapshotContent %s has no status", content.Name)
@@ -99,7 +100,7 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 	}
 	snaps := &snapshotv1.VolumeSnapshotList{}
 	if err := r.Client.List(ctx, snaps, client.InNamespace(vgs.Namespace)); err != nil {
-		return nil, flow.Transient("ReadFailed", err)
+		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	byHandle := map[string]string{}
 	for _, vs := range snaps.Items {
@@ -108,7 +109,7 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 		}
 		vsc := &snapshotv1.VolumeSnapshotContent{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: *vs.Status.BoundVolumeSnapshotContentName}, vsc); err != nil {
-			return nil, flow.Transient("ReadFailed", client.IgnoreNotFound(err))
+			return nil, flow.Transient(srv1alpha1.ReasonReadFailed, client.IgnoreNotFound(err))
 		}
 		if vsc.Status != nil && vsc.Status.SnapshotHandle != nil {
 			byHandle[*vsc.Status.SnapshotHandle] = vs.Name
@@ -117,10 +118,10 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	sel, err := metav1.LabelSelectorAsSelector(vgs.Spec.Source.Selector)
 	if err != nil {
-		return nil, flow.Stalled(ReasonInvalidSpec, "%v", err)
+		return nil, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%v", err)
 	}
 	if err := r.Client.List(ctx, pvcs, client.InNamespace(vgs.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, flow.Transient("ReadFailed", err)
+		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	members := map[string]string{}
 	for _, p := range pvcs.Items {
@@ -129,7 +130,7 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 		}
 		pv := &corev1.PersistentVolume{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.VolumeName}, pv); err != nil {
-			return nil, flow.Transient("ReadFailed", client.IgnoreNotFound(err))
+			return nil, flow.Transient(srv1alpha1.ReasonReadFailed, client.IgnoreNotFound(err))
 		}
 		if pv.Spec.CSI == nil {
 			continue
@@ -156,7 +157,7 @@ func (r *Reconciler) loadBase(ctx context.Context, s *scope) error {
 	s.base = map[string]string{}
 	previous, err := r.snapshots(ctx, s, drv1alpha1.VGSStatusPrevious)
 	if err != nil {
-		return flow.Transient("ReadFailed", err)
+		return flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	for i := len(previous) - 1; i >= 0; i-- {
 		p := &previous[i]

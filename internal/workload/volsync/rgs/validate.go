@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
@@ -33,17 +34,17 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	className := s.rgs.Spec.VolumeGroupSnapshotClassName
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: className}, &groupsnapshotv1.VolumeGroupSnapshotClass{}); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, flow.Transient("ReadFailed", err)
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 		}
 		return ctrl.Result{}, flow.Waiting(ReasonNoGroupSnapshotClass, recheck, "VolumeGroupSnapshotClass %q not found", className)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(s.rgs.Spec.VolumeGroupSnapshotSource)
 	if err != nil {
-		return ctrl.Result{}, flow.Stalled(ReasonInvalidSpec, "volumeGroupSnapshotSource: %v", err)
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "volumeGroupSnapshotSource: %v", err)
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.rgs.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return ctrl.Result{}, flow.Transient("ReadFailed", err)
+		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 	}
 	s.pvcs = map[string]*corev1.PersistentVolumeClaim{}
 	byClass := map[string][]string{}
@@ -72,9 +73,9 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 		s.storageClass = &storagev1.StorageClass{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: sc}, s.storageClass); err != nil {
 			if apierrors.IsNotFound(err) {
-				return ctrl.Result{}, flow.Waiting(ReasonNoStorageClass, recheck, "StorageClass %q of the group's PVCs not found", sc)
+				return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonStorageClassNotFound, recheck, "StorageClass %q of the group's PVCs not found", sc)
 			}
-			return ctrl.Result{}, flow.Transient("ReadFailed", err)
+			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonReadFailed, err)
 		}
 	}
 	return ctrl.Result{}, nil
