@@ -168,5 +168,5 @@ test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privil
 clean: ## Remove bin/: the binaries, the images and the simulators.
 	rm -rf $(BIN)
 
-# The fault matrices and the benchmarks, each in a file of its own.
-include hack/make/faults.mk hack/make/bench.mk
+# The fault matrices, the benchmarks and the krew release, each in a file of its own.
+include hack/make/faults.mk hack/make/bench.mk hack/make/krew.mk
