@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +35,10 @@ import (
 // namespace the mean and largest RSS, the events its caches received, and
 // for the pair's two API servers their CPU and the watch events they sent,
 // per minute, in total and per DR namespace.
+//
+// Case "failover": the first DR namespace's first group (10 VMs) fails over
+// and back with the other DR namespaces' quorum-managers running, then with
+// them stopped, in turns; reported are the medians and their ratio.
 //
 //	go test ./test/steadystate -run '^$' -bench Tenants -benchtime 1x -timeout 120m -v
 func BenchmarkTenants(b *testing.B) {
@@ -114,6 +119,52 @@ func BenchmarkTenants(b *testing.B) {
 		b.ReportMetric(sent, prefix+"apiserver-watch-events/min")
 		b.ReportMetric(sent/k, prefix+"apiserver-watch-events/min/ns")
 	}
+
+	// A planned failover and failback of the first DR namespace's first
+	// group, with every other DR namespace's quorum-manager running, then
+	// with none, in turns (TENANT_FAILOVER_ROUNDS pairs).
+	first := tenants[0]
+	group := first.zone + "-g00"
+	var with, alone []float64
+	for round := range envInt(b, "TENANT_FAILOVER_ROUNDS", 2) {
+		for _, withOthers := range []bool{true, false} {
+			for _, tn := range tenants[1:] {
+				switch m := running[tn.drNamespace]; {
+				case withOthers && m == nil:
+					running[tn.drNamespace] = f.startMeasuredQuorum(tn.drNamespace)
+				case !withOthers && m != nil:
+					m.stop()
+					delete(running, tn.drNamespace)
+				}
+			}
+			f.settle(ctx)
+			over, back, err := f.failoverRound(ctx, first, group, len(with)+len(alone))
+			if err != nil {
+				b.Fatalf("failover with %d other DR namespaces: %v", len(running)-1, err)
+			}
+			b.Logf("round %d, %d other DR namespaces: failover %s, failback %s", round, len(running)-1, over.Round(time.Millisecond), back.Round(time.Millisecond))
+			if withOthers {
+				with = append(with, (over + back).Seconds())
+			} else {
+				alone = append(alone, (over + back).Seconds())
+			}
+		}
+	}
+	if len(with) > 0 {
+		b.ReportMetric(median(with), "failover-pair-with-tenants-s")
+		b.ReportMetric(median(alone), "failover-pair-alone-s")
+		b.ReportMetric(median(with)/median(alone), "failover-with/alone")
+	}
+}
+
+// median of a non-empty slice.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // quorumManager is a measured quorum-manager process and its metrics address.
@@ -184,7 +235,9 @@ func (f *fleet) measure(ctx context.Context, idle time.Duration, clusters []stri
 	}
 	for _, c := range clusters {
 		cpu := func(data []byte) float64 { return harness.Sum(harness.Samples(data, "process_cpu_seconds_total"), nil) }
-		sent := func(data []byte) float64 { return harness.Sum(harness.Samples(data, "apiserver_watch_events_total"), nil) }
+		sent := func(data []byte) float64 {
+			return harness.Sum(harness.Samples(data, "apiserver_watch_events_total"), nil)
+		}
 		w.apiCPU[c] = (cpu(apiAfter[c]) - cpu(apiBefore[c])) * perMinute
 		w.watchEventsSent[c] = (sent(apiAfter[c]) - sent(apiBefore[c])) * perMinute
 		t.Logf("%-16s kube-apiserver %.2f CPU s/min, %.0f watch events sent/min", c, w.apiCPU[c], w.watchEventsSent[c])
