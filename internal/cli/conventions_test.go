@@ -122,6 +122,11 @@ func TestStatusOutputForms(t *testing.T) {
 	code, _, errOut := q.run("status", "-o", "xml")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, errOut, `unknown output format "xml"`)
+	for _, verb := range []string{"validate", "version"} {
+		code, _, errOut = q.run(verb, "-o", "name")
+		assert.Equal(t, ExitUsage, code, "a report has no name")
+		assert.Contains(t, errOut, "this command prints a report", verb)
+	}
 }
 
 // The DR namespace is -n, else the kubeconfig context's; -A lists every DR

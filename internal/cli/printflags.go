@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,15 @@ type printFlags struct {
 	// tables is false for a command that prints no table (a write prints
 	// what it did by default, as kubectl create does).
 	tables bool
+	// report is true for a command that prints a report, not API objects:
+	// it has no -o name.
+	report bool
+}
+
+// forReport marks the flags of a command that prints a report.
+func (f *printFlags) forReport() *printFlags {
+	f.report = true
+	return f
 }
 
 func newPrintFlags(tables bool) *printFlags {
@@ -39,6 +49,9 @@ func (f *printFlags) addFlags(cmd *cobra.Command) {
 	f.print.JSONYamlPrintFlags.AddFlags(cmd)
 	f.print.TemplatePrinterFlags.AddFlags(cmd)
 	formats := f.print.AllowedFormats()
+	if f.report {
+		formats = slices.DeleteFunc(formats, func(s string) bool { return s == "name" })
+	}
 	if f.tables {
 		formats = append([]string{outputWide}, formats...)
 		cmd.Flags().BoolVar(&f.noHeaders, "no-headers", false, "when printing a table, leave out the headers")
@@ -90,6 +103,15 @@ func (f *printFlags) check() error {
 		return usagef("%v", err)
 	}
 	return nil
+}
+
+// checkReport is check for a command that prints a report: it has no API
+// object to name, so -o name is refused.
+func (f *printFlags) checkReport() error {
+	if f.report && f.format() == "name" {
+		return usagef("-o name prints API objects' names; this command prints a report: use -o json, yaml, jsonpath=... or go-template=...")
+	}
+	return f.check()
 }
 
 // printObj prints obj in the -o format (not the table).

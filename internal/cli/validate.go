@@ -10,7 +10,7 @@ import (
 )
 
 func newValidateCommand(o *Options) *cobra.Command {
-	pf := newPrintFlags(true)
+	pf := newPrintFlags(true).forReport()
 	cmd := &cobra.Command{
 		Use:   "validate [zone|group NAME]",
 		Short: "Check what would break DR before it is needed; score each check ok, warning or problem",
@@ -33,7 +33,7 @@ report (apiVersion ` + ReportGroupVersion.String() + `, kind ValidateReport).`,
   kubectl siterecovery validate group production-pg -o json
   kubectl siterecovery validate -o jsonpath='{.problems}'`,
 		ValidArgsFunction: o.completeValidate,
-		PreRunE:           func(*cobra.Command, []string) error { return pf.check() },
+		PreRunE:           func(*cobra.Command, []string) error { return pf.checkReport() },
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil

@@ -73,7 +73,7 @@ type ManagerVersion struct {
 }
 
 func newVersionCommand(o *Options) *cobra.Command {
-	pf := newPrintFlags(false)
+	pf := newPrintFlags(false).forReport()
 	var clientOnly bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -86,7 +86,7 @@ It needs get on deployments in that namespace; --client prints only the CLI's.`,
 		Example: `  kubectl siterecovery version -n dr-production
   kubectl siterecovery version --client -o json`,
 		Args:    exactArgs(0),
-		PreRunE: func(*cobra.Command, []string) error { return pf.check() },
+		PreRunE: func(*cobra.Command, []string) error { return pf.checkReport() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := &VersionReport{TypeMeta: reportMeta("Version"), ClientVersion: clientVersion()}
 			var serverErr error
