@@ -8,25 +8,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 // compute is what kstatus (and so kubectl wait, Argo CD, Flux) makes of obj.
-func compute(t *testing.T, obj runtime.Object) kstatus.Status {
+func compute(t *testing.T, obj runtime.Object) status.Status {
 	t.Helper()
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	require.NoError(t, err)
-	res, err := kstatus.Compute(&unstructured.Unstructured{Object: u})
+	res, err := status.Compute(&unstructured.Unstructured{Object: u})
 	require.NoError(t, err)
 	return res.Status
 }
 
-func zoneWithReady(gen, observed int64, status metav1.ConditionStatus, reason string, failed bool) *srv1alpha1.ProtectionZone {
+func zoneWithReady(gen, observed int64, st metav1.ConditionStatus, reason string, failed bool) *srv1alpha1.ProtectionZone {
 	z := &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Name: "z", Generation: gen}}
 	z.Status.ObservedGeneration = observed
-	SetReady(&z.Status.Conditions, gen, status, reason, "msg", failed)
+	SetReady(&z.Status.Conditions, gen, st, reason, "msg", failed)
 	return z
 }
 
@@ -36,22 +36,22 @@ func TestSetReadyIsReadByKStatus(t *testing.T) {
 		status metav1.ConditionStatus
 		reason string
 		failed bool
-		want   kstatus.Status
+		want   status.Status
 	}{
-		{"ready", metav1.ConditionTrue, srv1alpha1.ReasonReconciled, false, kstatus.CurrentStatus},
-		{"on its way", metav1.ConditionFalse, srv1alpha1.ReasonProgressing, false, kstatus.InProgressStatus},
-		{"not reported yet", metav1.ConditionUnknown, srv1alpha1.ReasonProgressing, false, kstatus.InProgressStatus},
-		{"a cluster that does not answer", metav1.ConditionFalse, srv1alpha1.ReasonClusterUnreachable, false, kstatus.InProgressStatus},
-		{"a spec the operator must fix", metav1.ConditionFalse, srv1alpha1.ReasonInvalidSpec, false, kstatus.FailedStatus},
-		{"a hold for the operator's confirmation", metav1.ConditionFalse, srv1alpha1.ReasonTargetDiverged, false, kstatus.FailedStatus},
-		{"failed for good", metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, true, kstatus.FailedStatus},
+		{"ready", metav1.ConditionTrue, srv1alpha1.ReasonReconciled, false, status.CurrentStatus},
+		{"on its way", metav1.ConditionFalse, srv1alpha1.ReasonProgressing, false, status.InProgressStatus},
+		{"not reported yet", metav1.ConditionUnknown, srv1alpha1.ReasonProgressing, false, status.InProgressStatus},
+		{"a cluster that does not answer", metav1.ConditionFalse, srv1alpha1.ReasonClusterUnreachable, false, status.InProgressStatus},
+		{"a spec the operator must fix", metav1.ConditionFalse, srv1alpha1.ReasonInvalidSpec, false, status.FailedStatus},
+		{"a hold for the operator's confirmation", metav1.ConditionFalse, srv1alpha1.ReasonTargetDiverged, false, status.FailedStatus},
+		{"failed for good", metav1.ConditionFalse, srv1alpha1.ReasonDrainTimeout, true, status.FailedStatus},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, compute(t, zoneWithReady(2, 2, tc.status, tc.reason, tc.failed)))
 		})
 	}
 	t.Run("a generation not observed yet", func(t *testing.T) {
-		require.Equal(t, kstatus.InProgressStatus, compute(t, zoneWithReady(3, 2, metav1.ConditionTrue, srv1alpha1.ReasonReconciled, false)))
+		require.Equal(t, status.InProgressStatus, compute(t, zoneWithReady(3, 2, metav1.ConditionTrue, srv1alpha1.ReasonReconciled, false)))
 	})
 }
 
@@ -71,7 +71,7 @@ func TestDeriveKStatusFollowsReady(t *testing.T) {
 	SetReady(conds, 1, metav1.ConditionTrue, srv1alpha1.ReasonAPIServerReachable, "up", false)
 	require.Nil(t, findCondition(*conds, srv1alpha1.ConditionStalled))
 	require.Nil(t, findCondition(*conds, srv1alpha1.ConditionReconciling), "Ready: neither, as kstatus expects")
-	require.Equal(t, kstatus.CurrentStatus, compute(t, z))
+	require.Equal(t, status.CurrentStatus, compute(t, z))
 }
 
 func TestReadyFrom(t *testing.T) {
@@ -97,21 +97,21 @@ func TestTrailKStatus(t *testing.T) {
 	fr.Status.ObservedGeneration = 1
 	tr := failoverTrail(fr, time.Unix(1000, 0))
 	tr.Enter(srv1alpha1.FailoverPending, "waiting for the lock")
-	require.Equal(t, kstatus.InProgressStatus, compute(t, fr))
+	require.Equal(t, status.InProgressStatus, compute(t, fr))
 	tr.Wait(srv1alpha1.ReasonLockHeld, "locked")
-	require.Equal(t, kstatus.InProgressStatus, compute(t, fr))
+	require.Equal(t, status.InProgressStatus, compute(t, fr))
 	tr.Wait(srv1alpha1.ReasonSourcePrimaryConnected, "fencing required")
-	require.Equal(t, kstatus.FailedStatus, compute(t, fr), "a hold for the operator is Stalled")
+	require.Equal(t, status.FailedStatus, compute(t, fr), "a hold for the operator is Stalled")
 	tr.Enter(srv1alpha1.FailoverWaitingForDRBD, "fenced; promoting")
-	require.Equal(t, kstatus.InProgressStatus, compute(t, fr), "the operator acted: in progress again")
+	require.Equal(t, status.InProgressStatus, compute(t, fr), "the operator acted: in progress again")
 
 	failed := fr.DeepCopy()
 	ftr := failoverTrail(failed, time.Unix(1001, 0))
 	ftr.Fail(srv1alpha1.ReasonBootTimeout, "VMs did not boot")
-	require.Equal(t, kstatus.FailedStatus, compute(t, failed))
+	require.Equal(t, status.FailedStatus, compute(t, failed))
 
 	tr.Succeed(srv1alpha1.ReasonFailoverCompleted, "done")
-	require.Equal(t, kstatus.CurrentStatus, compute(t, fr))
+	require.Equal(t, status.CurrentStatus, compute(t, fr))
 }
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
@@ -26,7 +26,7 @@ import (
 const newVM = "vm-new"
 
 // TestKStatusThroughRequestLife reads each kind of a running zone with
-// kstatus.Compute: the zone, the groups on all three clusters, the replicas,
+// status.Compute: the zone, the groups on all three clusters, the replicas,
 // the replication status and DRPolicies at rest; a ProtectionRequest and a
 // FailoverRequest through their whole life; a request that fails. The
 // failover is waited for with `kubectl wait --for=condition=Ready`, as the
@@ -37,13 +37,13 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: env.Namespace, Name: name} }
 
 	t.Run("at rest every kind is Current", func(t *testing.T) {
-		waitStatus(t, q, &srv1alpha1.ProtectionZone{}, key(env.ZoneName), kstatus.CurrentStatus)
-		waitStatus(t, q, &srv1alpha1.ProtectionGroup{}, key(drzone.Group), kstatus.CurrentStatus)
-		waitStatus(t, q, &srv1alpha1.ReplicationGroupStatus{}, key(drzone.Group), kstatus.CurrentStatus)
+		waitStatus(t, q, &srv1alpha1.ProtectionZone{}, key(env.ZoneName), status.CurrentStatus)
+		waitStatus(t, q, &srv1alpha1.ProtectionGroup{}, key(drzone.Group), status.CurrentStatus)
+		waitStatus(t, q, &srv1alpha1.ReplicationGroupStatus{}, key(drzone.Group), status.CurrentStatus)
 		for _, c := range []string{env.Primary, env.DR} {
-			waitStatus(t, z.Client(c), &srv1alpha1.ProtectionGroup{}, key(drzone.Group), kstatus.CurrentStatus)
+			waitStatus(t, z.Client(c), &srv1alpha1.ProtectionGroup{}, key(drzone.Group), status.CurrentStatus)
 			waitStatus(t, z.Client(c), &srv1alpha1.DRBDResource{},
-				client.ObjectKey{Namespace: env.AppNS, Name: srv1alpha1.DRBDResourceName(z.VMs[0])}, kstatus.CurrentStatus)
+				client.ObjectKey{Namespace: env.AppNS, Name: srv1alpha1.DRBDResourceName(z.VMs[0])}, status.CurrentStatus)
 		}
 	})
 
@@ -52,8 +52,8 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 			require.NoError(t, q.Create(z.Ctx, &drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name},
 				Spec: drv1alpha1.DRPolicySpec{DRClusters: clusters, SchedulingInterval: "0m"}}))
 		}
-		waitStatus(t, q, &drv1alpha1.DRPolicy{}, key("both"), kstatus.CurrentStatus)
-		waitStatus(t, q, &drv1alpha1.DRPolicy{}, key("elsewhere"), kstatus.FailedStatus)
+		waitStatus(t, q, &drv1alpha1.DRPolicy{}, key("both"), status.CurrentStatus)
+		waitStatus(t, q, &drv1alpha1.DRPolicy{}, key("elsewhere"), status.FailedStatus)
 	})
 
 	t.Run("ProtectionRequest: InProgress until Protected, then Current", func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 		require.NoError(t, q.Create(z.Ctx, pr))
 		followRequest(t, q, pr, func() (string, bool) {
 			return string(pr.Status.Phase), pr.Status.Phase == srv1alpha1.ProtectionProtected || pr.Status.Phase == srv1alpha1.ProtectionFailed
-		}, kstatus.CurrentStatus)
+		}, status.CurrentStatus)
 	})
 
 	t.Run("FailoverRequest: InProgress until Completed, then Current; kubectl wait returns", func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 		wait := kubectlWait(t, z, "failoverrequest/"+fr.Name)
 		followRequest(t, q, fr, func() (string, bool) {
 			return string(fr.Status.Phase), fr.Status.Phase == srv1alpha1.FailoverCompleted || fr.Status.Phase == srv1alpha1.FailoverFailed
-		}, kstatus.CurrentStatus)
+		}, status.CurrentStatus)
 		out, err := wait()
 		require.NoError(t, err, "kubectl wait --for=condition=Ready: %s", out)
 		require.Contains(t, out, "condition met")
@@ -88,23 +88,23 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 		require.NoError(t, q.Create(z.Ctx, fr))
 		followRequest(t, q, fr, func() (string, bool) {
 			return string(fr.Status.Phase), fr.Status.Phase == srv1alpha1.FailoverCompleted || fr.Status.Phase == srv1alpha1.FailoverFailed
-		}, kstatus.FailedStatus)
+		}, status.FailedStatus)
 		require.Equal(t, srv1alpha1.FailoverFailed, fr.Status.Phase)
 	})
 }
 
 // compute reads obj as kstatus does.
-func compute(t *testing.T, obj client.Object) *kstatus.Result {
+func compute(t *testing.T, obj client.Object) *status.Result {
 	t.Helper()
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	require.NoError(t, err)
-	res, err := kstatus.Compute(&unstructured.Unstructured{Object: u})
+	res, err := status.Compute(&unstructured.Unstructured{Object: u})
 	require.NoError(t, err)
 	return res
 }
 
 // waitStatus waits until obj reads as want.
-func waitStatus(t *testing.T, c client.Client, obj client.Object, key client.ObjectKey, want kstatus.Status) {
+func waitStatus(t *testing.T, c client.Client, obj client.Object, key client.ObjectKey, want status.Status) {
 	t.Helper()
 	env.Eventually(t, drzone.Timeout, fmt.Sprintf("%T %s %s", obj, key.Name, want), func() error {
 		if err := c.Get(context.Background(), key, obj); err != nil {
@@ -121,7 +121,7 @@ func waitStatus(t *testing.T, c client.Client, obj client.Object, key client.Obj
 // it is terminal): every reading of a written status before then must be
 // InProgress, and the end must read as want. A request that succeeds runs
 // long enough for a reading in progress to be seen.
-func followRequest(t *testing.T, c client.Client, obj client.Object, phase func() (string, bool), want kstatus.Status) {
+func followRequest(t *testing.T, c client.Client, obj client.Object, phase func() (string, bool), want status.Status) {
 	t.Helper()
 	var inProgress []string
 	env.Eventually(t, drzone.Timeout, fmt.Sprintf("%T %s ends", obj, obj.GetName()), func() error {
@@ -135,7 +135,7 @@ func followRequest(t *testing.T, c client.Client, obj client.Object, phase func(
 			return nil
 		case p == "":
 			return fmt.Errorf("no status yet")
-		case res.Status != kstatus.InProgressStatus:
+		case res.Status != status.InProgressStatus:
 			t.Fatalf("phase %s reads %s (%s), want InProgress", p, res.Status, res.Message)
 		}
 		if len(inProgress) == 0 || inProgress[len(inProgress)-1] != p {
@@ -144,7 +144,7 @@ func followRequest(t *testing.T, c client.Client, obj client.Object, phase func(
 		return fmt.Errorf("phase %s", p)
 	})
 	t.Logf("%T %s: InProgress in %s", obj, obj.GetName(), strings.Join(inProgress, ", "))
-	if want == kstatus.CurrentStatus {
+	if want == status.CurrentStatus {
 		require.NotEmpty(t, inProgress, "a request read while it runs")
 	}
 	res := compute(t, obj)
