@@ -1,11 +1,7 @@
 package alerts
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -169,18 +165,7 @@ type parsed struct {
 // parsePromQL runs Prometheus's own parser (tools/promql) over exprs.
 func parsePromQL(t *testing.T, exprs map[string]string) map[string]parsed {
 	t.Helper()
-	in, err := json.Marshal(exprs)
-	require.NoError(t, err)
-	cmd := exec.Command("go", "run", "-C", filepath.Join(harness.RepoRoot(), "tools/promql"), ".")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
-	var res map[string]parsed
-	require.NoError(t, json.Unmarshal(out, &res))
-	require.Len(t, res, len(exprs))
-	return res
+	return harness.ParsePromQL[parsed](t, exprs)
 }
 
 func sameSet(a, b []string) bool {

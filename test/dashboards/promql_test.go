@@ -2,11 +2,9 @@ package dashboards
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -65,18 +63,7 @@ type parsed struct {
 // parse runs Prometheus's own parser (tools/promql) over exprs.
 func parse(t *testing.T, exprs map[string]string) map[string]parsed {
 	t.Helper()
-	in, err := json.Marshal(exprs)
-	require.NoError(t, err)
-	cmd := exec.Command("go", "run", "-C", filepath.Join(harness.RepoRoot(), "tools/promql"), ".")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
-	var res map[string]parsed
-	require.NoError(t, json.Unmarshal(out, &res))
-	require.Len(t, res, len(exprs))
-	return res
+	return harness.ParsePromQL[parsed](t, exprs)
 }
 
 // TestAlertsAndDashboardsParse loads every alert and dashboard expression into
