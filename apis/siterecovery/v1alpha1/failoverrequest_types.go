@@ -221,6 +221,10 @@ type FailoverRequestStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	PhaseTimings []PhaseTiming `json:"phaseTimings,omitempty"`
+	// boot is how the group's boot plan ran on the target, stage by stage,
+	// as the target's copy of the group reported it.
+	// +optional
+	Boot *BootStatus `json:"boot,omitempty"`
 }
 
 // PhaseTiming is where the time of one phase went.
@@ -243,6 +247,27 @@ type PhaseTiming struct {
 	// counts here.
 	// +optional
 	ControlPlaneMilliseconds int64 `json:"controlPlaneMilliseconds,omitempty"`
+	// stages splits the phase that starts the group on the target across
+	// the stages of its boot plan.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=17
+	Stages []StageTiming `json:"stages,omitempty"`
+}
+
+// StageTiming is the time one boot stage took.
+type StageTiming struct {
+	// stage is the stage's name.
+	// +required
+	Stage string `json:"stage"`
+	// milliseconds from the stage's start to its end (or to the end of the
+	// phase, for a stage that had not ended).
+	// +optional
+	Milliseconds int64 `json:"milliseconds,omitempty"`
+	// phase is how the stage ended: Succeeded, TimedOut, Failed, Skipped, or
+	// the phase it was in.
+	// +optional
+	Phase BootStagePhase `json:"phase,omitempty"`
 }
 
 // FailoverRequest moves a ProtectionGroup to another cluster of its zone. Its status

@@ -71,6 +71,13 @@ type ProtectionGroupSpec struct {
 	// leaves the replicas' roles to whoever set them (the protection flow).
 	// +optional
 	DRBD *GroupDRBDIntent `json:"drbd,omitempty"`
+
+	// boot orders the start of the group's VMs wherever the group is asked
+	// to run: stages that start in turn, each gated on its VMs' readiness.
+	// Unset, every VM starts at once. pg-sync copies it to the workload
+	// copies.
+	// +optional
+	Boot *BootPlan `json:"boot,omitempty"`
 }
 
 // GroupDRBDIntent is the role asked of a group's replicas on one cluster.
@@ -214,6 +221,11 @@ type ProtectionGroupStatus struct {
 	// copies of DRBD groups).
 	// +optional
 	DRBD *GroupDRBDStatus `json:"drbd,omitempty"`
+
+	// boot is how the group's current start on this cluster goes, stage by
+	// stage (workload copies of groups with a boot plan).
+	// +optional
+	Boot *BootStatus `json:"boot,omitempty"`
 
 	// clusters holds the state of every workload copy (quorum copy).
 	// +optional
