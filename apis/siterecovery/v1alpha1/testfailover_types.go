@@ -134,6 +134,13 @@ type TestFailoverStatus struct {
 	// +optional
 	// +listType=atomic
 	Results []CheckResult `json:"results,omitempty"`
+	// boot is how the test VMs started under the group's boot plan, stage by
+	// stage: only the VMs of a stage that may run are started, and a stage
+	// that does not succeed under onStageTimeout Stop leaves the later ones
+	// unstarted (their VMReady check fails and names the stage). Without a
+	// plan every test VM starts at once, in the implicit stage.
+	// +optional
+	Boot *BootStatus `json:"boot,omitempty"`
 	// startTime is when the test started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
