@@ -133,6 +133,7 @@ func (z *zoneCheck) run(ctx context.Context) []probe {
 			z.drbd(ctx, g)
 		}
 		z.standbys(ctx, g)
+		z.bootPlan(ctx, g)
 		z.rpo(ctx, g)
 		if b := z.zone.Spec.StorageBackend; b == srv1alpha1.BackendOffloaded || b == srv1alpha1.BackendVolSync {
 			z.drPolicy(ctx, g, time.Now())
