@@ -57,6 +57,10 @@ const (
 	ReasonSnapshotFailed = "SnapshotFailed"
 	// ReasonStorageClassNotFound: a StorageClass a PVC needs does not exist.
 	ReasonStorageClassNotFound = "StorageClassNotFound"
+	// ReasonBootPlanStopped: a stage of the group's boot plan timed out or
+	// failed and the plan's onStageTimeout is Stop, so its later stages'
+	// VMs stay stopped until the operator starts them.
+	ReasonBootPlanStopped = "BootPlanStopped"
 )
 
 // Reasons of an API call to a workload cluster that failed; retried with

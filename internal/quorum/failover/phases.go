@@ -180,6 +180,12 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 	if err == nil {
 		pg, err = workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)
 	}
+	// The target's boot plan, stage by stage (boot.go); one that stopped
+	// will not start its later stages however long the request waits.
+	followBoot(s, pg)
+	if err == nil && bootStopped(pg) {
+		return ctrl.Result{}, r.stopOnBootPlan(ctx, s, pg.Status.Boot)
+	}
 	if err == nil && settled(pg, srv1alpha1.StateRunning) {
 		if err := r.flipActiveCluster(ctx, s); err != nil {
 			return ctrl.Result{}, err
@@ -206,13 +212,16 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 	if err != nil {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
 	}
+	waiting := fmt.Sprintf("waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
+	if stage := bootProgress(s.req.Status.Boot); stage != "" {
+		waiting += "; " + stage
+	}
 	if why := vmProblems(pg); why != "" {
 		// Say at once what keeps a VM from starting (a launcher pod the
 		// scheduler cannot place), not only when the boot timeout ends.
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for group %s to run on %s (currentState %q); %s",
-			s.group.Name, s.target(), pg.Status.CurrentState, why)
+		waiting += "; " + why
 	}
-	return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
+	return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "%s", waiting)
 }
 
 // vmProblems names the VMs of a workload copy that report a problem, with it.

@@ -66,7 +66,7 @@ func (c *clocks) end(s *scope, err error, now time.Time) {
 	pc := c.get(s.req)
 	pc.phase, pc.endedAt, pc.waitedOn = s.req.Status.Phase, now, waitOf(err)
 	if len(s.req.Status.PhaseHistory) != len(s.before.Status.PhaseHistory) {
-		s.req.Status.PhaseTimings = pc.timings(s.req.Status.PhaseHistory)
+		s.req.Status.PhaseTimings = pc.timings(s.req.Status.PhaseHistory, s.req.Status.Boot)
 	}
 }
 
@@ -95,16 +95,21 @@ func (c *clocks) get(fr *srv1alpha1.FailoverRequest) *phaseClock {
 }
 
 // timings is the split of each finished phase of history: each lasted until
-// the next was entered.
-func (pc *phaseClock) timings(history []srv1alpha1.PhaseTransition) []srv1alpha1.PhaseTiming {
+// the next was entered. StartingOnTarget is split across the stages of the
+// boot the request followed, too (stageTimings).
+func (pc *phaseClock) timings(history []srv1alpha1.PhaseTransition, boot *srv1alpha1.BootStatus) []srv1alpha1.PhaseTiming {
 	var out []srv1alpha1.PhaseTiming
 	for i := 0; i+1 < len(history); i++ {
 		phase := history[i].Phase
 		total := history[i+1].Time.Sub(history[i].Time.Time)
 		w, h := min(pc.workload[phase], total), pc.held[phase]
 		h = min(h, total-w)
-		out = append(out, srv1alpha1.PhaseTiming{Phase: phase, WorkloadMilliseconds: w.Milliseconds(),
-			HeldMilliseconds: h.Milliseconds(), ControlPlaneMilliseconds: (total - w - h).Milliseconds()})
+		pt := srv1alpha1.PhaseTiming{Phase: phase, WorkloadMilliseconds: w.Milliseconds(),
+			HeldMilliseconds: h.Milliseconds(), ControlPlaneMilliseconds: (total - w - h).Milliseconds()}
+		if phase == string(srv1alpha1.FailoverStartingOnTarget) {
+			pt.Stages = stageTimings(boot, history[i+1].Time.Time)
+		}
+		out = append(out, pt)
 	}
 	return out
 }
