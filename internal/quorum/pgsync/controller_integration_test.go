@@ -266,6 +266,9 @@ func TestPGSync(t *testing.T) {
 	require.Equal(t, "yes", web.Annotations["example.com/keep"])
 	env.Eventually(t, wait, "synced after template change", synced(q, metav1.ConditionTrue, srv1alpha1.ReasonInSync, allInSync))
 
+	// A boot plan follows the quorum copy, and its removal too (boot_integration_test.go).
+	checkBootPlanSync(t, e)
+
 	// A desiredState the failover-controller set is not reverted.
 	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateStopped })
 	setRPO(t, e, 120)

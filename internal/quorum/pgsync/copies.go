@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,8 +19,8 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// syncCopy makes the cluster's workload copy carry the quorum copy's VMs and
-// replication settings. A missing copy is created with spec.desiredState running
+// syncCopy makes the cluster's workload copy carry the quorum copy's VMs,
+// replication settings and boot plan. A missing copy is created with spec.desiredState running
 // on the active cluster and stopped elsewhere; from then on desiredState belongs
 // to the failover-controller and is never part of what pg-sync applies.
 func (r *Reconciler) syncCopy(ctx context.Context, s *scope, rem *remote.Remote, c *clusterResult) error {
@@ -51,8 +52,9 @@ func (r *Reconciler) syncCopy(ctx context.Context, s *scope, rem *remote.Remote,
 }
 
 // createCopy creates a copy holding only the labels and desiredState, under an
-// Update operation: the Apply that follows then owns virtualMachines and
-// replication alone, so that entries the quorum copy drops are removed again.
+// Update operation: the Apply that follows then owns virtualMachines,
+// replication and boot alone, so that entries the quorum copy drops are
+// removed again.
 func (r *Reconciler) createCopy(ctx context.Context, s *scope, rem *remote.Remote, cluster string) (*srv1alpha1.ProtectionGroup, error) {
 	desired := srv1alpha1.StateStopped
 	if cluster == s.group.Spec.ActiveCluster {
@@ -91,8 +93,10 @@ func (r *Reconciler) applyCopy(ctx context.Context, g *srv1alpha1.ProtectionGrou
 }
 
 // copyApplyConfiguration is the apply configuration of a workload copy: the
-// pg-sync labels, spec.virtualMachines and spec.replication, and nothing else —
-// in particular never spec.desiredState.
+// pg-sync labels, spec.virtualMachines, spec.replication and spec.boot, and
+// nothing else — in particular never spec.desiredState. A group without a
+// boot plan leaves spec.boot out: the apply then removes the plan pg-sync
+// wrote before, so the copy starts every VM at once again.
 func copyApplyConfiguration(g *srv1alpha1.ProtectionGroup) (*unstructured.Unstructured, error) {
 	vms := make([]any, 0, len(g.Spec.VirtualMachines))
 	for _, vm := range g.Spec.VirtualMachines {
@@ -106,9 +110,17 @@ func copyApplyConfiguration(g *srv1alpha1.ProtectionGroup) (*unstructured.Unstru
 	for k, v := range pgSyncLabels(g) {
 		labels[k] = v
 	}
+	spec := map[string]any{"virtualMachines": vms, "replication": replication}
+	if g.Spec.Boot != nil {
+		boot, err := runtime.DefaultUnstructuredConverter.ToUnstructured(g.Spec.Boot)
+		if err != nil {
+			return nil, err
+		}
+		spec["boot"] = boot
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": g.Namespace, "name": g.Name, "labels": labels},
-		"spec":     map[string]any{"virtualMachines": vms, "replication": replication},
+		"spec":     spec,
 	}}
 	u.SetGroupVersionKind(srv1alpha1.GroupVersion.WithKind("ProtectionGroup"))
 	return u, nil
@@ -134,7 +146,24 @@ func copyDrift(g, cp *srv1alpha1.ProtectionGroup) []string {
 	if cp.Spec.Replication != g.Spec.Replication {
 		drift = append(drift, fmt.Sprintf("replication %+v, want %+v", cp.Spec.Replication, g.Spec.Replication))
 	}
+	if !equality.Semantic.DeepEqual(cp.Spec.Boot, g.Spec.Boot) {
+		drift = append(drift, fmt.Sprintf("boot plan %s, want %s", bootSummary(cp.Spec.Boot), bootSummary(g.Spec.Boot)))
+	}
 	return drift
+}
+
+// bootSummary names a boot plan's stages and onStageTimeout for a drift
+// message; a differing gate, timeout or step shows as the same summary. It
+// never prints a step's env, which is the user's to keep out of statuses.
+func bootSummary(p *srv1alpha1.BootPlan) string {
+	if p == nil {
+		return "none"
+	}
+	names := make([]string, 0, len(p.Stages))
+	for _, st := range p.Stages {
+		names = append(names, st.Name)
+	}
+	return fmt.Sprintf("[%s] onStageTimeout %s", strings.Join(names, ","), p.OnStageTimeout)
 }
 
 func refKeys(refs []srv1alpha1.VirtualMachineReference) []string {
