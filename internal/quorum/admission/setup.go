@@ -29,6 +29,10 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 		WithValidator(&protectionRequests{client: c, remote: rm}).Complete(); err != nil {
 		return err
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionGroup{}).
+		WithValidator(&protectionGroups{remote: rm}).Complete(); err != nil {
+		return err
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &drv1alpha1.DRPlacementControl{}).
 		WithValidator(&placements{client: c}).Complete()
 }

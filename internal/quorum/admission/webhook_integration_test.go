@@ -260,6 +260,8 @@ users: [{name: u, user: {token: s3cret-token}}]
 		require.NoError(t, admin.Update(ctx, drpc.DeepCopy(), client.DryRunAll))
 	})
 
+	t.Run("ProtectionGroup boot plan", func(t *testing.T) { bootPlans(t, e, admin) })
+
 	t.Run("webhook down", func(t *testing.T) {
 		webhooks.Stop(t)
 		err := admin.Create(ctx, failoverRequest("while-down", env.DR, srv1alpha1.FailoverPlanned), client.DryRunAll)

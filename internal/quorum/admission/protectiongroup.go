@@ -1,0 +1,103 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
+)
+
+// protectionGroups validates a quorum ProtectionGroup's boot plan against the
+// group's VMs (srv1alpha1.CheckBootPlan). The chart calls it only when the
+// plan is written or changed (a match condition), so the controllers' writes
+// of spec.virtualMachines never wait on it: a VM leaving the group does not
+// block on a plan that names it, and `kubectl siterecovery validate` reports
+// the plan then.
+type protectionGroups struct {
+	remote remote.ClusterCache
+}
+
+var _ admission.Validator[*srv1alpha1.ProtectionGroup] = &protectionGroups{}
+
+// labelsTimeout bounds reading the VMs' labels from the active cluster, well
+// inside the webhook's own timeout.
+const labelsTimeout = 5 * time.Second
+
+// ValidateCreate refuses a new group's boot plan that names VMs wrongly or
+// has an invalid selector or step.
+func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
+	return v.check(ctx, g)
+}
+
+// ValidateUpdate checks the plan only when it changed.
+func (v *protectionGroups) ValidateUpdate(ctx context.Context, old, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec.Boot, g.Spec.Boot) {
+		return nil, nil
+	}
+	return v.check(ctx, g)
+}
+
+// ValidateDelete accepts every deletion.
+func (v *protectionGroups) ValidateDelete(context.Context, *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *protectionGroups) check(ctx context.Context, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
+	if g.Spec.Boot == nil || len(g.Spec.Boot.Stages) == 0 {
+		return nil, nil
+	}
+	var warnings admission.Warnings
+	var vmLabels map[string]map[string]string
+	if slices.ContainsFunc(g.Spec.Boot.Stages, func(s srv1alpha1.BootStage) bool { return s.Selector != nil }) {
+		var err error
+		if vmLabels, err = v.labels(ctx, g); err != nil {
+			// Not a refusal: the selectors are only matched for a warning.
+			warnings = append(warnings, fmt.Sprintf("the stages' selectors were not matched against the group's VMs: %v; kubectl siterecovery validate group %s matches them later", err, g.Name))
+		}
+	}
+	problems, planWarnings := srv1alpha1.CheckBootPlan(g.Spec.Boot, g.Spec.VirtualMachines, vmLabels)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("spec.boot of ProtectionGroup %s: %s", g.Name, strings.Join(problems, "; "))
+	}
+	return append(warnings, planWarnings...), nil
+}
+
+// labels reads the labels of the group's VMs on its active cluster, where
+// they run and where pg-sync copies them from.
+func (v *protectionGroups) labels(ctx context.Context, g *srv1alpha1.ProtectionGroup) (map[string]map[string]string, error) {
+	if g.Spec.ZoneRef == nil || g.Spec.ActiveCluster == "" {
+		return nil, fmt.Errorf("the group has no zoneRef and activeCluster yet")
+	}
+	rc, err := v.remote.Get(remote.Key{Namespace: g.Namespace, Zone: g.Spec.ZoneRef.Name, Cluster: g.Spec.ActiveCluster})
+	if err != nil {
+		return nil, fmt.Errorf("active cluster %s cannot be reached now (%w)", g.Spec.ActiveCluster, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
+	defer cancel()
+	out := map[string]map[string]string{}
+	var namespaces []string
+	for _, vm := range g.Spec.VirtualMachines {
+		if !slices.Contains(namespaces, vm.Namespace) {
+			namespaces = append(namespaces, vm.Namespace)
+		}
+	}
+	for _, ns := range namespaces {
+		list := &kubevirtv1.VirtualMachineList{}
+		if err := rc.Direct.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing VirtualMachines in %s on %s failed: %w", ns, g.Spec.ActiveCluster, err)
+		}
+		for i := range list.Items {
+			out[ns+"/"+list.Items[i].Name] = list.Items[i].Labels
+		}
+	}
+	return out, nil
+}
