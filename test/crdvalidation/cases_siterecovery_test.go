@@ -83,8 +83,45 @@ spec:
   virtualMachines:
   - {name: db, namespace: apps}
   - {name: web, namespace: apps}
+  boot:
+    stages:
+    - {name: database, virtualMachines: [db], gate: {type: TCP, port: 5432}}
+    - name: web
+      selector: {matchLabels: {tier: web}}
+      gate: {type: HTTP, port: 8080, path: /healthz}
+      postStart: {image: registry.example.com/smoke:1, env: [{name: URL, value: "http://web"}]}
 `,
 		invalid: []invalidCase{
+			{"boot stage without VMs", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {boot: {stages: [{name: empty}]}}
+`, []string{"spec.boot.stages[0]", "a stage names its VMs by virtualMachines, selector, or both"}},
+			{"boot stage named remaining", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {boot: {stages: [{name: remaining, virtualMachines: [db]}]}}
+`, []string{"spec.boot.stages[0]", "the stage name remaining is the implicit stage of the VMs no stage names; choose another"}},
+			{"TCP gate without port", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {boot: {stages: [{name: database, virtualMachines: [db], gate: {type: TCP}}]}}
+`, []string{"spec.boot.stages[0].gate", "a TCP or HTTP gate needs a port"}},
+			{"path on a TCP gate", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {boot: {stages: [{name: database, virtualMachines: [db], gate: {type: TCP, port: 5432, path: /}}]}}
+`, []string{"spec.boot.stages[0].gate", "path applies to an HTTP gate only"}},
+			{"path on the default Ready gate", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {boot: {stages: [{name: web, virtualMachines: [web], gate: {path: /healthz}}]}}
+`, []string{"spec.boot.stages[0].gate", "path applies to an HTTP gate only"}},
 			{"unknown desired state", `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: ProtectionGroup
