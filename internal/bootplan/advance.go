@@ -200,7 +200,7 @@ func (out *Output) advanceStage(in Input, st Stage, ss srv1alpha1.BootStageStatu
 			}
 		}
 		if len(why) > 0 {
-			return out.wait(ss, in.Now, deadline, "waiting for the %s gate: %s", gateOf(st).Type, strings.Join(why, "; "))
+			return out.wait(ss, in.Now, deadline, "waiting for the %s gate: %s", gateOf(st).Type, flow.ListedWith(why, "; "))
 		}
 		if st.PostStart == nil {
 			return end(ss, srv1alpha1.StageSucceeded, in.Now, "every VM passed the %s gate", gateOf(st).Type)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,9 @@ const ControllerName = "protectiongroup"
 // their state and their nodes' lost-quorum taint (which only the agents write).
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list;watch
+// It runs the boot plans' pre/post-start steps and gate probes as Jobs in the
+// VMs' namespaces, and deletes them when the group stops.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 
 // Reconciler runs or stops the VMs of local ProtectionGroups.
 type Reconciler struct {
@@ -48,6 +52,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Clock     clock.PassiveClock
+	// ProbeImage runs the boot gates' TCP and HTTP probes; DefaultProbeImage
+	// when empty.
+	ProbeImage string
 
 	// status writes the groups' status; its throttle spaces out the writes
 	// that only report progress (progressOnly). Made on first use.
@@ -91,6 +98,7 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		// A promotion at once: the group's VMs may wait for it to start.
 		Watches(&srv1alpha1.DRBDResource{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfReplica), builder.WithPredicates(promoted)).
 		Watches(&corev1.Node{}, flow.DelayedHandler(handler.EnqueueRequestsFromMapFunc(r.groupsOnNode), replicaEventDelay), builder.WithPredicates(taintsChanged)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(groupOfJob)).
 		Complete(r)
 }
 
@@ -151,6 +159,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 		default:
 			v.hasVMI = true
 			v.vmiRunning = vmi.Status.Phase == kubevirtv1.Running && vmi.DeletionTimestamp.IsZero()
+			v.readInstance(vmi)
 		}
 		s.vms = append(s.vms, v)
 	}
@@ -166,11 +175,21 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 	if desired == "" {
 		return ctrl.Result{}, nil
 	}
-	if desired == srv1alpha1.StateRunning {
+	var run map[string]bool
+	switch desired {
+	case srv1alpha1.StateRunning:
 		if hold := startHold(s); hold != "" {
 			// The replicas' promotion events wake the group (promoted).
 			s.holds = append(s.holds, hold)
 			return ctrl.Result{}, nil
+		}
+		var err error
+		if run, err = r.runBootPlan(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	case srv1alpha1.StateStopped:
+		if err := r.endBoot(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	type change struct {
@@ -185,6 +204,10 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		if conflictingRunFields(v.vm) {
 			v.problem = "sets both spec.running and spec.runStrategy, which KubeVirt rejects; remove one"
+			continue
+		}
+		if run != nil && !run[v.key()] {
+			v.held = heldBy(s.boot, v.key())
 			continue
 		}
 		if r.patched.behind(v.vm) {
@@ -216,7 +239,8 @@ func (r *Reconciler) applyDesiredState(ctx context.Context, s *scope) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonPatchFailed, err)
 	}
-	return ctrl.Result{}, nil
+	// A stage's timeout: nothing on the cluster wakes the group then.
+	return ctrl.Result{RequeueAfter: s.bootAfter}, nil
 }
 
 // parallelPatches bounds the VM patches one reconcile has in flight.

@@ -32,6 +32,12 @@ type scope struct {
 	holds []string
 	// asked is true when this reconcile asked a VM or a replica to change.
 	asked bool
+	// boot is the boot plan's status this reconcile decided, and bootSet
+	// true once it did (nil then clears it); bootAfter is when the stage
+	// under way times out.
+	boot      *srv1alpha1.BootStatus
+	bootSet   bool
+	bootAfter time.Duration
 }
 
 // vmState is one VM of the group as the cluster shows it.
@@ -47,6 +53,30 @@ type vmState struct {
 	ask runAsk
 	// problem explains why the controller could not act on the VM.
 	problem string
+	// held says which boot stage the VM waits for before it may start.
+	held string
+	// vmiReady and agentConnected are the instance's Ready and
+	// AgentConnected conditions, and address its first interface's IP: what
+	// a boot plan's gates read.
+	vmiReady, agentConnected bool
+	address                  string
+}
+
+func (v vmState) key() string { return v.ref.Namespace + "/" + v.ref.Name }
+
+// readInstance notes what a boot gate reads of the VM's instance.
+func (v *vmState) readInstance(vmi *kubevirtv1.VirtualMachineInstance) {
+	for _, c := range vmi.Status.Conditions {
+		switch c.Type {
+		case kubevirtv1.VirtualMachineInstanceReady:
+			v.vmiReady = c.Status == corev1.ConditionTrue
+		case kubevirtv1.VirtualMachineInstanceAgentConnected:
+			v.agentConnected = c.Status == corev1.ConditionTrue
+		}
+	}
+	if len(vmi.Status.Interfaces) > 0 {
+		v.address = vmi.Status.Interfaces[0].IP
+	}
 }
 
 func (v vmState) missing() bool { return v.vm == nil }
@@ -59,6 +89,9 @@ func (v vmState) missing() bool { return v.vm == nil }
 func (v vmState) message() string {
 	if v.problem != "" || v.vm == nil {
 		return v.problem
+	}
+	if v.held != "" {
+		return v.held
 	}
 	for _, c := range v.vm.Status.Conditions {
 		if string(c.Type) == string(corev1.PodScheduled) && c.Status == corev1.ConditionFalse && c.Message != "" {

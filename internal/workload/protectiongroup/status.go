@@ -24,6 +24,9 @@ func setStatus(s *scope) {
 	st.ObservedGeneration = s.group.Generation
 	st.VirtualMachines = vmStatuses(s)
 	st.CurrentState = currentState(s)
+	if s.bootSet {
+		st.Boot = s.boot
+	}
 	if s.drbdLoaded {
 		st.DRBD = DRBDStatus(s.group, s.replicas, s.taintedNodes, s.applied)
 	}

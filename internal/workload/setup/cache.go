@@ -1,11 +1,16 @@
 package setup
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/siterecovery/siterecovery/internal/bootplan"
 )
 
 // CacheByObject scopes pg-controller's cache of the kinds every workload
@@ -15,14 +20,17 @@ import (
 // or namespace, and the VMs of a group are named by the group, not labelled.
 // What it keeps:
 //   - Pods: the PVCs they mount and their phase (is a PVC still in use);
-//   - VirtualMachineInstances: the same (in use), and that they exist (a
-//     group's VM is running);
+//   - VirtualMachineInstances: the same (in use), that they exist (a
+//     group's VM is running), and what a boot plan's gates read: the Ready
+//     and AgentConnected conditions (type and status) and the first
+//     interface's address;
 //   - VirtualMachines: metadata, the run fields and status (the group drives
 //     and reports them); not the template, which the VM's own KubeVirt
 //     controller reads, nor its data volume templates;
 //   - Nodes: metadata and taints (the lost-quorum taint of a replica's node);
 //     not their status, whose image list and conditions make up most of a
-//     Node and change with every kubelet heartbeat.
+//     Node and change with every kubelet heartbeat;
+//   - Jobs: only those of boot plans (label siterecovery.trilio.io/boot).
 //
 // Each controller changes these objects with merge patches computed from the
 // cached copy, which name only the fields it changes, so the fields dropped
@@ -33,8 +41,18 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&kubevirtv1.VirtualMachineInstance{}: {Transform: slimVMI},
 		&kubevirtv1.VirtualMachine{}:         {Transform: slimVM},
 		&corev1.Node{}:                       {Transform: slimNode},
+		&batchv1.Job{}:                       {Label: bootJobs},
 	}
 }
+
+// bootJobs selects the Jobs of boot plans.
+var bootJobs = func() labels.Selector {
+	req, err := labels.NewRequirement(bootplan.LabelBoot, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
 
 // slimMeta keeps what a reader, an index or a merge patch of the object needs;
 // annotations only when keep is set.
@@ -79,6 +97,14 @@ func slimVMI(obj any) (any, error) {
 		}
 	}
 	out.Status.Phase = v.Status.Phase
+	for _, c := range v.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady || c.Type == kubevirtv1.VirtualMachineInstanceAgentConnected {
+			out.Status.Conditions = append(out.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{Type: c.Type, Status: c.Status})
+		}
+	}
+	if len(v.Status.Interfaces) > 0 {
+		out.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: v.Status.Interfaces[0].IP}}
+	}
 	return out, nil
 }
 

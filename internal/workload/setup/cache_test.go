@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,9 @@ func TestSlimVM(t *testing.T) {
 	}
 }
 
-// The cached VMI keeps its disks (PVCs and data volumes) and phase.
+// The cached VMI keeps its disks (PVCs and data volumes), phase, and what a
+// boot gate reads: the Ready and AgentConnected conditions and the first
+// interface's address.
 func TestSlimVMI(t *testing.T) {
 	vmi := &kubevirtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm", Namespace: "ns"},
@@ -72,7 +75,13 @@ func TestSlimVMI(t *testing.T) {
 			{Name: "b", VolumeSource: kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "dv"}}},
 			{Name: "c", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config"}}},
 		}},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "n"},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "n",
+			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
+				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, Message: "m"},
+				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue},
+				{Type: kubevirtv1.VirtualMachineInstancePaused, Status: corev1.ConditionFalse},
+			},
+			Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: "10.0.0.5", MAC: "02:00:00:00:00:01"}, {IP: "10.1.0.5"}}},
 	}
 	out, err := slimVMI(vmi)
 	if err != nil {
@@ -81,6 +90,16 @@ func TestSlimVMI(t *testing.T) {
 	v := out.(*kubevirtv1.VirtualMachineInstance)
 	if len(v.Spec.Volumes) != 2 || v.Status.Phase != kubevirtv1.Running || v.Status.NodeName != "" {
 		t.Fatalf("slim VMI %+v", v)
+	}
+	wantConds := []kubevirtv1.VirtualMachineInstanceCondition{
+		{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue},
+		{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue},
+	}
+	if !reflect.DeepEqual(v.Status.Conditions, wantConds) {
+		t.Fatalf("conditions %+v, want %+v", v.Status.Conditions, wantConds)
+	}
+	if !reflect.DeepEqual(v.Status.Interfaces, []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: "10.0.0.5"}}) {
+		t.Fatalf("interfaces %+v, want the first one's address only", v.Status.Interfaces)
 	}
 }
 
