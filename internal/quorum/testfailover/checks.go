@@ -43,11 +43,15 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 		vm := res.VM
 		if !res.Passed {
+			why := "the test VM never became Ready"
+			if strings.HasPrefix(res.Message, "not started:") {
+				why = "the boot plan did not start the test VM"
+			}
 			if checks.GuestAgent {
-				s.record(vm, CheckGuestAgent, false, "not run: the test VM never became Ready")
+				s.record(vm, CheckGuestAgent, false, "not run: %s", why)
 			}
 			if checks.Probe != nil {
-				s.record(vm, CheckProbe, false, "not run: the test VM never became Ready")
+				s.record(vm, CheckProbe, false, "not run: %s", why)
 			}
 			continue
 		}
@@ -84,7 +88,7 @@ func (r *Reconciler) verifying(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	if len(failed) > 0 {
-		s.conclude(false, ReasonChecksFailed, "%d of %d check(s) failed: %s", len(failed), len(s.tf.Status.Results), strings.Join(failed, ", "))
+		s.conclude(false, ReasonChecksFailed, "%d of %d check(s) failed: %s%s", len(failed), len(s.tf.Status.Results), strings.Join(failed, ", "), bootStopped(s.tf.Status.Boot))
 		return ctrl.Result{}, nil
 	}
 	s.conclude(true, ReasonPassed, "all %d check(s) passed", len(s.tf.Status.Results))

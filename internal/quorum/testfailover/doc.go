@@ -22,7 +22,12 @@
 //	              handle, deletionPolicy Retain, and a VolumeSnapshot bound to it:
 //	              a PVC can only be restored from a snapshot of its own namespace)
 //	              and create a PVC from each copy.
-//	Booting       create one running test VM per group VM and record VMReady.
+//	Booting       start the test VMs under the group's boot plan (spec.boot of
+//	              the quorum copy, run by internal/bootplan as pg-controller runs
+//	              it): a stage's test VMs are created, running, once it may
+//	              start; its gate reads their instances, and its steps and TCP/
+//	              HTTP gates run as restricted Jobs in the isolated namespace.
+//	              status.boot records each stage. Record VMReady per VM.
 //	Verifying     GuestAgent (VMI condition AgentConnected) and Probe (a Job).
 //	CleaningUp    delete everything by label; the namespace last.
 //	Succeeded | Failed
@@ -50,7 +55,16 @@
 // pod network (masquerade); multus/bridge networks and multus annotations are
 // dropped.
 //
-// Checks: VMReady within checks.vmReadyTimeoutSeconds of Booting. GuestAgent
+// Boot plan: a plan entry "name" or "namespace/name" (the production
+// namespace) names the test copy of that VM. The VMs no stage names start
+// last, in the implicit stage, bounded by vmReadyTimeoutSeconds; without a
+// plan that is every VM, at once. A stage that times out or whose step fails
+// under onStageTimeout Stop leaves the later stages' VMs uncreated: their
+// VMReady fails "not started: boot stage X did not succeed ...", so the
+// verdict names the stage. A step runs without a service account token (the
+// production namespace's account is not in the isolated namespace).
+//
+// Checks: VMReady within checks.vmReadyTimeoutSeconds of the VM's start. GuestAgent
 // waits the same time from Verifying for the VMI condition AgentConnected=True
 // and otherwise fails saying what it saw. Probe runs a busybox Job per VM
 // (nc -z for TCP, wget for HTTP) against a headless Service selecting the VM's

@@ -30,6 +30,9 @@ const (
 	ComponentVM = "vm"
 	// ComponentProbe is LabelComponent on a probe Job and its pod.
 	ComponentProbe = "probe"
+	// ComponentBoot is LabelComponent on the boot plan's step and gate Jobs
+	// and their pods (boot.go).
+	ComponentBoot = "boot"
 
 	// AnnotationSourcePVC records, on a snapshot, the production PVC it copies.
 	AnnotationSourcePVC = "siterecovery.trilio.io/source-pvc"

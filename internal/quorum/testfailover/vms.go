@@ -26,9 +26,11 @@ import (
 // podNetwork is the only network of a test VM.
 const podNetwork = "default"
 
-// booting creates one test VM per group VM in the isolated namespace and waits,
-// up to vmReadyTimeoutSeconds, for each to be Ready; the VMReady results are
-// recorded here.
+// booting starts the test VMs under the group's boot plan (advanceBoot): a
+// test VM is created, running, once its stage may start, and each started VM
+// has vmReadyTimeoutSeconds from then to be Ready; the VMReady results are
+// recorded here. A VM the plan never started fails VMReady with the stage
+// that stopped it. Without a plan every test VM starts at once.
 func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rc, err := r.dr(ctx, s)
 	if err != nil {
@@ -39,18 +41,41 @@ func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	cluster := s.tf.Spec.TargetCluster
-	left := s.trail.EnteredAt(srv1alpha1.TestFailoverBooting).Add(s.vmReadyTimeout()).Sub(s.now)
-	var waiting []string
-	for _, name := range sortedKeys(claims) {
-		ref := s.vmRef(name)
+	names := sortedKeys(claims)
+	vms := map[string]*kubevirtv1.VirtualMachine{}
+	for _, name := range names {
 		if err := r.ensureProbeService(ctx, s, rc, name); err != nil {
 			return ctrl.Result{}, err
 		}
 		vm := &kubevirtv1.VirtualMachine{}
-		err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.namespace(), Name: name}, vm)
-		if apierrors.IsNotFound(err) {
+		switch err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.namespace(), Name: name}, vm); {
+		case err == nil:
+			vms[name] = vm
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, remoteErr(cluster, "reading test VM "+name, err)
+		}
+	}
+	boot, err := r.advanceBoot(ctx, s, rc, names, vms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	after := boot.After
+	var waiting []string
+	started := 0
+	for _, name := range names {
+		key := s.namespace() + "/" + name
+		start := vmsStart(boot.Status, key)
+		if start == nil {
+			if boot.Status.CompletionTime != nil {
+				s.record(name, CheckVMReady, false, "%s", notStarted(boot.Status, key))
+			}
+			continue
+		}
+		started++
+		vm := vms[name]
+		if vm == nil {
 			standby := &kubevirtv1.VirtualMachine{}
-			if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: ref, Name: name}, standby); err != nil {
+			if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.vmRef(name), Name: name}, standby); err != nil {
 				return ctrl.Result{}, remoteErr(cluster, "reading standby VM "+name, err)
 			}
 			vm, err = testVM(s, standby, claims[name])
@@ -60,23 +85,28 @@ func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error)
 			if err := rc.Direct.Create(ctx, vm); err != nil && !apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{}, remoteErr(cluster, "creating test VM "+name, err)
 			}
-		} else if err != nil {
-			return ctrl.Result{}, remoteErr(cluster, "reading test VM "+name, err)
 		}
+		left := start.Add(s.vmReadyTimeout()).Sub(s.now)
 		switch {
 		case vm.Status.Ready:
 			s.record(name, CheckVMReady, true, "test VM %s/%s is Ready (%s)", s.namespace(), name, vm.Status.PrintableStatus)
 		case left <= 0:
 			s.record(name, CheckVMReady, false, "test VM %s/%s was not Ready within vmReadyTimeoutSeconds=%d (status %q)",
 				s.namespace(), name, int(s.vmReadyTimeout().Seconds()), vm.Status.PrintableStatus)
-		default:
+		case !s.recorded(name, CheckVMReady):
 			waiting = append(waiting, name)
+			if after == 0 || left < after {
+				after = left
+			}
 		}
 	}
-	if len(waiting) > 0 {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, left, "waiting for test VM(s) %s to be Ready", strings.Join(waiting, ", "))
+	if msg := bootUnderWay(boot.Status); msg != "" {
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, after, "%s", msg)
 	}
-	s.trail.Enter(srv1alpha1.TestFailoverVerifying, "%d test VM(s) booted; running the checks", len(claims))
+	if len(waiting) > 0 {
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, after, "waiting for test VM(s) %s to be Ready", strings.Join(waiting, ", "))
+	}
+	s.trail.Enter(srv1alpha1.TestFailoverVerifying, "%d of %d test VM(s) started; running the checks", started, len(names))
 	return ctrl.Result{}, nil
 }
 
