@@ -50,8 +50,9 @@ was cut off are discarded; it needs the siterecovery-disaster-operator role.
 Without it such a failback holds with TargetRejoined=False and says so.
 
 With --wait the phases are printed as they happen with their elapsed time and
-what the request waits for, and the timeline at the end. Ctrl-C stops waiting,
-never the failover.
+what the request waits for, and the timeline at the end, with the group's boot
+stages on the target when it has a boot plan (phase, time, VMs waiting).
+Ctrl-C stops waiting, never the failover.
 
 --dry-run=server sends the request with dryRun=All: the API server's
 admission (the confirmation and role policies, quorum-manager's webhook) runs

@@ -73,6 +73,9 @@ type RequestState struct {
 	Name    string `json:"name"`
 	Phase   string `json:"phase"`
 	Message string `json:"message,omitempty"`
+	// BootStages is the boot plan a FailoverRequest follows on its target,
+	// stage by stage.
+	BootStages []BootStageState `json:"bootStages,omitempty"`
 }
 
 // VMState is one VM on each cluster of its zone.

@@ -30,7 +30,9 @@ func newStatusCommand(o *Options) *cobra.Command {
 with -A every DR namespace you may list: each zone's clusters with
 reachability; each group's active cluster, its VMs on every cluster, the
 replication state per VM volume, the lag against the RPO objective, open
-RPOEvents, unfinished requests with their phase, and the failover lock holder.
+RPOEvents, unfinished requests with their phase (a failover following the
+group's boot plan: one line per stage with its phase, time and the VMs it
+waits for), and the failover lock holder.
 
 -o wide adds columns (zone readiness and backend, reachability message, each
 group's zone and VM count); -o json|yaml|jsonpath=...|go-template=... print
@@ -235,7 +237,8 @@ func openRequests(ctx context.Context, c client.Client, pg *srv1alpha1.Protectio
 	}
 	for _, fr := range frs.Items {
 		if fr.Spec.ProtectionGroupRef.Name == pg.Name && !failoverDone(fr.Status.Phase) {
-			g.Requests = append(g.Requests, RequestState{Kind: "FailoverRequest", Name: fr.Name, Phase: phaseOr(string(fr.Status.Phase)), Message: fr.Status.Message})
+			g.Requests = append(g.Requests, RequestState{Kind: "FailoverRequest", Name: fr.Name, Phase: phaseOr(string(fr.Status.Phase)), Message: fr.Status.Message,
+				BootStages: bootStageStates(&fr.Status, time.Now())})
 		}
 	}
 	tfs := &srv1alpha1.TestFailoverList{}

@@ -122,6 +122,9 @@ func statusTables(w io.Writer, nss []NamespaceStatus, opts printers.PrintOptions
 				if rq.Message != "" {
 					fmt.Fprintf(w, "  %s%s/%s: %s\n", nsPrefix(all, n.Namespace), rq.Kind, rq.Name, rq.Message)
 				}
+				for _, line := range bootLines(rq.BootStages) {
+					fmt.Fprintf(w, "    %s%s/%s %s\n", nsPrefix(all, n.Namespace), rq.Kind, rq.Name, line)
+				}
 			}
 		}
 	}

@@ -124,6 +124,7 @@ func (o *Options) waitFailover(ctx context.Context, c client.Client, ns, name st
 		fmt.Fprintln(o.Out, "\nTimeline of FailoverRequest "+name+":")
 		timeline(o.Out, fr.Status.PhaseHistory, end)
 		phaseSplit(o.Out, fr.Status.PhaseTimings)
+		bootTable(o.Out, bootStageStates(&fr.Status, end), fr.Status.Boot != nil && fr.Status.Boot.Stopped)
 	}
 	if fr.Status.Phase == srv1alpha1.FailoverFailed {
 		return exitf(ExitRequestFailed, "FailoverRequest %s/%s failed: %s", ns, name, fr.Status.Message)
