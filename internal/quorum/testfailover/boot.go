@@ -253,14 +253,19 @@ func bootUnderWay(st *srv1alpha1.BootStatus) string {
 	return "boot plan under way"
 }
 
-// bootStopped is the note a failed verdict carries when the plan stopped.
+// bootStopped is the note a failed verdict carries when the plan stopped
+// before starting some of the test VMs.
 func bootStopped(st *srv1alpha1.BootStatus) string {
 	if st == nil || !st.Stopped {
 		return ""
 	}
-	for _, ss := range st.Stages {
-		if ss.Phase == srv1alpha1.StageTimedOut || ss.Phase == srv1alpha1.StageFailed {
-			return fmt.Sprintf("; the boot plan stopped at stage %s (%s)", ss.Name, ss.Phase)
+	stop := -1
+	for i, ss := range st.Stages {
+		if stop < 0 && (ss.Phase == srv1alpha1.StageTimedOut || ss.Phase == srv1alpha1.StageFailed) {
+			stop = i
+		}
+		if stop >= 0 && (ss.Phase == srv1alpha1.StageSkipped || ss.VMsStartTime == nil) {
+			return fmt.Sprintf("; the boot plan stopped at stage %s (%s)", st.Stages[stop].Name, st.Stages[stop].Phase)
 		}
 	}
 	return ""
