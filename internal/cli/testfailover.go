@@ -128,5 +128,13 @@ func checkTable(w io.Writer, tf *srv1alpha1.TestFailover) error {
 	for _, r := range tf.Status.Results {
 		t.row(r.VM, r.Check, strconv.FormatBool(r.Passed), r.Message)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	// A group with a boot plan: the stages the test VMs started in, as a
+	// failover prints them (the implicit stage alone is no plan).
+	if b := tf.Status.Boot; b != nil && (len(b.Stages) != 1 || b.Stages[0].Name != srv1alpha1.ImplicitStageName) {
+		bootTable(w, bootStageStates(&srv1alpha1.FailoverRequestStatus{Boot: b}, time.Now()), b.Stopped)
+	}
+	return nil
 }
