@@ -6,90 +6,106 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
-// TestFailoverFollowsBootPlanAndStopsWithIt: while the request starts the
-// group on the target, it copies the target copy's boot, stage by stage;
-// when the target reports the plan stopped, the request fails at once (well
-// within batchBootTimeoutSeconds=300), naming the stage and the VM that did
-// not pass its gate, with the target left active and the source stopped,
-// and phaseTimings splits StartingOnTarget across the stages.
-//
-// The target's boot status is written by the test, as the target's
-// pg-controller reports a plan it runs: that pg-controller is stopped once
-// the target is promoted, so that the boot the request sees is exactly the
-// one written here.
-func TestFailoverFollowsBootPlanAndStopsWithIt(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 2, drStartDelay: time.Hour})
-	name := z.failover("boot-plan", env.DR, srv1alpha1.FailoverPlanned)
-	z.waitPhase(name, srv1alpha1.FailoverStartingOnTarget)
-	// newZone starts the primary's pg-controller and agent, then the DR's.
-	z.workload[2].Stop(t)
-
+// TestBootPlanRunsOnFailoverAndStopsFailback: the group's boot plan, set on
+// the quorum copy, reaches the workload copies through pg-sync and the
+// target's pg-controller runs it. A planned failover starts vm-00's stage,
+// then vm-01's once vm-00 is Ready, and the request records both stages and
+// their times. With a gate that cannot pass (no guest agent answers) the
+// failback stops at that stage: it fails at once with BootPlanStopped, vm-01
+// never started on the primary, which is the active cluster again. The
+// request ends within seconds of the 2s stage timeout, not after
+// batchBootTimeoutSeconds=300 (waitPhase gives it 90s).
+func TestBootPlanRunsOnFailoverAndStopsFailback(t *testing.T) {
+	// VMs take a second to start, so each stage's gate passes in turn.
+	z := newZone(t, zoneOptions{vms: 2, vmStartDelay: time.Second})
 	db, web := env.AppNS+"/"+z.vms[0], env.AppNS+"/"+z.vms[1]
-	t0 := time.Now().Truncate(time.Second)
-	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
-	boot := &srv1alpha1.BootStatus{StartTime: at(0), Stages: []srv1alpha1.BootStageStatus{
-		{Name: "db", Phase: srv1alpha1.StageSucceeded, VirtualMachines: []string{db}, StartTime: at(0), VMsStartTime: at(0), CompletionTime: at(4 * time.Second)},
-		{Name: "web", Phase: srv1alpha1.StageStarting, VirtualMachines: []string{web}, Waiting: []string{web},
-			StartTime: at(4 * time.Second), VMsStartTime: at(4 * time.Second), Message: "waiting for " + web + " to pass the TCP gate on port 8080"},
-	}}
-	z.reportBoot(boot)
-	env.Eventually(t, timeout, "the request copies the boot under way", func() error {
-		fr := z.request(name)
-		if !equality.Semantic.DeepEqual(fr.Status.Boot, boot) {
-			return fmt.Errorf("boot %+v; message %s", fr.Status.Boot, fr.Status.Message)
-		}
-		return nil
-	})
-	fr := z.request(name)
-	require.Equal(t, srv1alpha1.FailoverStartingOnTarget, fr.Status.Phase)
-	require.Contains(t, fr.Status.Message, "boot stage web (2/2) Starting: waiting for "+web+" to pass the TCP gate on port 8080")
+	z.setBootPlan(srv1alpha1.BootGate{Type: srv1alpha1.GateReady}, 60)
 
-	stopped := boot.DeepCopy()
-	stopped.Stages[1].Phase, stopped.Stages[1].CompletionTime = srv1alpha1.StageTimedOut, at(34*time.Second)
-	stopped.Stages[1].Message = "timed out after 30s waiting for " + web + " to pass the TCP gate on port 8080"
-	stopped.Stopped, stopped.CompletionTime = true, at(34*time.Second)
-	z.reportBoot(stopped)
-	fr = z.waitPhase(name, srv1alpha1.FailoverFailed)
-	require.Equal(t, srv1alpha1.ReasonBootPlanStopped, readyReason(fr))
-	for _, want := range []string{"stage web TimedOut (timed out after 30s", "started but did not pass the gate: " + web,
-		"the group stays on " + env.DR, "set spec.boot.onStageTimeout: Continue"} {
-		require.Contains(t, fr.Status.Message, want)
-	}
-	require.True(t, equality.Semantic.DeepEqual(stopped, fr.Status.Boot), "boot %+v", fr.Status.Boot)
+	fr := z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)
+	require.NotNil(t, fr.Status.Boot, "the request copied the target's boot")
+	dbStage, webStage := bootStage(t, fr.Status.Boot, "db"), bootStage(t, fr.Status.Boot, "web")
+	require.Equal(t, srv1alpha1.StageSucceeded, dbStage.Phase)
+	require.Equal(t, srv1alpha1.StageSucceeded, webStage.Phase)
+	require.Equal(t, []string{db}, dbStage.VirtualMachines)
+	require.Equal(t, []string{web}, webStage.VirtualMachines)
+	require.NotNil(t, dbStage.CompletionTime)
+	require.NotNil(t, webStage.VMsStartTime)
+	require.False(t, webStage.VMsStartTime.Before(dbStage.CompletionTime), "web's VMs were asked to run once db's stage ended")
 	last := fr.Status.PhaseTimings[len(fr.Status.PhaseTimings)-1]
 	require.Equal(t, string(srv1alpha1.FailoverStartingOnTarget), last.Phase)
-	require.Equal(t, []srv1alpha1.StageTiming{
-		{Stage: "db", Milliseconds: 4000, Phase: srv1alpha1.StageSucceeded},
-		{Stage: "web", Milliseconds: 30000, Phase: srv1alpha1.StageTimedOut},
-	}, last.Stages)
+	// Each stage's time is its own, from its start to its end on the target.
+	want := []srv1alpha1.StageTiming{}
+	for _, st := range fr.Status.Boot.Stages {
+		ms := int64(0)
+		if st.StartTime != nil {
+			ms = st.CompletionTime.Sub(st.StartTime.Time).Milliseconds()
+		}
+		want = append(want, srv1alpha1.StageTiming{Stage: st.Name, Milliseconds: ms, Phase: st.Phase})
+	}
+	require.Equal(t, want, last.Stages)
+	z.assertActive(env.DR)
+	z.assertLockReleased()
 
+	// A gate no VM can pass: the failback's plan stops at db.
+	z.setBootPlan(srv1alpha1.BootGate{Type: srv1alpha1.GateGuestAgent}, 2)
+	fb := z.waitPhase(z.failover("back", env.Primary, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverFailed)
+	require.Equal(t, srv1alpha1.ReasonBootPlanStopped, readyReason(fb))
+	for _, want := range []string{"stage db TimedOut", "not started, left stopped: " + web, "the group stays on " + env.Primary} {
+		require.Contains(t, fb.Status.Message, want)
+	}
+	require.True(t, fb.Status.Boot.Stopped)
 	q := &srv1alpha1.ProtectionGroup{}
 	require.NoError(t, z.Client(env.Quorum).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: group}, q))
-	require.Equal(t, env.DR, q.Spec.ActiveCluster, "the target is the active cluster")
-	pg := &srv1alpha1.ProtectionGroup{}
-	require.NoError(t, z.Client(env.DR).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: group}, pg))
-	require.Equal(t, srv1alpha1.StateRunning, pg.Spec.DesiredState, "the target stays asked to run")
-	z.waitGroup(env.Primary, srv1alpha1.StateStopped)
+	require.Equal(t, env.Primary, q.Spec.ActiveCluster)
+	vm := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, z.Client(env.Primary).Get(z.ctx, types.NamespacedName{Namespace: env.AppNS, Name: z.vms[1]}, vm))
+	require.Equal(t, kubevirtv1.RunStrategyHalted, *vm.Spec.RunStrategy, "the stopped plan never started vm-01")
+	z.waitGroup(env.DR, srv1alpha1.StateStopped)
 	z.assertLockReleased()
 }
 
-// reportBoot writes the DR copy's status as its pg-controller reports a boot
-// under way: the spec observed, the group starting.
-func (z *zone) reportBoot(boot *srv1alpha1.BootStatus) {
+// setBootPlan gives the group a plan of two stages, vm-00 then vm-01, with
+// the first stage's gate and timeout, and waits until pg-sync copied it to
+// both workload copies.
+func (z *zone) setBootPlan(gate srv1alpha1.BootGate, timeoutSeconds int32) {
 	z.t.Helper()
-	pg := &srv1alpha1.ProtectionGroup{}
-	require.NoError(z.t, z.Client(env.DR).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, pg))
-	pg.Status.ObservedGeneration = pg.Generation
-	pg.Status.CurrentState = srv1alpha1.StateStarting
-	pg.Status.Boot = boot.DeepCopy()
-	require.NoError(z.t, z.Client(env.DR).Status().Update(z.ctx, pg))
+	q := &srv1alpha1.ProtectionGroup{}
+	require.NoError(z.t, z.Client(env.Quorum).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: group}, q))
+	before := q.DeepCopy()
+	q.Spec.Boot = &srv1alpha1.BootPlan{Stages: []srv1alpha1.BootStage{
+		{Name: "db", VirtualMachines: []string{z.vms[0]}, Gate: gate, TimeoutSeconds: timeoutSeconds},
+		{Name: "web", VirtualMachines: []string{z.vms[1]}, TimeoutSeconds: 60},
+	}}
+	require.NoError(z.t, z.Client(env.Quorum).Patch(z.ctx, q, client.MergeFrom(before)))
+	for _, c := range []string{env.Primary, env.DR} {
+		env.Eventually(z.t, timeout, "boot plan on "+c, func() error {
+			pg := &srv1alpha1.ProtectionGroup{}
+			if err := z.Client(c).Get(z.ctx, types.NamespacedName{Namespace: env.Namespace, Name: group}, pg); err != nil {
+				return err
+			}
+			if pg.Spec.Boot == nil || len(pg.Spec.Boot.Stages) != 2 || pg.Spec.Boot.Stages[0].Gate.Type != gate.Type {
+				return fmt.Errorf("boot %+v", pg.Spec.Boot)
+			}
+			return nil
+		})
+	}
+}
+
+func bootStage(t *testing.T, b *srv1alpha1.BootStatus, name string) srv1alpha1.BootStageStatus {
+	t.Helper()
+	for _, s := range b.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no stage %s in %+v", name, b.Stages)
+	return srv1alpha1.BootStageStatus{}
 }
