@@ -27,6 +27,7 @@ func main() {
 	o.BindFlags(flag.CommandLine, "pg-controller.siterecovery.trilio.io")
 	flag.StringVar(&o.Namespace, "namespace", "", "restrict the controller to one namespace (default: all)")
 	flag.StringVar(&p.OperatorNamespace, "operator-namespace", setup.DefaultOperatorNamespace, "namespace of the shared global VolumeGroupReplications")
+	flag.StringVar(&p.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the boot plans' TCP and HTTP gate probe Jobs (its entrypoint is siterecovery-probe)")
 	flag.BoolVar(&p.VolSyncServiceExport, "volsync-service-export", false, "export each VolSync destination's Service with an MCS ServiceExport and send to its clusterset name instead of the address the ReplicationDestination publishes")
 	flag.Func("admission-allowed-users", "comma-separated users who may start standby VMs and change replication objects of every DR namespace (pg-controller's and the agent's service accounts)", func(v string) error {
 		p.Allowed.Users = splitList(v)

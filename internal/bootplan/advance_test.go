@@ -188,3 +188,17 @@ func TestGuestAgentGateAndResumeAfterRestart(t *testing.T) {
 	out = run(t, plan, facts, out.Status, t0.Add(40*time.Second))
 	require.Equal(t, map[string]srv1alpha1.BootStagePhase{"db": srv1alpha1.StageSucceeded, "remaining": srv1alpha1.StageSucceeded}, phases(out.Status))
 }
+
+// A boot's Jobs keep their names from the reconcile that set its start to
+// every later one, which reads the start back from status at second
+// precision; the next boot's are new.
+func TestBootIDSurvivesTheStatusRoundTrip(t *testing.T) {
+	start := t0.Add(123456789 * time.Nanosecond)
+	stored := metav1.NewTime(start).Rfc3339Copy()
+	require.Equal(t, BootID("uid", start), BootID("uid", stored.Time))
+	require.NotEqual(t, BootID("uid", start), BootID("uid", start.Add(time.Second)))
+	require.NotEqual(t, BootID("uid", start), BootID("other", start))
+	k := StepKey{Stage: "db", Kind: PreStart}
+	require.Equal(t, StepJobName(BootID("uid", start), k), StepJobName(BootID("uid", stored.Time), k))
+	require.LessOrEqual(t, len(ProbeJobName(BootID("uid", start), "a-namespace-of-63-characters-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/vm")), 63)
+}

@@ -24,9 +24,10 @@ const (
 	LabelKind = "siterecovery.trilio.io/boot-job"
 )
 
-// BootID names one boot of one group: it changes with each start.
+// BootID names one boot of one group: it changes with each start. The start
+// counts to the second, as status.boot stores it.
 func BootID(groupUID string, start time.Time) string {
-	sum := sha256.Sum256([]byte(groupUID + "/" + start.UTC().Format(time.RFC3339Nano)))
+	sum := sha256.Sum256([]byte(groupUID + "/" + start.UTC().Truncate(time.Second).Format(time.RFC3339)))
 	return hex.EncodeToString(sum[:])[:12]
 }
 

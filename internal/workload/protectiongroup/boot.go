@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,9 +30,11 @@ const DefaultProbeImage = "ghcr.io/siterecovery/siterecovery-probe:0.1.0"
 func (r *Reconciler) runBootPlan(ctx context.Context, s *scope) (map[string]bool, error) {
 	last := s.before.Status.Boot
 	s.bootSet = true
-	if s.group.Spec.Boot == nil || (last == nil && allRunning(s)) {
-		// No plan, or one added to a group that already runs: there is no
-		// start to order.
+	if s.group.Spec.Boot == nil || (last == nil && s.before.Status.CurrentState == srv1alpha1.StateRunning && allRunning(s)) {
+		// No plan, or one added to a group that already ran: there is no
+		// start to order. A group whose VMs all came up before its first
+		// boot status was written (the write waits while they settle) is
+		// not one: it reported another state.
 		return nil, nil
 	}
 	vms := make([]bootplan.VM, 0, len(s.vms))
@@ -70,11 +73,22 @@ func (r *Reconciler) runBootPlan(ctx context.Context, s *scope) (map[string]bool
 		}
 	}
 	out := bootplan.Advance(in)
-	if out.Status.StartTime.Time != start {
-		// A new boot: its Jobs are named by its start.
-		id = bootplan.BootID(string(s.group.UID), out.Status.StartTime.Time)
-	}
 	s.boot, s.bootAfter = out.Status, out.After
+	for _, st := range stages {
+		if len(st.Unknown) > 0 {
+			s.holds = append(s.holds, fmt.Sprintf("boot stage %s names %s, no VM of the group", st.Name, flow.Listed(st.Unknown)))
+		}
+	}
+	if hold := bootHold(out.Status); hold != "" {
+		s.holds = append(s.holds, hold)
+	}
+	if last == nil || last.StartTime == nil {
+		// A new boot. Its Jobs are named by its start, which is stored
+		// first: a Job created before a crash that lost the status would
+		// otherwise run again under the next start's name.
+		s.bootAfter = newBootRequeue
+		return out.Run, nil
+	}
 	for _, st := range out.Steps {
 		if err := r.createBootJob(ctx, s, bootplan.StepJob(s.group.Name, id, st, s.now)); err != nil {
 			return nil, err
@@ -85,14 +99,6 @@ func (r *Reconciler) runBootPlan(ctx context.Context, s *scope) (map[string]bool
 		if err := r.createBootJob(ctx, s, bootplan.ProbeJob(s.group.Name, id, ns, r.probeImage(), p, s.now)); err != nil {
 			return nil, err
 		}
-	}
-	for _, st := range stages {
-		if len(st.Unknown) > 0 {
-			s.holds = append(s.holds, fmt.Sprintf("boot stage %s names %s, no VM of the group", st.Name, flow.Listed(st.Unknown)))
-		}
-	}
-	if hold := bootHold(out.Status); hold != "" {
-		s.holds = append(s.holds, hold)
 	}
 	return out.Run, nil
 }
@@ -123,6 +129,9 @@ func groupOfJob(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[srv1alpha1.DRNamespaceLabel], Name: l[srv1alpha1.ProtectionGroupLabel]}}}
 }
+
+// newBootRequeue is how soon a new boot, its start stored, creates its Jobs.
+const newBootRequeue = 100 * time.Millisecond
 
 // bootJobs are the Jobs of boot id, by name.
 func (r *Reconciler) bootJobs(ctx context.Context, s *scope, id string) (map[string]*batchv1.Job, error) {

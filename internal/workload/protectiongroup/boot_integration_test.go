@@ -16,6 +16,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/bootplan"
+	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 )
 
 // twoTierGroup is a database gated on its TCP port 5432, then two web
@@ -265,4 +266,58 @@ func names(st *srv1alpha1.BootStatus) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// TestBootPlanRecordedWhenVMsStartAtOnce: VMs that start the moment they
+// are asked still start stage by stage, and the boot is recorded although
+// every VM ran before its first status write settled; a plan added to a
+// group that already runs orders no start and restarts nothing.
+func TestBootPlanRecordedWhenVMsStartAtOnce(t *testing.T) {
+	c := startClusterWith(t, kubevirtsim.Options{})
+	ctx := context.Background()
+	createHaltedVMs(t, ctx, c)
+	g := twoTierGroup(srv1alpha1.StageTimeoutStop, srv1alpha1.BootGate{}, 30)
+	g.Spec.Boot.Stages[1].PreStart = nil
+	require.NoError(t, c.Create(ctx, g))
+	eventually(t, "group running with its boot recorded", func() error {
+		if err := groupState(ctx, c, srv1alpha1.StateRunning)(); err != nil {
+			return err
+		}
+		if b := bootOf(t, ctx, c); b == nil || b.CompletionTime == nil {
+			return fmt.Errorf("boot %+v", b)
+		}
+		return nil
+	})
+	boot := bootOf(t, ctx, c)
+	db, web := stage(boot, "db"), stage(boot, "web")
+	require.Equal(t, srv1alpha1.StageSucceeded, db.Phase)
+	require.Equal(t, srv1alpha1.StageSucceeded, web.Phase)
+	require.False(t, web.VMsStartTime.Before(db.CompletionTime), "web started before db was Ready")
+
+	other := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: groupNS},
+		Spec: srv1alpha1.ProtectionGroupSpec{DesiredState: srv1alpha1.StateRunning, VirtualMachines: g.Spec.VirtualMachines}}
+	require.NoError(t, c.Create(ctx, other))
+	eventually(t, "the second group running", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+			return err
+		}
+		if other.Status.CurrentState != srv1alpha1.StateRunning {
+			return fmt.Errorf("currentState %q", other.Status.CurrentState)
+		}
+		return nil
+	})
+	before := other.DeepCopy()
+	other.Spec.Boot = g.Spec.Boot.DeepCopy()
+	require.NoError(t, c.Patch(ctx, other, client.MergeFrom(before)))
+	eventually(t, "the plan observed", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+			return err
+		}
+		if other.Status.ObservedGeneration != other.Generation {
+			return fmt.Errorf("generation %d observed %d", other.Generation, other.Status.ObservedGeneration)
+		}
+		return nil
+	})
+	require.Nil(t, other.Status.Boot, "a plan added to a running group starts no boot")
+	require.Equal(t, srv1alpha1.StateRunning, other.Status.CurrentState)
 }

@@ -67,13 +67,23 @@ type Reconciler struct {
 	patched patchedVMs
 }
 
-// SetupWithManager registers the controller and the indexes its mappers need.
-func SetupWithManager(mgr ctrl.Manager) error {
+// Options are the controller's settings.
+type Options struct {
+	// ProbeImage runs the boot gates' probes; DefaultProbeImage if empty.
+	ProbeImage string
+}
+
+// SetupWithManager registers the controller with its default options.
+func SetupWithManager(mgr ctrl.Manager) error { return SetupWithOptions(mgr, Options{}) }
+
+// SetupWithOptions registers the controller and the indexes its mappers need.
+func SetupWithOptions(mgr ctrl.Manager, o Options) error {
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor(ControllerName),
-		Clock:     clock.RealClock{},
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorderFor(ControllerName),
+		Clock:      clock.RealClock{},
+		ProbeImage: o.ProbeImage,
 	}
 	if err := indexVMs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

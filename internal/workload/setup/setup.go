@@ -37,6 +37,10 @@ const DefaultOperatorNamespace = vrg.DefaultOperatorNamespace
 // a flag says otherwise: Kubernetes' own controllers and the nodes.
 var DefaultAdmissionGroups = admission.DefaultGroups
 
+// DefaultProbeImage is the image of the boot plans' gate probes unless a
+// flag says otherwise.
+const DefaultProbeImage = protectiongroup.DefaultProbeImage
+
 // DefaultQuorumServiceAccount is quorum-manager's ServiceAccount in each DR
 // namespace, which the admission webhooks scope to that DR namespace.
 const DefaultQuorumServiceAccount = admission.DefaultQuorumServiceAccount
@@ -48,6 +52,9 @@ type PGOptions struct {
 	// Allowed are the identities the admission webhooks let start standby VMs
 	// and change the replication stack's objects.
 	Allowed admission.Identities
+	// ProbeImage runs the boot plans' gate probes; DefaultProbeImage if
+	// empty.
+	ProbeImage string
 	// VolSyncServiceExport exports each VolSync destination's Service with an
 	// MCS ServiceExport and has the peer send to its clusterset name.
 	VolSyncServiceExport bool
@@ -62,7 +69,7 @@ func Run(o Options, p PGOptions) int {
 // PGController returns the Register function of pg-controller.
 func PGController(p PGOptions) boot.Register {
 	return func(mgr ctrl.Manager, o boot.Options) error {
-		if err := protectiongroup.SetupWithManager(mgr); err != nil {
+		if err := protectiongroup.SetupWithOptions(mgr, protectiongroup.Options{ProbeImage: p.ProbeImage}); err != nil {
 			return err
 		}
 		if err := claimgc.SetupWithManager(mgr, claimgc.Options{}); err != nil {
