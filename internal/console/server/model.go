@@ -135,6 +135,9 @@ type operationView struct {
 	Lock   string      `json:"lock,omitempty"`
 	Taints string      `json:"taints,omitempty"`
 	Checks []checkView `json:"checks,omitempty"`
+	// Boot is how the group's boot plan ran: a failover's on its target, a
+	// test failover's over its test VMs.
+	Boot *bootView `json:"boot,omitempty"`
 }
 
 type summary struct {
@@ -398,6 +401,7 @@ func failoverOf(f *srv1alpha1.FailoverRequest, now time.Time) operationView {
 	if v.Taints == "" && v.Finished && v.Succeeded {
 		v.Taints = "none"
 	}
+	v.Boot = bootOf(f.Status.Boot, stageSplit(f.Status.PhaseTimings), v.Kind, now)
 	return v
 }
 
@@ -413,6 +417,7 @@ func testOf(t *srv1alpha1.TestFailover, now time.Time) operationView {
 	if c := condition(t.Status.Conditions, srv1alpha1.ConditionReady); c != nil {
 		v.Message = c.Message
 	}
+	v.Boot = bootOf(t.Status.Boot, nil, v.Kind, now)
 	return v
 }
 

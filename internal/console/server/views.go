@@ -94,6 +94,8 @@ type groupDetail struct {
 	RPOEvents   []rpoView                            `json:"rpoEvents"`
 	Members     []srv1alpha1.VirtualMachineReference `json:"members"`
 	Notes       []string                             `json:"notes,omitempty"`
+	// Boot is the group's boot plan, its implicit stage last.
+	Boot *bootPlanView `json:"boot,omitempty"`
 	// zone is the group's zone as the user read it, for the reads of its
 	// clusters.
 	zone *srv1alpha1.ProtectionZone
@@ -126,7 +128,7 @@ func (s *Server) groupDetail(w http.ResponseWriter, r request, ns, name string) 
 	}
 	now := s.opts.Now()
 	d := &groupDetail{Group: groupOf(g, snap, now), VMs: g.Status.VirtualMachines, Sites: g.Status.Clusters,
-		Members: g.Spec.VirtualMachines, Notes: snap.hidden[ns]}
+		Members: g.Spec.VirtualMachines, Notes: snap.hidden[ns], Boot: bootPlanOf(g.Spec.Boot)}
 	if d.VMs == nil {
 		d.VMs = []srv1alpha1.VMStatus{}
 	}
