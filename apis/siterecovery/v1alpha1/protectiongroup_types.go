@@ -78,6 +78,23 @@ type ProtectionGroupSpec struct {
 	// copies.
 	// +optional
 	Boot *BootPlan `json:"boot,omitempty"`
+
+	// companions are the ConfigMaps, Secrets, Services, instancetypes and
+	// preferences the group's VMs need on the cluster that takes them over
+	// (quorum copy only): pg-sync keeps copies of them on every zone cluster
+	// other than the active one.
+	// +optional
+	Companions *CompanionObjects `json:"companions,omitempty"`
+
+	// networkMappings override the zone's: an entry for an ordered pair of
+	// clusters replaces the zone's entry for that pair whole (quorum copy
+	// only; pg-sync applies it to the standby VMs).
+	// +optional
+	// +listType=map
+	// +listMapKey=sourceCluster
+	// +listMapKey=targetCluster
+	// +kubebuilder:validation:MaxItems=56
+	NetworkMappings []NetworkMapping `json:"networkMappings,omitempty"`
 }
 
 // GroupDRBDIntent is the role asked of a group's replicas on one cluster.
@@ -226,6 +243,13 @@ type ProtectionGroupStatus struct {
 	// stage (workload copies of groups with a boot plan).
 	// +optional
 	Boot *BootStatus `json:"boot,omitempty"`
+
+	// companions is how each companion object's copy stands on each
+	// cluster (quorum copy of a group with spec.companions).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Companions []CompanionStatus `json:"companions,omitempty"`
 
 	// clusters holds the state of every workload copy (quorum copy).
 	// +optional

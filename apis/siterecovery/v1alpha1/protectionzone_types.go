@@ -139,6 +139,16 @@ type ProtectionZoneSpec struct {
 	// +listMapKey=sourceStorageClass
 	// +kubebuilder:validation:MaxItems=64
 	StorageMappings []StorageMapping `json:"storageMappings,omitempty"`
+
+	// networkMappings map the networks of VMs on one cluster to those of
+	// their standbys on another, per ordered pair of clusters, with the MAC
+	// policy. A group may replace a pair's entry in its own spec.
+	// +optional
+	// +listType=map
+	// +listMapKey=sourceCluster
+	// +listMapKey=targetCluster
+	// +kubebuilder:validation:MaxItems=56
+	NetworkMappings []NetworkMapping `json:"networkMappings,omitempty"`
 }
 
 // ClusterStatus is what quorum-manager last observed of one workload cluster.
