@@ -70,15 +70,17 @@ func (r *Reconciler) syncStandbys(ctx context.Context, s *scope, rem *remote.Rem
 			c.drift = append(c.drift, fmt.Sprintf("VirtualMachine %s %s on active cluster %s; no standby built", key, why, active))
 			continue
 		}
-		want := standbySpec(&src.Spec)
 		standby, found, err := readVM(ctx, rem, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
 		other, isForeign := "", false
+		var want kubevirtv1.VirtualMachineSpec
 		if found {
 			other, isForeign = foreign(standby, s.group.Namespace)
+			want = s.wantStandby(src, standby, c.name)
 		}
 		switch {
 		case err == nil && !found:
 			vm := newStandby(src, labels)
+			vm.Spec.Template = s.wantStandby(src, nil, c.name).Template
 			vm.Labels[srv1alpha1.DRNamespaceLabel] = s.group.Namespace
 			if err := r.createStandby(ctx, rem, vm); err != nil {
 				return flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: creating standby VirtualMachine %s: %w", c.name, key, err))
