@@ -113,7 +113,7 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&p.Spec.ReplicationClassSelector)
 	if err != nil {
-		return nil, flow.Stalled(ReasonInvalidSelector, "replicationClassSelector: %s", err.Error())
+		return nil, flow.Stalled(ReasonInvalidSelector, "replicationClassSelector: %w", err)
 	}
 	sides := make([]clusterClasses, 0, 2)
 	for _, name := range p.Spec.DRClusters {
@@ -125,12 +125,12 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 				// Connected and reachable: the cache is filling.
 				retry = syncingRetry
 			}
-			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, retry, "cluster %s: %s", name, err.Error())
+			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, retry, "cluster %s: %w", name, err)
 		}
 		c := clusterClasses{name: name}
 		scs := &storagev1.StorageClassList{}
 		if err := rc.Cached.List(ctx, scs); err != nil {
-			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %s", name, err.Error())
+			return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing StorageClasses: %w", name, err)
 		}
 		c.storageClasses = scs.Items
 		if pairsGroupClasses(zone.Spec.StorageBackend) {
@@ -138,10 +138,10 @@ func (r *Reconciler) discover(ctx context.Context, p *drv1alpha1.DRPolicy) ([]dr
 			err = rc.Cached.List(ctx, vgrcs, client.MatchingLabelsSelector{Selector: selector})
 			switch {
 			case remote.IsNotServed(err):
-				return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%s (csi-addons CRDs not installed); install them on cluster %s: zone %s uses the %s backend, which replicates through VolumeGroupReplications",
-					err.Error(), name, zone.Name, zone.Spec.StorageBackend)
+				return nil, flow.Waiting(ReasonKindNotServed, unservedRetry, "%w (csi-addons CRDs not installed); install them on cluster %s: zone %s uses the %s backend, which replicates through VolumeGroupReplications",
+					err, name, zone.Name, zone.Spec.StorageBackend)
 			case err != nil:
-				return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %s", name, err.Error())
+				return nil, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cluster %s: listing VolumeGroupReplicationClasses: %w", name, err)
 			}
 			c.groupClasses = vgrcs.Items
 		}

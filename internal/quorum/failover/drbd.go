@@ -26,11 +26,11 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %s", s.target(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach target %s yet: %w", s.target(), err)
 	}
 	targetRes, err := s.replicasOf(ctx, tgt)
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	if len(targetRes) == 0 && len(s.group.Spec.VirtualMachines) > 0 {
 		return ctrl.Result{}, flow.Stalled("NoReplicas", "group %s has no DRBDResources on %s: its VMs are not protected there", s.group.Name, s.target())
@@ -66,7 +66,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 	if !s.unplanned() {
 		var err error
 		if gaps, err = r.sourceGaps(ctx, s); err != nil {
-			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%w", err)
 		}
 	}
 	var pending, notReady []string
@@ -100,7 +100,7 @@ func (r *Reconciler) waitingForDRBD(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, err
 		}
 		if err := r.promote(ctx, s, tgt); err != nil {
-			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+			return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 		}
 	}
 	if len(pending) > 0 {
@@ -179,11 +179,11 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 func (r *Reconciler) checkTaints(ctx context.Context, s *scope, tgt *remote.Remote) error {
 	res, err := s.replicasOf(ctx, tgt)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	taintedNodes, err := taintedNodes(ctx, tgt, res)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	if len(taintedNodes) == 0 {
 		return nil

@@ -109,11 +109,11 @@ func (r *Reconciler) demoteReturnedSource(ctx context.Context, s *scope) error {
 		err = setDesiredState(ctx, src, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped)
 	}
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %s", s.source(), s.group.Name, err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s answers again; stopping group %s there before demoting: %w", s.source(), s.group.Name, err)
 	}
 	pg, err := workloadGroup(ctx, src, s.req.Namespace, s.group.Name)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	if !settled(pg, srv1alpha1.StateStopped) {
 		return flow.Waiting(srv1alpha1.ReasonProgressing, 0, "%s answers again: waiting for group %s to stop there before demoting it (currentState %q)", s.source(), s.group.Name, pg.Status.CurrentState)
@@ -138,13 +138,13 @@ func (r *Reconciler) fenceSource(ctx context.Context, s *scope, tgt *remote.Remo
 		s.trail.Events = append(s.trail.Events, flow.Event{Type: "Warning", Reason: srv1alpha1.ReasonSourceFenced, Message: msg})
 	}
 	if err := r.markFencedOff(ctx, s); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%w", err)
 	}
 	var names []string
 	if err := flow.ForEach(parallelWrites, len(blocked), func(i int) error {
 		return setFencedPeers(ctx, tgt, blocked[i].res, blocked[i].peers)
 	}); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	for _, b := range blocked {
 		names = append(names, b.res.Name)
@@ -188,7 +188,7 @@ func (r *Reconciler) fenceDivergingSource(ctx context.Context, s *scope, tgt *re
 		return nil
 	}
 	if err := r.markFencedOff(ctx, s); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%w", err)
 	}
 	idx := make([]int, 0, len(fence))
 	for i := range fence {
@@ -198,7 +198,7 @@ func (r *Reconciler) fenceDivergingSource(ctx context.Context, s *scope, tgt *re
 	if err := flow.ForEach(parallelWrites, len(idx), func(k int) error {
 		return setFencedPeers(ctx, tgt, &targetRes[idx[k]], fence[idx[k]])
 	}); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
 	}
 	names := make([]string, 0, len(idx))
 	for _, i := range idx {

@@ -72,8 +72,8 @@ func (r *Reconciler) cancel(ctx context.Context, s *scope) error {
 		}
 		if err != nil {
 			return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry,
-				"deleted while stopping group %s; waiting to reach source %s to run the group there again before the request goes: %s",
-				s.group.Name, s.source(), err.Error())
+				"deleted while stopping group %s; waiting to reach source %s to run the group there again before the request goes: %w",
+				s.group.Name, s.source(), err)
 		}
 		restored = fmt.Sprintf("group %s was asked to run on %s again; nothing was promoted on %s", s.group.Name, s.source(), s.target())
 	}

@@ -55,8 +55,8 @@ func (r *Reconciler) readLoss(ctx context.Context, s *scope, targetRes []srv1alp
 		// The source answers, but quorum-manager's view of it is still
 		// loading (just started, or just reconnected): wait within the budget.
 		return flow.Waiting(srv1alpha1.ReasonProgressing, min(left, time.Second),
-			"waiting for quorum-manager's view of %s to load, to read DRBD's current out-of-sync figures there before promoting (at most %s more): %s",
-			s.source(), left.Round(time.Second), err.Error())
+			"waiting for quorum-manager's view of %s to load, to read DRBD's current out-of-sync figures there before promoting (at most %s more): %w",
+			s.source(), left.Round(time.Second), err)
 	}
 	if err != nil || !health.Reachable() {
 		r.reportUnasked(ctx, s, src, health, err, targetRes)

@@ -114,11 +114,11 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, r.abortDrain(ctx, s, src)
 	}
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, r.drainLeft(s)), "cannot reach source %s yet: %s", s.source(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, r.drainLeft(s)), "cannot reach source %s yet: %w", s.source(), err)
 	}
 	pg, err := workloadGroup(ctx, src, s.req.Namespace, group)
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, min(unreachableRetry, r.drainLeft(s)), "%s", err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, min(unreachableRetry, r.drainLeft(s)), "%w", err)
 	}
 	if !settled(pg, srv1alpha1.StateStopped) {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, r.drainLeft(s), "waiting for group %s to stop on %s (currentState %q)", group, s.source(), pg.Status.CurrentState)
@@ -210,7 +210,7 @@ func (r *Reconciler) startingOnTarget(ctx context.Context, s *scope) (ctrl.Resul
 			s.group.Name, s.target(), s.req.Spec.BatchBootTimeoutSeconds, state, late, s.target())
 	}
 	if err != nil {
-		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %s", s.target(), err.Error())
+		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, min(unreachableRetry, left), "cannot reach target %s yet: %w", s.target(), err)
 	}
 	waiting := fmt.Sprintf("waiting for group %s to run on %s (currentState %q)", s.group.Name, s.target(), pg.Status.CurrentState)
 	if stage := bootProgress(s.req.Status.Boot); stage != "" {

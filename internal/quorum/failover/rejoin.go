@@ -69,11 +69,11 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 		if c == nil {
 			return nil // the planned flow says that it cannot reach the source
 		}
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach source %s to rejoin %s: %s", s.source(), s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach source %s to rejoin %s: %w", s.source(), s.target(), err)
 	}
 	srcRes, err := s.replicasOf(ctx, src)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	fenced := fencedTargetPeers(srcRes, s.target())
 	if len(fenced) == 0 && c == nil {
@@ -85,15 +85,15 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	}
 	tgt, err := r.Remote.Get(s.key(s.target()))
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach %s, which was fenced off during an unplanned failover, to rejoin it before failing back: %s", s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "cannot reach %s, which was fenced off during an unplanned failover, to rejoin it before failing back: %w", s.target(), err)
 	}
 	// 1. Its VMs may have run on while it was cut off.
 	if err := setDesiredState(ctx, tgt, s.req.Namespace, s.group.Name, srv1alpha1.StateStopped); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "rejoining %s: %s", s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "rejoining %s: %w", s.target(), err)
 	}
 	pg, err := workloadGroup(ctx, tgt, s.req.Namespace, s.group.Name)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	if !settled(pg, srv1alpha1.StateStopped) {
 		return flow.Waiting(srv1alpha1.ReasonRejoining, 0, "rejoining %s, which was fenced off: waiting for group %s to stop there, where its VMs may have kept running (currentState %q); it keeps running on %s",
@@ -101,7 +101,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	}
 	tgtRes, err := s.replicasOf(ctx, tgt)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	// 2. Discarding writes is the operator's call.
 	if s.req.Annotations[srv1alpha1.DiscardDivergedAnnotation] != s.group.Name {
@@ -118,7 +118,7 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	// discards a resynced replica a second time nor leaves the ask set.
 	discarding, err := discardOnce(ctx, tgt, tgtRes, string(s.req.UID))
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	if len(discarding) > 0 {
 		s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonRejoining,
@@ -133,12 +133,12 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	if err := flow.ForEach(parallelWrites, len(idx), func(k int) error {
 		return unfence(ctx, src, &srcRes[idx[k]], fenced[idx[k]])
 	}); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	// 5. Wait for the resync.
 	gaps, err := r.sourceGaps(ctx, s)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%w", err)
 	}
 	behind := describeGaps(gaps)
 	if notUpToDate := staleReplicas(tgtRes); behind != "" || len(notUpToDate) > 0 {
@@ -148,10 +148,10 @@ func (r *Reconciler) rejoinFencedTarget(ctx context.Context, s *scope) error {
 	if err := flow.ForEach(parallelWrites, len(tgtRes), func(i int) error {
 		return clearDiscard(ctx, tgt, &tgtRes[i])
 	}); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonRejoining, unreachableRetry, "%w", err)
 	}
 	if err := r.clearFencedOff(ctx, s); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "%w", err)
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionTrue, "Resynced",
 		fmt.Sprintf("%s's diverged data was discarded and resynced from %s; failing back", s.target(), s.source()))

@@ -81,7 +81,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
 		"the target did not become UpToDate within drainTimeoutSeconds; restoring the source"+behind)
 	if _, err := setStep(ctx, tgt, s.req.Namespace, s.group.Name, stopAndDemote()); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %s", s.target(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: demoting %s again: %w", s.target(), err)
 	}
 	var primaries []string
 	for i := range targetRes {
@@ -98,14 +98,14 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 	}
 	src, err := r.Remote.Get(s.key(s.source()))
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %s", s.source(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: cannot reach source %s to restore it: %w", s.source(), err)
 	}
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, stoppedAs(primaryIntent())); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %s", s.source(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "drain timeout: promoting %s again: %w", s.source(), err)
 	}
 	srcRes, err := s.replicasOf(ctx, src)
 	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "%s", err.Error())
+		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, unreachableRetry, "%w", err)
 	}
 	var waiting []string
 	for i := range srcRes {
@@ -118,7 +118,7 @@ func (r *Reconciler) abortResync(ctx context.Context, s *scope, tgt *remote.Remo
 		return flow.Waiting(srv1alpha1.ReasonDrainTimeout, 0, "drain timeout: waiting for DRBD on %s to be Primary again before restarting the group there: %s%s", s.source(), flow.Listed(waiting), refusals(srcRes))
 	}
 	if _, err := setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain()); err != nil {
-		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %s", s.group.Name, s.source(), err.Error())
+		return flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "drain timeout: restarting group %s on %s: %w", s.group.Name, s.source(), err)
 	}
 	s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTargetNotUpToDate,
 		"the target did not become UpToDate within drainTimeoutSeconds; the source was restored"+behind)

@@ -49,7 +49,7 @@ func (r *Reconciler) runBootPlan(ctx context.Context, s *scope) (map[string]bool
 	if err != nil {
 		// The admission webhook refuses such a plan; one written past it
 		// starts nothing until it is fixed.
-		return nil, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "spec.boot: %s; fix the plan", err.Error())
+		return nil, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "spec.boot: %w; fix the plan", err)
 	}
 	start := s.now
 	if last != nil && last.StartTime != nil {
