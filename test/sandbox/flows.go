@@ -151,6 +151,7 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 			fmt.Printf("  %s: %s\n", c.Type, c.Message)
 		}
 	}
+	printBootStages(fr)
 	fmt.Printf("  total %s\n\n", h[len(h)-1].Time.Sub(created).Round(time.Millisecond))
 }
 
@@ -165,6 +166,9 @@ func (sb *sandbox) demo(ctx context.Context) error {
 		return err
 	}
 	if err := sb.guestsWrite(ctx, primary); err != nil {
+		return err
+	}
+	if err := sb.setBootPlan(ctx); err != nil {
 		return err
 	}
 	if err := sb.failover(ctx, "planned-to-dr", dr, srv1alpha1.FailoverPlanned); err != nil {
