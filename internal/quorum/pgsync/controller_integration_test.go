@@ -268,6 +268,8 @@ func TestPGSync(t *testing.T) {
 
 	// A boot plan follows the quorum copy, and its removal too (boot_integration_test.go).
 	checkBootPlanSync(t, e)
+	// The network mapping reaches the standby (network_integration_test.go).
+	checkNetworkMapping(t, e)
 
 	// A desiredState the failover-controller set is not reverted.
 	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateStopped })

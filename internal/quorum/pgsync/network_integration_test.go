@@ -1,0 +1,92 @@
+package pgsync_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+const sourceMAC = "02:00:00:00:00:0a"
+
+// standbyNetwork checks the standby cache's "storage" network on the DR
+// cluster: its Multus network name and its interface's MAC.
+func standbyNetwork(c client.Client, network, mac string) func() error {
+	return func() error {
+		vm := &kubevirtv1.VirtualMachine{}
+		if err := c.Get(context.Background(), vmKey("cache"), vm); err != nil {
+			return err
+		}
+		spec := vm.Spec.Template.Spec
+		if len(spec.Networks) != 1 || spec.Networks[0].Multus == nil || spec.Networks[0].Multus.NetworkName != network {
+			return fmt.Errorf("networks %+v, want multus %s", spec.Networks, network)
+		}
+		if ifaces := spec.Domain.Devices.Interfaces; len(ifaces) != 1 || ifaces[0].MacAddress != mac {
+			return fmt.Errorf("interfaces %+v, want MAC %q", ifaces, mac)
+		}
+		return nil
+	}
+}
+
+// checkNetworkMapping: the zone's mapping from the primary to the DR cluster
+// lands in the standby (the network renamed, the MAC dropped under
+// Generate); a MAC the DR side assigned stays and the standby is not
+// rewritten by later syncs; the group's own entry for the pair wins over
+// the zone's.
+func checkNetworkMapping(t *testing.T, e *env.Env) {
+	t.Helper()
+	ctx := context.Background()
+	q, primary, dr := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
+	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "storage", MacAddress: sourceMAC,
+			InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+		vm.Spec.Template.Spec.Networks = []kubevirtv1.Network{{Name: "storage",
+			NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage"}}}}
+	})
+	env.Eventually(t, wait, "unmapped: the standby has the source's network and MAC", standbyNetwork(dr, "storage", sourceMAC))
+
+	patch(t, q, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, &srv1alpha1.ProtectionZone{}, func(z *srv1alpha1.ProtectionZone) {
+		z.Spec.NetworkMappings = []srv1alpha1.NetworkMapping{
+			{SourceCluster: env.Primary, TargetCluster: env.DR, MACPolicy: srv1alpha1.MACPolicyGenerate,
+				Networks: []srv1alpha1.MultusNetworkMap{{Source: env.AppNS + "/storage", Target: "dr-storage"}}},
+			// The reverse pair is failback's; it does not apply here.
+			{SourceCluster: env.DR, TargetCluster: env.Primary,
+				Networks: []srv1alpha1.MultusNetworkMap{{Source: "dr-storage", Target: "storage"}}},
+		}
+	})
+	env.Eventually(t, wait, "zone mapping: network renamed, MAC dropped", standbyNetwork(dr, "dr-storage", ""))
+
+	// The DR side assigns a MAC (as kubemacpool does): pg-sync keeps it and
+	// leaves the standby alone across full passes.
+	patch(t, dr, vmKey("cache"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:dd:00:00:00:0a"
+	})
+	before := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, dr.Get(ctx, vmKey("cache"), before))
+	for _, rpo := range []int32{90, 60} { // each a full pass over the standbys
+		setRPO(t, e, rpo)
+		env.Eventually(t, wait, "synced", synced(q, metav1.ConditionTrue, srv1alpha1.ReasonInSync, allInSync))
+	}
+	after := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, dr.Get(ctx, vmKey("cache"), after))
+	require.Equal(t, before.Generation, after.Generation, "a mapped standby is not rewritten")
+	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a")())
+
+	// The group's entry for the pair replaces the zone's whole: its network,
+	// and its MAC policy (Keep, the default).
+	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) {
+		g.Spec.NetworkMappings = []srv1alpha1.NetworkMapping{{SourceCluster: env.Primary, TargetCluster: env.DR,
+			Networks: []srv1alpha1.MultusNetworkMap{{Source: "storage", Target: "infra/group-storage"}}}}
+	})
+	env.Eventually(t, wait, "group override wins", standbyNetwork(dr, "infra/group-storage", sourceMAC))
+	g := &srv1alpha1.ProtectionGroup{}
+	require.NoError(t, q.Get(ctx, groupKey, g))
+	require.Equal(t, srv1alpha1.MACPolicyKeep, g.Spec.NetworkMappings[0].MACPolicy, "the API server defaults macPolicy to Keep")
+}
