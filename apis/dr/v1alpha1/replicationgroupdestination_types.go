@@ -128,6 +128,7 @@ type ReplicationGroupDestinationStatus struct {
 // +kubebuilder:resource:shortName=rgdst
 // +kubebuilder:printcolumn:name="Last sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.lastSyncDuration`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReplicationGroupDestination struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -86,6 +86,7 @@ type ReplicationGroupSourceStatus struct {
 // +kubebuilder:printcolumn:name="Last sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.lastSyncDuration`
 // +kubebuilder:printcolumn:name="Next sync",type=date,JSONPath=`.status.nextSyncTime`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReplicationGroupSource struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -364,6 +364,7 @@ type DRBDResourceStatus struct {
 // +kubebuilder:printcolumn:name="Disk",type=string,JSONPath=`.status.volumes[0].diskState`
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.status.peers[0].volumes[0].percentInSync`
 // +kubebuilder:printcolumn:name="Quorum",type=boolean,JSONPath=`.status.quorum`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 type DRBDResource struct {

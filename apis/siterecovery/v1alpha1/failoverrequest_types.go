@@ -280,6 +280,7 @@ type StageTiming struct {
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.failoverType`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FailoverRequest struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -130,6 +130,7 @@ type ProtectionRequestStatus struct {
 // +kubebuilder:printcolumn:name="VM",type=string,JSONPath=`.spec.virtualMachine.name`
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.protectionGroupRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProtectionRequest struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -162,6 +162,7 @@ type TestFailoverStatus struct {
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.protectionGroupRef.name`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetCluster`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TestFailover struct {
 	metav1.TypeMeta   `json:",inline"`
