@@ -9,7 +9,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -134,17 +133,7 @@ func (r *Reconciler) instanceFacts(ctx context.Context, s *scope, rc *remote.Rem
 	case err != nil:
 		return remoteErr(s.tf.Spec.TargetCluster, "reading VMI "+name, err)
 	}
-	for _, c := range vmi.Status.Conditions {
-		switch c.Type {
-		case kubevirtv1.VirtualMachineInstanceReady:
-			f.Ready = c.Status == corev1.ConditionTrue
-		case kubevirtv1.VirtualMachineInstanceAgentConnected:
-			f.AgentConnected = c.Status == corev1.ConditionTrue
-		}
-	}
-	if len(vmi.Status.Interfaces) > 0 {
-		f.Address = vmi.Status.Interfaces[0].IP
-	}
+	f.ReadInstance(vmi)
 	return nil
 }
 

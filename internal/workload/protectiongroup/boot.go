@@ -63,8 +63,9 @@ func (r *Reconciler) runBootPlan(ctx context.Context, s *scope) (map[string]bool
 	in := bootplan.Input{Plan: s.group.Spec.Boot, Stages: stages, Facts: map[string]bootplan.Facts{},
 		Steps: map[bootplan.StepKey]bootplan.JobResult{}, Last: last, Now: s.now}
 	for _, v := range s.vms {
-		in.Facts[v.key()] = bootplan.Facts{Exists: v.vm != nil, Ready: v.vmiReady, AgentConnected: v.agentConnected,
-			Address: v.address, Probe: bootplan.Verdict(jobs[bootplan.ProbeJobName(id, v.key())])}
+		f := v.instance
+		f.Exists, f.Probe = v.vm != nil, bootplan.Verdict(jobs[bootplan.ProbeJobName(id, v.key())])
+		in.Facts[v.key()] = f
 	}
 	for _, st := range stages {
 		for _, k := range []bootplan.StepKind{bootplan.PreStart, bootplan.PostStart} {

@@ -169,7 +169,7 @@ func (r *Reconciler) loadVMs(ctx context.Context, s *scope) (ctrl.Result, error)
 		default:
 			v.hasVMI = true
 			v.vmiRunning = vmi.Status.Phase == kubevirtv1.Running && vmi.DeletionTimestamp.IsZero()
-			v.readInstance(vmi)
+			v.instance.ReadInstance(vmi)
 		}
 		s.vms = append(s.vms, v)
 	}

@@ -7,6 +7,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/bootplan"
 )
 
 // scope is what one reconcile of a ProtectionGroup works on.
@@ -55,29 +56,11 @@ type vmState struct {
 	problem string
 	// held says which boot stage the VM waits for before it may start.
 	held string
-	// vmiReady and agentConnected are the instance's Ready and
-	// AgentConnected conditions, and address its first interface's IP: what
-	// a boot plan's gates read.
-	vmiReady, agentConnected bool
-	address                  string
+	// instance is what a boot plan's gates read of the VM's instance.
+	instance bootplan.Facts
 }
 
 func (v vmState) key() string { return v.ref.Namespace + "/" + v.ref.Name }
-
-// readInstance notes what a boot gate reads of the VM's instance.
-func (v *vmState) readInstance(vmi *kubevirtv1.VirtualMachineInstance) {
-	for _, c := range vmi.Status.Conditions {
-		switch c.Type {
-		case kubevirtv1.VirtualMachineInstanceReady:
-			v.vmiReady = c.Status == corev1.ConditionTrue
-		case kubevirtv1.VirtualMachineInstanceAgentConnected:
-			v.agentConnected = c.Status == corev1.ConditionTrue
-		}
-	}
-	if len(vmi.Status.Interfaces) > 0 {
-		v.address = vmi.Status.Interfaces[0].IP
-	}
-}
 
 func (v vmState) missing() bool { return v.vm == nil }
 
