@@ -153,6 +153,48 @@ export interface OperationView {
   lock?: string;
   taints?: string;
   checks?: { vm: string; check: string; passed: boolean; message?: string }[];
+  // how the group's boot plan ran: a failover's on its target, a test
+  // failover's over its test VMs
+  boot?: BootRun;
+}
+
+// BootPlan is a group's boot plan, its implicit stage last. A step is shown
+// by its image only.
+export interface BootPlan {
+  onStageTimeout: string;
+  stages: {
+    name: string;
+    virtualMachines?: string[];
+    selector?: string;
+    gate: { type: string; port?: number; path?: string };
+    timeoutSeconds: number;
+    preStart?: { image: string };
+    postStart?: { image: string };
+    implicit?: boolean;
+  }[];
+}
+
+export interface BootStageRun {
+  name: string;
+  phase: string;
+  virtualMachines?: string[];
+  waiting?: string[];
+  start?: string;
+  vmsStart?: string;
+  end?: string;
+  // absent for a stage that never started
+  durationSeconds?: number;
+  message?: string;
+}
+
+export interface BootRun {
+  start?: string;
+  completion?: string;
+  stopped: boolean;
+  stoppedAt?: string;
+  notStarted?: string[];
+  advice?: string;
+  stages: BootStageRun[];
 }
 
 export interface NamespaceView {
@@ -213,6 +255,7 @@ export interface GroupDetail {
   rpoEvents: RPOView[];
   members: { name: string; namespace: string }[];
   notes?: string[];
+  boot?: BootPlan;
 }
 
 export interface Preflight {

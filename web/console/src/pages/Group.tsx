@@ -24,6 +24,8 @@ import { Tag } from '../components/Tag';
 import { LagBar } from '../components/LagBar';
 import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
+import { BootPlan } from '../components/BootPlan';
+import { BootTimeline } from '../components/BootTimeline';
 import { bytes, seconds, when } from '../format';
 import { useLive } from '../live';
 import { LagChart } from '../components/LagChart';
@@ -121,6 +123,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
             </CardTitle>
             <CardBody>
               <Timeline op={running} />
+              <BootTimeline op={running} />
             </CardBody>
           </Card>
         </PageSection>
@@ -209,6 +212,14 @@ export function Group({ ns, name }: { ns: string; name: string }) {
           </Table>
         </InnerScrollContainer>
       </PageSection>
+      <PageSection aria-label="Boot plan of the group">
+        <Title headingLevel="h2">Boot plan</Title>
+        {data.boot ? (
+          <BootPlan plan={data.boot} />
+        ) : (
+          <p>No boot plan: wherever the group starts, its VMs start at once (spec.boot orders them).</p>
+        )}
+      </PageSection>
       {data.rpoEvents.length > 0 && (
         <PageSection>
           <Title headingLevel="h2">RPO events</Title>
@@ -251,6 +262,7 @@ export function Group({ ns, name }: { ns: string; name: string }) {
               <CardBody>
                 <Timeline op={o} />
                 {o.message && <p>{o.message}</p>}
+                <BootTimeline op={o} />
                 {o.checks && o.checks.length > 0 && (
                   <ul aria-label={`Check results of ${o.name}`}>
                     {o.checks.map((c) => (

@@ -6,6 +6,7 @@ import { PhaseLabel } from '../components/Badges';
 import { Tag } from '../components/Tag';
 import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
+import { BootTimeline } from '../components/BootTimeline';
 import { groupPath, seconds, when } from '../format';
 import { useLive } from '../live';
 import { navigate } from '../router';
@@ -76,6 +77,7 @@ export function Operations() {
                       <ExpandableRowContent>
                         <Timeline op={o} />
                         {o.message && <p>{o.message}</p>}
+                        <BootTimeline op={o} />
                         {o.checks && o.checks.length > 0 && (
                           <ul aria-label="Check results">
                             {o.checks.map((c) => (
