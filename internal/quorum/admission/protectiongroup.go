@@ -23,6 +23,7 @@ import (
 // block on a plan that names it, and `kubectl siterecovery validate` reports
 // the plan then.
 type protectionGroups struct {
+	client client.Reader
 	remote remote.ClusterCache
 }
 
@@ -34,16 +35,39 @@ const labelsTimeout = 5 * time.Second
 
 // ValidateCreate refuses a new group's boot plan that names VMs wrongly or
 // has an invalid selector or step.
+// It also refuses a group whose VMs use a network that a cluster the group
+// may move to lacks and that no network mapping maps (v.networks).
 func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
-	return v.check(ctx, g)
+	warnings, err := v.check(ctx, g)
+	if err != nil {
+		return warnings, err
+	}
+	return v.checkNetworks(ctx, g, warnings)
 }
 
-// ValidateUpdate checks the plan only when it changed.
+// ValidateUpdate checks the plan only when it changed, the networks only
+// when the group's network mappings changed.
 func (v *protectionGroups) ValidateUpdate(ctx context.Context, old, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
-	if equality.Semantic.DeepEqual(old.Spec.Boot, g.Spec.Boot) {
-		return nil, nil
+	var warnings admission.Warnings
+	if !equality.Semantic.DeepEqual(old.Spec.Boot, g.Spec.Boot) {
+		var err error
+		if warnings, err = v.check(ctx, g); err != nil {
+			return warnings, err
+		}
 	}
-	return v.check(ctx, g)
+	if equality.Semantic.DeepEqual(old.Spec.NetworkMappings, g.Spec.NetworkMappings) {
+		return warnings, nil
+	}
+	return v.checkNetworks(ctx, g, warnings)
+}
+
+func (v *protectionGroups) checkNetworks(ctx context.Context, g *srv1alpha1.ProtectionGroup, warnings admission.Warnings) (admission.Warnings, error) {
+	problems, netWarnings := v.networks(ctx, g)
+	warnings = append(warnings, netWarnings...)
+	if len(problems) > 0 {
+		return warnings, fmt.Errorf("ProtectionGroup %s: %s; map them in the zone's or the group's spec.networkMappings, or create them on the target", g.Name, strings.Join(problems, "; "))
+	}
+	return warnings, nil
 }
 
 // ValidateDelete accepts every deletion.

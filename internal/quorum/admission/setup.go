@@ -30,7 +30,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache) error {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &srv1alpha1.ProtectionGroup{}).
-		WithValidator(&protectionGroups{remote: rm}).Complete(); err != nil {
+		WithValidator(&protectionGroups{client: c, remote: rm}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &drv1alpha1.DRPlacementControl{}).
