@@ -79,6 +79,8 @@ func TestCLI(t *testing.T) {
 		require.NoError(t, z.Client(env.DR).Delete(ctx, node))
 	})
 
+	t.Run("validate finds a missing network", z.missingNetwork)
+
 	t.Run("validate finds a failed DRBD link", func(t *testing.T) {
 		res := srv1alpha1.DRBDResourceName("vm-01")
 		require.NoError(t, z.DRBD(t).Disconnect(res))
