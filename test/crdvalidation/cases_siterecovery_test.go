@@ -16,8 +16,48 @@ spec:
   - {name: dr-cluster, role: DR, kubeconfigSecretRef: {name: dr-kubeconfig}}
   storageMappings:
   - {sourceStorageClass: fast, targetStorageClass: fast-dr}
+  networkMappings:
+  - sourceCluster: primary-cluster
+    targetCluster: dr-cluster
+    networks:
+    - {source: storage, target: infra/dr-storage}
+    podNetwork: infra/dr-pods
+    macPolicy: Generate
+  - sourceCluster: dr-cluster
+    targetCluster: primary-cluster
+    networks:
+    - {source: infra/dr-storage, target: storage}
+    macPolicy: Keep
 `,
 		invalid: []invalidCase{
+			{"network mapping of an unknown cluster, and to itself", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionZone
+metadata: {name: bad}
+spec:
+  storageBackend: DRBD
+  clusters:
+  - {name: a, role: Primary, kubeconfigSecretRef: {name: a}}
+  - {name: b, role: DR, kubeconfigSecretRef: {name: b}}
+  networkMappings:
+  - {sourceCluster: a, targetCluster: mars}
+  - {sourceCluster: b, targetCluster: b}
+`, []string{"networkMappings may name only clusters of spec.clusters", "sourceCluster and targetCluster must differ"}},
+			{"network mapping with a bad network name and MAC policy", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionZone
+metadata: {name: bad}
+spec:
+  storageBackend: DRBD
+  clusters:
+  - {name: a, role: Primary, kubeconfigSecretRef: {name: a}}
+  - {name: b, role: DR, kubeconfigSecretRef: {name: b}}
+  networkMappings:
+  - sourceCluster: a
+    targetCluster: b
+    networks: [{source: "Storage Net", target: x}]
+    macPolicy: Random
+`, []string{"spec.networkMappings[0].networks[0].source", "should match", `supported values: "Keep", "Generate"`}},
 			{"no DR cluster", `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: ProtectionZone

@@ -109,6 +109,7 @@ type StorageMapping struct {
 // ProtectionZoneSpec defines the boundary of one DR deployment.
 // +kubebuilder:validation:XValidation:rule="self.clusters.exists_one(c, c.role == 'Primary')",message="clusters must contain exactly one cluster with role Primary"
 // +kubebuilder:validation:XValidation:rule="self.clusters.exists(c, c.role == 'DR')",message="clusters must contain at least one cluster with role DR"
+// +kubebuilder:validation:XValidation:rule="!has(self.networkMappings) || self.networkMappings.all(m, self.clusters.exists(c, c.name == m.sourceCluster) && self.clusters.exists(c, c.name == m.targetCluster))",message="networkMappings may name only clusters of spec.clusters"
 type ProtectionZoneSpec struct {
 	// displayName is a human-readable name for dashboards.
 	// +optional
