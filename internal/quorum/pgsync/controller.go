@@ -50,6 +50,9 @@ const (
 	syncingRequeue = 5 * time.Second
 	// conflictRequeue retries a status write that lost an optimistic lock.
 	conflictRequeue = time.Second
+	// companionResync is how often a group with companion objects is synced
+	// again, to carry their changes at the source to the copies.
+	companionResync = time.Minute
 )
 
 // Reasons specific to pg-sync.
@@ -116,7 +119,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	res, err := flow.RunPhases(ctx, s, r.loadZone, r.loadSources, r.syncClusters)
+	res, err := flow.RunPhases(ctx, s, r.loadZone, r.loadSources, r.loadCompanions, r.syncClusters)
+	if hasCompanions(group) {
+		// Companions at the source are not watched (the remote caches hold
+		// only labelled objects): their changes are picked up this often.
+		res = flow.Soonest(res, flow.After(companionResync))
+	}
 	setStatus(s)
 	switch perr := r.writeStatus(ctx, s); {
 	case apierrors.IsConflict(perr):
@@ -198,6 +206,10 @@ func (r *Reconciler) syncCluster(ctx context.Context, s *scope, cluster string) 
 		return c
 	}
 	if err := r.deleteStandbys(ctx, s, rem, rem.Cached, &c, s.group.Spec.VirtualMachines); err != nil {
+		c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
+		return c
+	}
+	if err := r.syncCompanions(ctx, s, rem, &c); err != nil {
 		c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 	}
 	return c

@@ -93,6 +93,14 @@ func (r *Reconciler) removeFromCluster(ctx context.Context, s *scope, cluster st
 			c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
 			return c
 		}
+		if hasCompanions(s.group) {
+			// No companion is kept: every copy pg-sync created goes.
+			s.companions = map[string]companion{}
+			if err := r.deleteCompanions(ctx, s, rem, &c, companionLabels(s.group)); err != nil {
+				c.err, c.reason = err, flow.ReasonOf(err, srv1alpha1.ReasonWriteFailed)
+				return c
+			}
+		}
 	}
 	if err := deleteCopy(ctx, s, rem); err != nil {
 		c.err, c.reason = flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: deleting ProtectionGroup copy: %w", cluster, err)), srv1alpha1.ReasonWriteFailed

@@ -30,6 +30,15 @@ type scope struct {
 	// standby VMs are then left alone.
 	sourcesErr error
 
+	// companions are the group's companion objects read on the active
+	// cluster, by companionKey; nil when not read. companionProblems are
+	// the entries that name nothing that can be copied, and companionsErr
+	// why the active cluster's companions could not be read (copies are
+	// then left alone).
+	companions        map[string]companion
+	companionProblems []srv1alpha1.CompanionStatus
+	companionsErr     error
+
 	// clusters holds one result per zone cluster, in zone order.
 	clusters []clusterResult
 }
@@ -49,6 +58,8 @@ type clusterResult struct {
 	wrote bool
 	// drift lists what does not match the quorum copy.
 	drift []string
+	// companions is how each companion's copy stands on the cluster.
+	companions []srv1alpha1.CompanionStatus
 }
 
 func (c clusterResult) inSync() bool { return c.err == nil && len(c.drift) == 0 }

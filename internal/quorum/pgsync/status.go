@@ -22,6 +22,7 @@ func setStatus(s *scope) {
 		// The zone could not be read (a transient quorum error): keep the status.
 	default:
 		s.group.Status.Clusters = clusterStates(s)
+		s.group.Status.Companions = companionStatuses(s)
 		setSyncedFromClusters(s)
 	}
 	if s.specErr != nil || s.zone != nil {

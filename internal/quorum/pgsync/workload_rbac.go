@@ -12,3 +12,10 @@ package pgsync
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;create;patch;delete,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=create,namespace=workload-cluster
+//
+// Companion objects: read at the source, and their copies written and deleted
+// on the other clusters (the workload chart's guard admits only copies that
+// carry this DR namespace's label). Secrets are not here: the workload chart
+// grants them only with quorumAccess.companionSecrets.
+// +kubebuilder:rbac:groups=core,resources=configmaps;services,verbs=get;list;create;patch;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachinepreferences,verbs=get;list;create;patch;delete,namespace=workload-cluster
