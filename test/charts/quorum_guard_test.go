@@ -210,13 +210,23 @@ type guarded struct {
 // some clusters have): the guard must refuse them on its own.
 func startGuarded(t *testing.T) guarded {
 	t.Helper()
+	return startGuardedWith(t, nil)
+}
+
+// startGuardedWith is startGuarded with more quorumAccess values.
+func startGuardedWith(t *testing.T, quorumAccess map[string]any) guarded {
+	t.Helper()
 	s := scheme.New()
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s}, harness.Primary)
 	cluster := zone.Clusters[harness.Primary]
 	admin := cluster.Client
 	ctx := t.Context()
 
-	values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}}
+	qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}
+	for k, v := range quorumAccess {
+		qa[k] = v
+	}
+	values := map[string]any{"quorumAccess": qa}
 	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "siterecovery-system"}}))
 	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps",
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}))

@@ -50,6 +50,10 @@ type Options struct {
 	// Secrets and the ProtectionZone, instead of admin kubeconfigs.
 	// MintedKubeconfigsEnv set to any value does the same for every zone.
 	MintedKubeconfigs bool
+	// CompanionSecrets installs the quorum identity of MintedKubeconfigs
+	// with the workload chart's quorumAccess.companionSecrets: its rights on
+	// Secrets, which pg-sync needs to copy a group's companion Secrets.
+	CompanionSecrets bool
 	// Latency puts a LatencyProxy (latency.go) in front of each cluster's
 	// API server, on quorum-manager's side only: the kubeconfig Secrets and
 	// the connection of StartQuorum go through it, the workload tier and the
@@ -104,7 +108,7 @@ func New(t testing.TB, opts Options) *Env {
 		backend = srv1alpha1.BackendDRBD
 	}
 	if opts.MintedKubeconfigs {
-		e.bootstrapZone(t, backend)
+		e.bootstrapZone(t, backend, opts.CompanionSecrets)
 		e.createNodes(t)
 		e.installChartRBAC(t)
 		return e

@@ -20,7 +20,7 @@ import (
 // namespace on each workload cluster, then runs scripts/bootstrap-zone.sh with
 // the admin kubeconfigs, as an operator would: it mints the tokens and writes
 // the kubeconfig Secrets and the ProtectionZone on the quorum cluster.
-func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend) {
+func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend, companionSecrets bool) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -31,7 +31,8 @@ func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend) {
 		if name == Quorum {
 			continue
 		}
-		values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{Namespace}, "createNamespaces": false}}
+		values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{Namespace}, "createNamespaces": false,
+			"companionSecrets": companionSecrets}}
 		for _, obj := range renderChartValues(t, "workload-control-plane", workloadNamespace, values) {
 			if obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access" {
 				require.NoError(t, c.Client.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
