@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // CompanionObjects are the objects beside a group's VMs that the VMs need on
@@ -50,6 +51,25 @@ const (
 	// CompanionPreference is a namespaced KubeVirt VirtualMachinePreference.
 	CompanionPreference CompanionKind = "VirtualMachinePreference"
 )
+
+// CompanionKinds are the companion kinds, in a fixed order.
+var CompanionKinds = []CompanionKind{
+	CompanionConfigMap, CompanionSecret, CompanionService, CompanionInstancetype, CompanionPreference,
+}
+
+// GroupVersionKind is the API kind of k; empty for an unknown kind. The
+// instancetypes are KubeVirt's namespaced ones (kubevirt
+// api/instancetype/v1beta1); the cluster-scoped kinds are the
+// administrator's.
+func (k CompanionKind) GroupVersionKind() schema.GroupVersionKind {
+	switch k {
+	case CompanionConfigMap, CompanionSecret, CompanionService:
+		return schema.GroupVersionKind{Version: "v1", Kind: string(k)}
+	case CompanionInstancetype, CompanionPreference:
+		return schema.GroupVersionKind{Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: string(k)}
+	}
+	return schema.GroupVersionKind{}
+}
 
 // CompanionSelector names companions of one kind in one namespace.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
@@ -22,23 +21,6 @@ const companionHashAnnotation = "siterecovery.trilio.io/companion-hash"
 // lastAppliedAnnotation is kubectl's copy of the object as applied: it may
 // hold a Secret's data in clear, and describes the source, not the copy.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
-// companionGVKs are the kinds a group may name as companions. The
-// instancetypes are KubeVirt's namespaced ones (kubevirt
-// api/instancetype/v1beta1); the cluster-scoped kinds are the administrator's.
-var companionGVKs = map[srv1alpha1.CompanionKind]schema.GroupVersionKind{
-	srv1alpha1.CompanionConfigMap:    {Version: "v1", Kind: "ConfigMap"},
-	srv1alpha1.CompanionSecret:       {Version: "v1", Kind: "Secret"},
-	srv1alpha1.CompanionService:      {Version: "v1", Kind: "Service"},
-	srv1alpha1.CompanionInstancetype: {Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineInstancetype"},
-	srv1alpha1.CompanionPreference:   {Group: "instancetype.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachinePreference"},
-}
-
-// companionKinds lists companionGVKs in a fixed order.
-var companionKinds = []srv1alpha1.CompanionKind{
-	srv1alpha1.CompanionConfigMap, srv1alpha1.CompanionSecret, srv1alpha1.CompanionService,
-	srv1alpha1.CompanionInstancetype, srv1alpha1.CompanionPreference,
-}
 
 // companionLabels are the labels of every companion copy: pg-sync's group
 // labels, its DR namespace's (the workload chart's guard lets this DR
@@ -92,7 +74,7 @@ func buildCompanionCopy(src *unstructured.Unstructured, kind srv1alpha1.Companio
 		obj = merged
 	}
 	out := &unstructured.Unstructured{Object: obj}
-	out.SetGroupVersionKind(companionGVKs[kind])
+	out.SetGroupVersionKind(kind.GroupVersionKind())
 	out.SetName(src.GetName())
 	out.SetNamespace(src.GetNamespace())
 	l := out.GetLabels()

@@ -72,8 +72,8 @@ func (r *Reconciler) loadCompanions(ctx context.Context, s *scope) (ctrl.Result,
 			problem(srv1alpha1.CompanionRefused, "namespace %s holds no VM of the group", sel.Namespace)
 			continue
 		}
-		gvk, ok := companionGVKs[sel.Kind]
-		if !ok {
+		gvk := sel.Kind.GroupVersionKind()
+		if gvk.Empty() {
 			problem(srv1alpha1.CompanionRefused, "kind %s cannot be a companion", sel.Kind)
 			continue
 		}

@@ -111,8 +111,8 @@ func ownCompanion(obj client.Object, labels map[string]string) bool {
 func (r *Reconciler) deleteCompanions(ctx context.Context, s *scope, rem *remote.Remote, c *clusterResult, labels map[string]string) error {
 	sel := client.MatchingLabels{CreatedByLabel: ControllerName, srv1alpha1.ProtectionGroupLabel: labels[srv1alpha1.ProtectionGroupLabel],
 		srv1alpha1.DRNamespaceLabel: labels[srv1alpha1.DRNamespaceLabel], srv1alpha1.ZoneLabel: labels[srv1alpha1.ZoneLabel]}
-	for _, kind := range companionKinds {
-		gvk := companionGVKs[kind]
+	for _, kind := range srv1alpha1.CompanionKinds {
+		gvk := kind.GroupVersionKind()
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		switch err := rem.Direct.List(ctx, list, sel); {

@@ -13,8 +13,8 @@ import (
 // least-privilege kubeconfigs scripts/bootstrap-zone.sh mints and the
 // workload chart's admission guard of that identity: the isolated namespace,
 // its VM copies, snapshots, probe Jobs, the boot plan's gate Jobs and network
-// policy, and their removal, all fit inside the rights and the shapes the
-// chart grants. The boot plan's scenarios share the zone: a zone costs more
+// policy, the group's companion objects, and their removal, all fit inside
+// the rights and the shapes the chart grants. The boot plan's scenarios share the zone: a zone costs more
 // than its tests.
 func TestTestFailoverWithMintedKubeconfigs(t *testing.T) {
 	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}})
@@ -41,5 +41,9 @@ func TestTestFailoverWithMintedKubeconfigs(t *testing.T) {
 		z.t = t
 		z.testBootGateTimesOut(t)
 		z.assertProductionUntouched(prod)
+	})
+	t.Run("companions in the isolated namespace", func(t *testing.T) {
+		z.t = t
+		z.testCompanionsInIsolatedNamespace(t)
 	})
 }

@@ -55,6 +55,12 @@ func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error)
 			return ctrl.Result{}, remoteErr(cluster, "reading test VM "+name, err)
 		}
 	}
+	if len(vms) < len(names) {
+		// Before the next test VM is created: it finds its companions there.
+		if err := r.copyCompanions(ctx, s, rc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	boot, err := r.advanceBoot(ctx, s, rc, names, vms)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -14,6 +14,10 @@ package testfailover
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=services,verbs=list;create;delete,namespace=workload-cluster
+// Copies the group's companion objects into the isolated namespace
+// (copyCompanions; Secrets need the workload chart's quorumAccess.companionSecrets).
+// +kubebuilder:rbac:groups=core,resources=configmaps;services,verbs=get;list;create,namespace=workload-cluster
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachinepreferences,verbs=get;list;create,namespace=workload-cluster
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;create;delete,namespace=workload-cluster

@@ -1,0 +1,79 @@
+package testfailover_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
+	"github.com/siterecovery/siterecovery/test/env"
+)
+
+// setCompanions sets the quorum group's spec.companions and removes them
+// again when the test ends.
+func (z *zone) setCompanions(companions *srv1alpha1.CompanionObjects) {
+	t := z.t
+	t.Helper()
+	c := z.Client(env.Quorum)
+	set := func(co *srv1alpha1.CompanionObjects) {
+		g := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, c.Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g))
+		before := g.DeepCopy()
+		g.Spec.Companions = co
+		require.NoError(t, c.Patch(z.ctx, g, client.MergeFrom(before)))
+	}
+	set(companions)
+	t.Cleanup(func() { set(nil) })
+}
+
+// testCompanionsInIsolatedNamespace: the group's companions, which pg-sync
+// keeps on the DR cluster, are in the isolated namespace before its first
+// test VM starts, labelled as the test's (the Service headless), and go with
+// the namespace when the test ends.
+func (z *zone) testCompanionsInIsolatedNamespace(t *testing.T) {
+	z.create(env.Primary, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: "app-config",
+		Labels: map[string]string{"tier": "db"}}, Data: map[string]string{"DB_HOST": "db"}})
+	z.create(env.Primary, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: env.AppNS, Name: "db"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "db"},
+			Ports: []corev1.ServicePort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}}})
+	z.setCompanions(&srv1alpha1.CompanionObjects{Objects: []srv1alpha1.CompanionSelector{
+		{Kind: srv1alpha1.CompanionConfigMap, Namespace: env.AppNS, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}}},
+		{Kind: srv1alpha1.CompanionService, Namespace: env.AppNS, Name: "db"},
+	}})
+	dr := z.Client(env.DR)
+	env.Eventually(t, timeout, "pg-sync's copies on the DR cluster", func() error {
+		if err := dr.Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "app-config"}, &corev1.ConfigMap{}); err != nil {
+			return err
+		}
+		return dr.Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: "db"}, &corev1.Service{})
+	})
+
+	z.setBootPlan(z.dbThenWeb(60))
+	name := "companions"
+	ns := "sr-test-" + name
+	z.testFailover(name, env.DR, nil)
+	tf := z.waitBoot(name, func(b *srv1alpha1.BootStatus) bool {
+		return len(b.Stages) > 0 && b.Stages[0].Phase == srv1alpha1.StageStarting
+	})
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, dr.Get(z.ctx, client.ObjectKey{Namespace: ns, Name: "app-config"}, cm), "the ConfigMap is in the isolated namespace")
+	require.Equal(t, "db", cm.Data["DB_HOST"])
+	require.Equal(t, string(tf.UID), cm.Labels[testfailover.LabelUID])
+	require.Empty(t, cm.Labels["siterecovery.trilio.io/created-by"], "the test's copy is not pg-sync's")
+	svc := &corev1.Service{}
+	require.NoError(t, dr.Get(z.ctx, client.ObjectKey{Namespace: ns, Name: "db"}, svc), "the Service is in the isolated namespace")
+	require.Equal(t, corev1.ServiceTypeClusterIP, svc.Spec.Type)
+	require.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "headless: nothing of the test is reachable from outside")
+	require.Equal(t, int32(5432), svc.Spec.Ports[0].Port)
+
+	z.setAddress(ns, z.vms[0], "10.244.1.7")
+	tf = z.waitPhase(name, srv1alpha1.TestFailoverSucceeded)
+	z.assertLeavesNothing(tf)
+	// The Service copy is deleted with the test's Services; the ConfigMap
+	// with the isolated namespace, which assertLeavesNothing finds deleted
+	// (the test API server runs no namespace controller to empty it).
+}
