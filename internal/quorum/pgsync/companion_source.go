@@ -103,6 +103,9 @@ func (r *Reconciler) loadCompanions(ctx context.Context, s *scope) (ctrl.Result,
 		case meta.IsNoMatchError(err):
 			problem(srv1alpha1.CompanionFailed, "active cluster %s does not serve %s", g.Spec.ActiveCluster, gvk.GroupKind())
 			continue
+		case sel.Kind == srv1alpha1.CompanionSecret && apierrors.IsForbidden(err):
+			problem(srv1alpha1.CompanionFailed, "Forbidden: quorum-manager may not read Secrets on active cluster %s (the workload chart's quorumAccess.companionSecrets)", g.Spec.ActiveCluster)
+			continue
 		case err != nil:
 			s.companionsErr = flow.Transient(srv1alpha1.ReasonReadFailed, fmt.Errorf("cluster %s: reading companion %s %s: %s",
 				g.Spec.ActiveCluster, sel.Kind, sel.Namespace, companionError(sel.Kind, err)))
