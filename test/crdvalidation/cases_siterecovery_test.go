@@ -130,8 +130,33 @@ spec:
       selector: {matchLabels: {tier: web}}
       gate: {type: HTTP, port: 8080, path: /healthz}
       postStart: {image: registry.example.com/smoke:1, env: [{name: URL, value: "http://web"}]}
+  companions:
+    copySecrets: true
+    objects:
+    - {kind: ConfigMap, namespace: apps, name: shop-config}
+    - {kind: Secret, namespace: apps, selector: {matchLabels: {app: shop}}}
+    overrides:
+    - {kind: ConfigMap, namespace: apps, name: shop-config, cluster: dr-cluster, mergePatch: {data: {DB_HOST: db.dr}}}
 `,
 		invalid: []invalidCase{
+			{"companion with both name and selector", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {companions: {objects: [{kind: ConfigMap, namespace: apps, name: c, selector: {matchLabels: {a: b}}}]}}
+`, []string{"spec.companions.objects[0]", "set exactly one of name and selector"}},
+			{"override of a Secret", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {companions: {overrides: [{kind: Secret, namespace: apps, name: s, cluster: dr, mergePatch: {data: {}}}]}}
+`, []string{"spec.companions", "a Secret takes no override"}},
+			{"companion of a cluster-scoped kind", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionGroup
+metadata: {name: bad}
+spec: {companions: {objects: [{kind: VirtualMachineClusterInstancetype, namespace: apps, name: c}]}}
+`, []string{"spec.companions.objects[0].kind", "supported values"}},
 			{"boot stage without VMs", `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: ProtectionGroup
