@@ -18,7 +18,7 @@ const readyColumn = `.status.conditions[?(@.type=="Ready")].status`
 // Ready condition has a Ready column, so `kubectl get` answers "is it done"
 // without -o yaml.
 func TestKindsWithReadyShowItInKubectlGet(t *testing.T) {
-	kinds := []string{"FailoverRequest", "ProtectionRequest", "TestFailover", "ProtectionZone", "DRBDResource",
+	kinds := []string{"FailoverRequest", "ProtectionRequest", "ProtectionGroup", "TestFailover", "ProtectionZone", "DRBDResource",
 		"DRPlacementControl", "ReplicationGroupSource", "ReplicationGroupDestination"}
 	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
 	if err != nil || len(files) == 0 {

@@ -366,6 +366,7 @@ type RequestRecord struct {
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.spec.activeCluster`
 // +kubebuilder:printcolumn:name="Desired",type=string,JSONPath=`.spec.desiredState`
 // +kubebuilder:printcolumn:name="Current",type=string,JSONPath=`.status.currentState`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProtectionGroup struct {
 	metav1.TypeMeta   `json:",inline"`
