@@ -44,28 +44,29 @@ func (z *zoneCheck) bootPlan(ctx context.Context, g *srv1alpha1.ProtectionGroup)
 	}
 }
 
+// activeCluster is the connection to the group's active cluster, or why
+// there is none to use.
+func (z *zoneCheck) activeCluster(g *srv1alpha1.ProtectionGroup) (*clusters.Cluster, error) {
+	for _, cl := range z.conns {
+		if cl.Name != g.Spec.ActiveCluster {
+			continue
+		}
+		if !cl.Usable() {
+			return nil, fmt.Errorf("no client of active cluster %s: %w", cl.Name, cl.Err)
+		}
+		return cl, nil
+	}
+	return nil, fmt.Errorf("active cluster %q is not a cluster of zone %s", g.Spec.ActiveCluster, z.zone.Name)
+}
+
 // vmLabels reads the labels of the group's VMs on its active cluster.
 func (z *zoneCheck) vmLabels(ctx context.Context, g *srv1alpha1.ProtectionGroup) (map[string]map[string]string, error) {
-	var active *clusters.Cluster
-	for _, cl := range z.conns {
-		if cl.Name == g.Spec.ActiveCluster {
-			active = cl
-		}
-	}
-	switch {
-	case active == nil:
-		return nil, fmt.Errorf("active cluster %q is not a cluster of zone %s", g.Spec.ActiveCluster, z.zone.Name)
-	case !active.Usable():
-		return nil, fmt.Errorf("no client of active cluster %s: %w", active.Name, active.Err)
+	active, err := z.activeCluster(g)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]map[string]string{}
-	var namespaces []string
-	for _, vm := range g.Spec.VirtualMachines {
-		if !slices.Contains(namespaces, vm.Namespace) {
-			namespaces = append(namespaces, vm.Namespace)
-		}
-	}
-	for _, ns := range namespaces {
+	for _, ns := range g.VMNamespaces() {
 		list := &kubevirtv1.VirtualMachineList{}
 		if err := active.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing VirtualMachines in %s on %s: %w", ns, active.Name, err)

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/cli/clusters"
 	"github.com/siterecovery/siterecovery/internal/netmap"
 )
 
@@ -72,17 +71,9 @@ func (z *zoneCheck) networks(ctx context.Context, g *srv1alpha1.ProtectionGroup)
 // sourceVMs reads the group's VMs on its active cluster; one missing there
 // is left out (the standby check reports it).
 func (z *zoneCheck) sourceVMs(ctx context.Context, g *srv1alpha1.ProtectionGroup) ([]*kubevirtv1.VirtualMachine, error) {
-	var active *clusters.Cluster
-	for _, cl := range z.conns {
-		if cl.Name == g.Spec.ActiveCluster {
-			active = cl
-		}
-	}
-	switch {
-	case active == nil:
-		return nil, fmt.Errorf("active cluster %q is not a cluster of zone %s", g.Spec.ActiveCluster, z.zone.Name)
-	case !active.Usable():
-		return nil, fmt.Errorf("no client of active cluster %s: %w", active.Name, active.Err)
+	active, err := z.activeCluster(g)
+	if err != nil {
+		return nil, err
 	}
 	var out []*kubevirtv1.VirtualMachine
 	for _, ref := range g.Spec.VirtualMachines {

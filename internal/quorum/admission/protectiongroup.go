@@ -108,13 +108,7 @@ func (v *protectionGroups) labels(ctx context.Context, g *srv1alpha1.ProtectionG
 	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
 	defer cancel()
 	out := map[string]map[string]string{}
-	var namespaces []string
-	for _, vm := range g.Spec.VirtualMachines {
-		if !slices.Contains(namespaces, vm.Namespace) {
-			namespaces = append(namespaces, vm.Namespace)
-		}
-	}
-	for _, ns := range namespaces {
+	for _, ns := range g.VMNamespaces() {
 		list := &kubevirtv1.VirtualMachineList{}
 		if err := rc.Direct.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing VirtualMachines in %s on %s failed: %w", ns, g.Spec.ActiveCluster, err)
