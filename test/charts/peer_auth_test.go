@@ -1,7 +1,9 @@
 package charts
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,8 +19,9 @@ import (
 
 // TestPeerAuthSecretsAccess installs the workload chart's DRBD peer-auth
 // objects for two DR namespaces and acts, on the real API server, as each
-// identity the chart binds: the quorum identity of dr-a writes and reads its
-// own peer secrets and is refused dr-b's; the drbd-node-agent gets a peer
+// identity the chart binds, its admission policies in force: the quorum
+// identity of dr-a writes and reads its own peer secrets (the quorum guard
+// lets them through) and is refused dr-b's; the drbd-node-agent gets a peer
 // secret by name and is refused listing them, writing them, and any Secret
 // of a DR namespace, an application namespace or kube-system.
 func TestPeerAuthSecretsAccess(t *testing.T) {
@@ -36,7 +39,8 @@ func TestPeerAuthSecretsAccess(t *testing.T) {
 	}
 	for _, obj := range renderValues(t, "workload-control-plane", "siterecovery-system", values) {
 		switch obj.GetKind() {
-		case "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceAccount":
+		case "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceAccount",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			require.NoError(t, client.IgnoreAlreadyExists(admin.Create(ctx, obj)), "%s %s", obj.GetKind(), obj.GetName())
 		}
 	}
@@ -51,7 +55,15 @@ func TestPeerAuthSecretsAccess(t *testing.T) {
 	}
 
 	quorumA := actingAs(t, cl.Config, "system:serviceaccount:dr-a:quorum-manager", "system:serviceaccounts", "system:serviceaccounts:dr-a")
+	// The chart's quorum guard is in force (it refuses an unlabelled
+	// ConfigMap in an application namespace), and still lets the peer
+	// secret through.
+	require.Eventually(t, func() bool {
+		err := quorumA.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "probe"}}, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "siterecovery-quorum-access-guard")
+	}, 30*time.Second, 100*time.Millisecond, "the quorum guard never took effect")
 	s := secret(peerA, "vm-a")
+	s.Labels = map[string]string{srv1alpha1.DRNamespaceLabel: "dr-a"} // as protection labels it
 	require.NoError(t, quorumA.Create(ctx, s), "quorum-manager of dr-a creates its peer secret")
 	require.NoError(t, quorumA.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
 	s.Data[srv1alpha1.PeerAuthSecretKey] = []byte("cm90YXRlZC1zZWNyZXQtZm9yLXRlc3QtMDEyMzQ1Njc")
