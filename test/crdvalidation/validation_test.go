@@ -38,7 +38,7 @@ func TestCRDValidation(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, namespace(testNamespace)))
 
-	all := append(append([]crdCase{}, siterecoveryCases...), ramenCases...)
+	all := append(append(append([]crdCase{}, protectionCases...), siterecoveryCases...), ramenCases...)
 	kinds := map[string]bool{}
 	for _, tc := range all {
 		kinds[tc.kind] = true
