@@ -118,18 +118,24 @@ func (z *zone) testBootGateTimesOut(t *testing.T) {
 // setBootPlan sets the quorum copy's spec.boot, which test failover reads,
 // and removes it again when the test ends.
 func (z *zone) setBootPlan(plan *srv1alpha1.BootPlan) {
+	z.withGroupSpec(func(s *srv1alpha1.ProtectionGroupSpec) { s.Boot = plan }, func(s *srv1alpha1.ProtectionGroupSpec) { s.Boot = nil })
+}
+
+// withGroupSpec changes the quorum group's spec for the rest of the test,
+// and undoes the change when it ends.
+func (z *zone) withGroupSpec(change, undo func(*srv1alpha1.ProtectionGroupSpec)) {
 	t := z.t
 	t.Helper()
 	c := z.Client(env.Quorum)
-	set := func(p *srv1alpha1.BootPlan) {
+	patch := func(f func(*srv1alpha1.ProtectionGroupSpec)) {
 		g := &srv1alpha1.ProtectionGroup{}
 		require.NoError(t, c.Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g))
 		before := g.DeepCopy()
-		g.Spec.Boot = p
+		f(&g.Spec)
 		require.NoError(t, c.Patch(z.ctx, g, client.MergeFrom(before)))
 	}
-	set(plan)
-	t.Cleanup(func() { set(nil) })
+	patch(change)
+	t.Cleanup(func() { patch(undo) })
 }
 
 // setAddress plays virt-handler, which reports a running guest's interface

@@ -16,18 +16,8 @@ import (
 // setCompanions sets the quorum group's spec.companions and removes them
 // again when the test ends.
 func (z *zone) setCompanions(companions *srv1alpha1.CompanionObjects) {
-	t := z.t
-	t.Helper()
-	c := z.Client(env.Quorum)
-	set := func(co *srv1alpha1.CompanionObjects) {
-		g := &srv1alpha1.ProtectionGroup{}
-		require.NoError(t, c.Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g))
-		before := g.DeepCopy()
-		g.Spec.Companions = co
-		require.NoError(t, c.Patch(z.ctx, g, client.MergeFrom(before)))
-	}
-	set(companions)
-	t.Cleanup(func() { set(nil) })
+	z.withGroupSpec(func(s *srv1alpha1.ProtectionGroupSpec) { s.Companions = companions },
+		func(s *srv1alpha1.ProtectionGroupSpec) { s.Companions = nil })
 }
 
 // testCompanionsInIsolatedNamespace: the group's companions, which pg-sync
