@@ -220,5 +220,6 @@ func TestThirdPartyCRDsParse(t *testing.T) {
 		"volumegroupsnapshots.groupsnapshot.storage.k8s.io",
 		"volumegroupsnapshotclasses.groupsnapshot.storage.k8s.io",
 		"volumegroupsnapshotcontents.groupsnapshot.storage.k8s.io",
+		"network-attachment-definitions.k8s.cni.cncf.io",
 	}, names)
 }
