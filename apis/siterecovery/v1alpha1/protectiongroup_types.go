@@ -95,6 +95,17 @@ type ProtectionGroupSpec struct {
 	// +listMapKey=targetCluster
 	// +kubebuilder:validation:MaxItems=56
 	NetworkMappings []NetworkMapping `json:"networkMappings,omitempty"`
+
+	// consistency asks for application-consistent replication points
+	// (quorum copy; pg-sync copies it to the workload copies, whose
+	// controllers take VolSync and array points).
+	// +optional
+	Consistency *ConsistencySpec `json:"consistency,omitempty"`
+
+	// drill runs test failovers of the group on a schedule (quorum copy
+	// only).
+	// +optional
+	Drill *DrillSchedule `json:"drill,omitempty"`
 }
 
 // GroupDRBDIntent is the role asked of a group's replicas on one cluster.
@@ -250,6 +261,14 @@ type ProtectionGroupStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=512
 	Companions []CompanionStatus `json:"companions,omitempty"`
+
+	// consistency is the consistency of the group's last replication point.
+	// +optional
+	Consistency *ConsistencyStatus `json:"consistency,omitempty"`
+
+	// drill is where the group's scheduled drills stand (quorum copy).
+	// +optional
+	Drill *DrillStatus `json:"drill,omitempty"`
 
 	// clusters holds the state of every workload copy (quorum copy).
 	// +optional
