@@ -141,6 +141,12 @@ type TestFailoverStatus struct {
 	// plan every test VM starts at once, in the implicit stage.
 	// +optional
 	Boot *BootStatus `json:"boot,omitempty"`
+
+	// consistency is what the test's snapshots hold: Application when every
+	// running source VM was frozen while they were cut.
+	// +optional
+	Consistency *ConsistencyPoint `json:"consistency,omitempty"`
+
 	// startTime is when the test started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -2001,6 +2001,11 @@ func (in *TestFailoverStatus) DeepCopyInto(out *TestFailoverStatus) {
 		*out = new(BootStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Consistency != nil {
+		in, out := &in.Consistency, &out.Consistency
+		*out = new(ConsistencyPoint)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.StartTime != nil {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()
