@@ -24,10 +24,10 @@ func TestRPOEpisodesClippedToWindow(t *testing.T) {
 	r := Build(Input{Namespace: "dr", From: t0, To: at(24 * h), Now: at(30 * h),
 		Groups: []srvGroup{group("db", -48*h)},
 		Events: []srvEvent{
-			resolved("before", "db", -5*h, -4*h, 5000),    // outside
-			resolved("start-edge", "db", -1*h, 1*h, 900),  // 1h inside
+			resolved("before", "db", -5*h, -4*h, 5000),   // outside
+			resolved("start-edge", "db", -1*h, 1*h, 900), // 1h inside
 			resolved("middle", "db", 10*h, 10*h+30*time.Minute, 1200),
-			resolved("end-edge", "db", 23*h, 25*h, 400),   // 1h inside
+			resolved("end-edge", "db", 23*h, 25*h, 400), // 1h inside
 			resolved("other-group", "web", 2*h, 3*h, 99999),
 		}})
 	g := groupOf(t, r, "db").RPO
