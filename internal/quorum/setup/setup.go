@@ -14,6 +14,7 @@ import (
 
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/quorum/admission"
+	"github.com/siterecovery/siterecovery/internal/quorum/drill"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
 	"github.com/siterecovery/siterecovery/internal/quorum/failover"
@@ -69,9 +70,9 @@ type QuorumOptions struct {
 	// quorum-manager in-process); empty allows none, as the binary's
 	// --protection-allowed-namespaces does when it lists none.
 	ProtectableNamespaces []string
-	// Clock is what the failover controller's timeouts and Lease, and the
-	// prober's timestamps, read the time from; the real clock if nil. Tests
-	// jump it.
+	// Clock is what the failover controller's timeouts and Lease, the
+	// prober's timestamps and the drill schedules read the time from; the
+	// real clock if nil. Tests jump it.
 	Clock clock.PassiveClock
 }
 
@@ -132,6 +133,9 @@ func AddToManager(mgr ctrl.Manager, q QuorumOptions) (*Quorum, error) {
 		return nil, err
 	}
 	if err := testfailover.SetupWithManager(mgr, rm, testfailover.Options{ProbeImage: q.ProbeImage, AllowedNamespaces: q.ProtectableNamespaces}); err != nil {
+		return nil, err
+	}
+	if err := drill.SetupWithManager(mgr, drill.Options{Clock: q.Clock}); err != nil {
 		return nil, err
 	}
 	if err := protection.SetupWithManager(mgr, rm, protection.Options{HolderImage: q.HolderImage, ClaimRecheckInterval: q.ClaimRecheckInterval, AllowedNamespaces: q.ProtectableNamespaces}); err != nil {
