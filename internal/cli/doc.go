@@ -1,5 +1,6 @@
 // Package cli is the operator command line, `kubectl siterecovery`: status,
-// failover, failback, test-failover, protect, unprotect, validate and gather.
+// failover, failback, test-failover, protect, unprotect, validate, report
+// (RPO compliance, drills and measured RTO, from internal/report) and gather.
 //
 // It talks to the quorum cluster with the standard kubeconfig flags and reaches
 // the workload clusters only through the zone's kubeconfig Secrets, parsed by

@@ -58,6 +58,7 @@ quorum cluster.
 		newProtectCommand(o),
 		newUnprotectCommand(o),
 		newValidateCommand(o),
+		newReportCommand(o),
 		newGatherCommand(o),
 		newVersionCommand(o),
 	)
