@@ -65,6 +65,8 @@ type GroupStatus struct {
 	LockHolder  string        `json:"lockHolder,omitempty"`
 	VMs         []VMState     `json:"virtualMachines"`
 	Replication []VolumeState `json:"replication,omitempty"`
+	// Drill is the group's drill schedule and last drill, if it has one.
+	Drill *DrillState `json:"drill,omitempty"`
 }
 
 // RequestState is an unfinished request of a group.

@@ -32,7 +32,9 @@ reachability; each group's active cluster, its VMs on every cluster, the
 replication state per VM volume, the lag against the RPO objective, open
 RPOEvents, unfinished requests with their phase (a failover following the
 group's boot plan: one line per stage with its phase, time and the VMs it
-waits for), and the failover lock holder.
+waits for), the failover lock holder, and for a group with spec.drill its
+schedule (UTC), the next drill, the last one with its result, the last one
+that passed, and why a drill was skipped.
 
 -o wide adds columns (zone readiness and backend, reachability message, each
 group's zone and VM count); -o json|yaml|jsonpath=...|go-template=... print
@@ -193,6 +195,7 @@ func groupStatus(ctx context.Context, c client.Client, pg *srv1alpha1.Protection
 	}
 	g.LockHolder = holder
 	g.VMs = vmStates(ctx, pg, conns)
+	g.Drill = drillState(pg)
 	return g, nil
 }
 

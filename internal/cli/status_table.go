@@ -103,6 +103,9 @@ func statusTables(w io.Writer, nss []NamespaceStatus, opts printers.PrintOptions
 	if err := t.flush(); err != nil {
 		return err
 	}
+	if err := drillTable(w, nss, opts, all, cols, row); err != nil {
+		return err
+	}
 	fmt.Fprintln(w)
 	t = newTable(w, cols("GROUP", "VM", "VOL", "CONNECTION", "DISK", "PEER-DISK", "REPLICATION", "IN-SYNC%", "LAG")...).with(opts)
 	for _, n := range nss {
