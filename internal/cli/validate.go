@@ -21,7 +21,9 @@ SelfSubjectAccessReview per verb and resource); the CRDs serve this CLI's
 version; a ready drbd-node-agent runs on every node holding a replica; DRBD
 connections are up and in sync; no node has the lost-quorum taint; standby VMs
 match pg-sync's intent; each group's boot plan names VMs of the group and its
-selectors match some; a VolumeSnapshotClass exists for test failover; the
+selectors match some; a drill's schedule parses and its target is a cluster
+the group does not run on, and its last drill passed; a VolumeSnapshotClass
+exists for test failover; the
 clusters' clocks agree (API server Date headers); the RPO objective is met.
 
 Each problem and warning says what to do. It exits 3 when a problem is found.

@@ -134,6 +134,7 @@ func (z *zoneCheck) run(ctx context.Context) []probe {
 		}
 		z.standbys(ctx, g)
 		z.bootPlan(ctx, g)
+		z.drill(g)
 		z.networks(ctx, g)
 		z.rpo(ctx, g)
 		if b := z.zone.Spec.StorageBackend; b == srv1alpha1.BackendOffloaded || b == srv1alpha1.BackendVolSync {
