@@ -23,6 +23,7 @@ func main() {
 	flag.IntVar(&q.FailureThreshold, "cluster-failure-threshold", setup.DefaultFailureThreshold, "how many probes of a workload cluster must fail in a row before it is unreachable")
 	flag.StringVar(&q.HolderImage, "replica-holder-image", setup.DefaultHolderImage, "image of the pods that keep a replica's backing PVCs attached on its node")
 	flag.StringVar(&q.ProbeImage, "probe-image", setup.DefaultProbeImage, "image of the test failover's network probe Jobs (its entrypoint is siterecovery-probe)")
+	flag.DurationVar(&q.RPOComplianceWindow, "rpo-compliance-window", setup.DefaultRPOComplianceWindow, "the span, ending now, of siterecovery_group_rpo_compliance_ratio: the share of it each group's replication lag was within its RPO objective")
 	// Never nil: without the flag no namespace may be protected.
 	q.ProtectableNamespaces = []string{}
 	flag.Func("protection-allowed-namespaces", "comma-separated application namespaces whose VMs this DR namespace may protect and test (default: none)", func(v string) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/quorum/admission"
+	"github.com/siterecovery/siterecovery/internal/quorum/compliance"
 	"github.com/siterecovery/siterecovery/internal/quorum/drill"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	"github.com/siterecovery/siterecovery/internal/quorum/drpolicy"
@@ -48,6 +49,10 @@ const DefaultProbeImage = testfailover.DefaultProbeImage
 // a row before it is unreachable unless a flag says otherwise.
 const DefaultFailureThreshold = remote.DefaultFailureThreshold
 
+// DefaultRPOComplianceWindow is the span of the RPO compliance metric unless
+// a flag says otherwise.
+const DefaultRPOComplianceWindow = compliance.DefaultWindow
+
 // QuorumOptions are quorum-manager's own settings.
 type QuorumOptions struct {
 	// ProbeInterval is how often every workload cluster's API server is probed.
@@ -74,6 +79,9 @@ type QuorumOptions struct {
 	// prober's timestamps and the drill schedules read the time from; the
 	// real clock if nil. Tests jump it.
 	Clock clock.PassiveClock
+	// RPOComplianceWindow is the span, ending now, of the exported RPO
+	// compliance ratio; compliance.DefaultWindow (7 days) if zero.
+	RPOComplianceWindow time.Duration
 }
 
 // Quorum is the shared state of quorum-manager's reconcilers.
@@ -93,6 +101,9 @@ func QuorumManager(q QuorumOptions) boot.Register {
 		}
 		quorum, err := AddToManager(mgr, q)
 		if err != nil {
+			return err
+		}
+		if err := compliance.SetupWithManager(mgr, o.Namespace, q.RPOComplianceWindow, q.Clock); err != nil {
 			return err
 		}
 		return ServeWebhooks(mgr, quorum, o.Webhook)
