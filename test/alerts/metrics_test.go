@@ -15,6 +15,7 @@ import (
 
 	// The packages that register the metrics the chart's alerts and
 	// dashboards use, as quorum-manager links them.
+	_ "github.com/siterecovery/siterecovery/internal/quorum/compliance"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/failover"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/monitor"

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	// The packages whose metrics the chart's alerts and dashboards use.
+	_ "github.com/siterecovery/siterecovery/internal/quorum/compliance"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/drpc"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/failover"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/monitor"
