@@ -52,6 +52,22 @@ type DRBDPeerAuthentication struct {
 	Revision string `json:"revision"`
 }
 
+// PeerAuthStatus is what a ProtectionRequest's peer-auth Secrets and
+// DRBDResources were last found to hold, never the secret itself.
+type PeerAuthStatus struct {
+	// revision of the shared secret both sides' Secrets and DRBDResources
+	// hold (DRBDPeerAuthentication.revision).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Revision string `json:"revision,omitempty"`
+	// rotatedFor is the value of the request's
+	// siterecovery.trilio.io/rotate-peer-secret annotation that revision was
+	// made for: another value asks for a rotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	RotatedFor string `json:"rotatedFor,omitempty"`
+}
+
 // Names shared by quorum-manager (which writes the peer-auth Secrets) and the
 // drbd-node-agent (which reads them).
 const (

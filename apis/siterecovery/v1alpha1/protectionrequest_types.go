@@ -108,6 +108,12 @@ type ProtectionRequestStatus struct {
 	// +listType=map
 	// +listMapKey=disk
 	Volumes []ProtectedVolume `json:"volumes,omitempty"`
+	// peerAuthentication is the DRBD shared secret both replicas were last
+	// found on: its revision, never the secret. A Protected request reads its
+	// peer-auth Secrets only when it is asked for a rotation or at its
+	// periodic check, not on every reconcile.
+	// +optional
+	PeerAuthentication *PeerAuthStatus `json:"peerAuthentication,omitempty"`
 	// startTime is when the flow started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
