@@ -131,6 +131,7 @@ func New(o Options) *Server {
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}/preflight", s.authed(s.preflight))
 	mux.HandleFunc("GET /api/namespaces/{ns}/groups/{name}/lag", s.authed(s.lag))
 	mux.HandleFunc("GET /api/namespaces/{ns}/zones/{zone}/vms", s.authed(s.zoneVMs))
+	mux.HandleFunc("GET /api/namespaces/{ns}/report", s.authed(s.report))
 	mux.HandleFunc("POST /api/namespaces/{ns}/failoverrequests", s.authed(s.createFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/testfailovers", s.authed(s.createTestFailover))
 	mux.HandleFunc("POST /api/namespaces/{ns}/protectionrequests", s.authed(s.createProtection))
