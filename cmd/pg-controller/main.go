@@ -5,6 +5,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
@@ -40,6 +41,19 @@ func main() {
 	})
 	flag.Func("admission-dr-namespaces", "comma-separated DR namespaces whose quorum-manager ServiceAccount may do the same, each only for its own DR namespace's objects", func(v string) error {
 		p.Allowed.DRNamespaces = splitList(v)
+		return nil
+	})
+	// Never nil: without the flag, a quorum-manager acts on the VMs of no
+	// application namespace, as the chart's guard lets it claim none.
+	p.Allowed.ApplicationNamespaces = map[string][]string{}
+	flag.Func("admission-application-namespaces", "comma-separated <DR namespace>/<application namespace> pairs: the namespaces whose VMs each DR namespace's quorum-manager may start, delete or give replicated disks (default: none)", func(v string) error {
+		for _, pair := range splitList(v) {
+			dr, app, ok := strings.Cut(pair, "/")
+			if !ok || dr == "" || app == "" {
+				return fmt.Errorf("%q is no <DR namespace>/<application namespace> pair", pair)
+			}
+			p.Allowed.ApplicationNamespaces[dr] = append(p.Allowed.ApplicationNamespaces[dr], app)
+		}
 		return nil
 	})
 	flag.StringVar(&p.Allowed.QuorumServiceAccount, "admission-quorum-service-account", setup.DefaultQuorumServiceAccount, "quorum-manager's ServiceAccount in each --admission-dr-namespaces namespace")

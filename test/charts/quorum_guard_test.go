@@ -198,10 +198,13 @@ func patchNode(t *testing.T, admin, as client.Client, change func(*corev1.Node))
 }
 
 // guarded is a cluster with the workload chart's quorum identities (DR
-// namespaces dr-production and dr-staging) and their guard installed, and a
+// namespaces dr-production, which protects the application namespace apps,
+// and dr-staging, which protects none) and their guard installed, and a
 // client acting as dr-production's quorum-manager.
 type guarded struct {
 	admin, quorum client.Client
+	// config is the cluster's admin configuration, to act as another identity.
+	config *rest.Config
 }
 
 // startGuarded installs the workload chart's quorum access in a real API
@@ -222,7 +225,8 @@ func startGuardedWith(t *testing.T, quorumAccess map[string]any) guarded {
 	admin := cluster.Client
 	ctx := t.Context()
 
-	qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}
+	qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"},
+		"applicationNamespaces": map[string]any{"dr-production": []any{"apps"}}}
 	for k, v := range quorumAccess {
 		qa[k] = v
 	}
@@ -248,7 +252,7 @@ func startGuardedWith(t *testing.T, quorumAccess map[string]any) guarded {
 		err := quorum.Create(ctx, privilegedPod(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "siterecovery-quorum-access-guard")
 	}, 30*time.Second, 100*time.Millisecond, "the guard never refused a privileged pod")
-	return guarded{admin: admin, quorum: quorum}
+	return guarded{admin: admin, quorum: quorum, config: cluster.Config}
 }
 
 func privilegedPod() *corev1.Pod {

@@ -31,8 +31,8 @@ func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend, com
 		if name == Quorum {
 			continue
 		}
-		values := map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{Namespace}, "createNamespaces": false,
-			"companionSecrets": companionSecrets}}
+		values := WorkloadValues()
+		values["quorumAccess"].(map[string]any)["companionSecrets"] = companionSecrets
 		for _, obj := range renderChartValues(t, "workload-control-plane", workloadNamespace, values) {
 			if obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access" {
 				require.NoError(t, c.Client.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
@@ -82,4 +82,13 @@ func (e *Env) storedKubeconfig(t testing.TB, cluster string) string {
 	sec := &corev1.Secret{}
 	require.NoError(t, e.Client(Quorum).Get(context.Background(), client.ObjectKey{Namespace: Namespace, Name: cluster + "-kubeconfig"}, sec))
 	return string(sec.Data[srv1alpha1.KubeconfigSecretKey])
+}
+
+// WorkloadValues are the workload chart's values for a cluster of the zone:
+// the zone's DR namespace, created by the env, whose quorum identity protects
+// the VMs of AppNS (the guard lets it claim VMs and PVCs only there, and
+// pg-controller's VM webhook sees only that namespace).
+func WorkloadValues() map[string]any {
+	return map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{Namespace}, "createNamespaces": false,
+		"applicationNamespaces": map[string]any{Namespace: []any{AppNS}}}}
 }

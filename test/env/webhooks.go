@@ -31,14 +31,25 @@ type WebhookRotation struct {
 // instead of the chart's Service, and the empty certificate Secret the chart
 // creates. It returns the options of that server: self-managed certificates, as
 // the chart's default, whose CA the server injects into the configurations.
+// The workload chart is rendered with WorkloadValues.
 func (e *Env) InstallWebhooks(t testing.TB, cluster, chart string, rot WebhookRotation) boot.WebhookOptions {
 	t.Helper()
-	return e.installWebhooks(t, cluster, chart, Namespace, rot)
+	var values map[string]any
+	if chart == "workload-control-plane" {
+		values = WorkloadValues()
+	}
+	return e.InstallWebhooksValues(t, cluster, chart, values, rot)
+}
+
+// InstallWebhooksValues is InstallWebhooks with the chart rendered with values.
+func (e *Env) InstallWebhooksValues(t testing.TB, cluster, chart string, values map[string]any, rot WebhookRotation) boot.WebhookOptions {
+	t.Helper()
+	return e.installWebhooks(t, cluster, chart, Namespace, values, rot)
 }
 
 // installWebhooks is InstallWebhooks for the chart installed in namespace,
-// which it creates if needed.
-func (e *Env) installWebhooks(t testing.TB, cluster, chart, namespace string, rot WebhookRotation) boot.WebhookOptions {
+// which it creates if needed, rendered with values.
+func (e *Env) installWebhooks(t testing.TB, cluster, chart, namespace string, values map[string]any, rot WebhookRotation) boot.WebhookOptions {
 	t.Helper()
 	port := freePort(t)
 	o := boot.WebhookOptions{
@@ -46,7 +57,7 @@ func (e *Env) installWebhooks(t testing.TB, cluster, chart, namespace string, ro
 		SecretNamespace: namespace, DNSName: "localhost", RotatorName: fmt.Sprintf("webhook-certs-%d", rotators.Add(1)),
 		CertDuration: rot.CertDuration, Lookahead: rot.Lookahead, RotationCheck: rot.RotationCheck,
 	}
-	w, err := chartrender.LocalWebhooks(renderChart(t, chart, namespace), port)
+	w, err := chartrender.LocalWebhooks(renderChartValues(t, chart, namespace, values), port)
 	require.NoError(t, err, "chart %s", chart)
 	ctx := context.Background()
 	c := e.Client(cluster)

@@ -32,7 +32,7 @@ const ZoneWebhookNamespace = "siterecovery-system"
 // proves those roles are all the webhook needs.
 func (e *Env) StartZoneWebhook(t testing.TB) *Process {
 	t.Helper()
-	o := e.installWebhooks(t, Quorum, "protectionzone", ZoneWebhookNamespace, WebhookRotation{})
+	o := e.installWebhooks(t, Quorum, "protectionzone", ZoneWebhookNamespace, nil, WebhookRotation{})
 	c := e.Client(Quorum)
 	for _, obj := range renderChart(t, "protectionzone", ZoneWebhookNamespace) {
 		switch obj.GetKind() {

@@ -105,3 +105,30 @@ rules come from the markers.
 {{- $users := list (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "wcp.pgController" .)) (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "wcp.agent" .)) -}}
 {{- join "," (concat $users .Values.webhooks.allowedUsers) -}}
 {{- end -}}
+
+{{/* The application namespaces each DR namespace protects (quorumAccess.applicationNamespaces), as JSON: every DR namespace of quorumAccess.drNamespaces to its list, empty when none is given. A key that is no DR namespace of this cluster fails the render. */}}
+{{- define "wcp.applicationNamespaces" -}}
+{{- $qa := .Values.quorumAccess -}}
+{{- $given := $qa.applicationNamespaces | default dict -}}
+{{- range $dr, $_ := $given -}}
+{{- if not (has $dr ($qa.drNamespaces | default list)) -}}
+{{- fail (printf "quorumAccess.applicationNamespaces: %q is not one of quorumAccess.drNamespaces" $dr) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- range $dr := $qa.drNamespaces | default list -}}
+{{- $_ := set $out $dr (get $given $dr | default list) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* pg-controller's --admission-application-namespaces: <DR namespace>/<application namespace> pairs, comma-separated. */}}
+{{- define "wcp.applicationNamespacePairs" -}}
+{{- $pairs := list -}}
+{{- range $dr, $apps := include "wcp.applicationNamespaces" . | fromJson -}}
+{{- range $app := $apps -}}
+{{- $pairs = append $pairs (printf "%s/%s" $dr $app) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}

@@ -25,6 +25,12 @@ type Identities struct {
 	// QuorumServiceAccount is the ServiceAccount of quorum-manager in each DR
 	// namespace; DefaultQuorumServiceAccount if empty.
 	QuorumServiceAccount string
+	// ApplicationNamespaces are, for each DR namespace, the application
+	// namespaces whose VMs it protects: its quorum-manager starts or deletes
+	// a standby, or gives a VM a replicated disk, only there, as the chart's
+	// guard lets it take a VM into its care only there. nil checks nothing
+	// (tests of other rules); pg-controller always sets it.
+	ApplicationNamespaces map[string][]string
 }
 
 // DefaultGroups are Kubernetes' own controllers and the nodes.
@@ -40,6 +46,10 @@ type caller struct {
 	name        string
 	trusted     bool
 	drNamespace string
+	// apps are the application namespaces of drNamespace; checked only when
+	// scoped.
+	apps   []string
+	scoped bool
 }
 
 func (ids Identities) caller(u authenticationv1.UserInfo) caller {
@@ -57,6 +67,7 @@ func (ids Identities) caller(u authenticationv1.UserInfo) caller {
 	for _, ns := range ids.DRNamespaces {
 		if u.Username == ids.quorumUser(ns) {
 			c.drNamespace = ns
+			c.apps, c.scoped = ids.ApplicationNamespaces[ns], ids.ApplicationNamespaces != nil
 		}
 	}
 	return c
@@ -65,6 +76,26 @@ func (ids Identities) caller(u authenticationv1.UserInfo) caller {
 // owns reports whether c may change an object of DR namespace owner.
 func (c caller) owns(owner string) bool {
 	return c.trusted || (c.drNamespace != "" && owner == c.drNamespace)
+}
+
+// protects reports whether c may act on the VMs of application namespace
+// ns: a trusted identity anywhere, a DR namespace's quorum-manager in the
+// namespaces its DR namespace protects.
+func (c caller) protects(ns string) bool {
+	return c.trusted || (c.drNamespace != "" && (!c.scoped || slices.Contains(c.apps, ns)))
+}
+
+// outsideApplications is the refusal of a DR namespace's quorum-manager
+// acting on a VM of namespace ns, which its DR namespace does not protect.
+func (c caller) outsideApplications(what, ns string) string {
+	list := "empty"
+	if len(c.apps) > 0 {
+		list = strings.Join(c.apps, ", ")
+	}
+	return fmt.Sprintf("%s: namespace %s is not among the application namespaces DR namespace %s protects on this cluster "+
+		"(quorumAccess.applicationNamespaces.%s of the workload-control-plane chart, pg-controller --admission-application-namespaces: %s); "+
+		"the quorum-manager of DR namespace %s (user %q) may not. List the namespace there to protect its VMs",
+		what, ns, c.drNamespace, c.drNamespace, list, c.drNamespace, c.name)
 }
 
 func (ids Identities) quorumUser(drNamespace string) string {

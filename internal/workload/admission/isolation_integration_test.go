@@ -26,7 +26,10 @@ import (
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
-const staging = "dr-staging"
+const (
+	staging = "dr-staging"
+	billing = "billing"
+)
 
 // The attacks of issue 39 on pg-controller's webhooks, performed as the
 // attacker would on a real kube-apiserver through the configuration the
@@ -81,8 +84,24 @@ func TestWorkloadWebhooksIsolation(t *testing.T) {
 		Spec: srv1alpha1.DRBDAllocationSpec{Claims: []srv1alpha1.DRBDClaim{claim(env.Namespace, "prod-1", 7000), claim(staging, "stag-1", 7001)}}}
 	require.NoError(t, dr.Create(ctx, alloc))
 
-	o := e.InstallWebhooks(t, env.DR, "workload-control-plane", env.WebhookRotation{})
-	allowed := admission.Identities{Users: []string{self}, Groups: admission.DefaultGroups, DRNamespaces: []string{env.Namespace, staging}}
+	// dr-staging also protects billing, where dr-production's group copy
+	// names a VM: the webhook sees billing, and dr-production's identity may
+	// not act there.
+	require.NoError(t, dr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: billing}}))
+	ledgerRefs := []srv1alpha1.VirtualMachineReference{{Namespace: billing, Name: "ledger"}}
+	require.NoError(t, dr.Create(ctx, env.WorkloadGroup("ledger", ledgerRefs, srv1alpha1.StateStopped)))
+	ledger := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: billing, Name: "ledger"},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted), Template: vmTemplate(pvcVolume("root", "scratch"))}}
+	require.NoError(t, dr.Create(ctx, ledger))
+	ledgerBacking := stackPVC("ledger-root", srv1alpha1.ObjectRoleBacking)
+	ledgerBacking.Namespace = billing
+	require.NoError(t, dr.Create(ctx, ledgerBacking))
+	apps := map[string][]string{env.Namespace: {env.AppNS}, staging: {env.AppNS, billing}}
+	o := e.InstallWebhooksValues(t, env.DR, "workload-control-plane", map[string]any{"quorumAccess": map[string]any{
+		"drNamespaces":          []any{env.Namespace, staging},
+		"applicationNamespaces": map[string]any{env.Namespace: []any{env.AppNS}, staging: []any{env.AppNS, billing}}}}, env.WebhookRotation{})
+	allowed := admission.Identities{Users: []string{self}, Groups: admission.DefaultGroups, DRNamespaces: []string{env.Namespace, staging},
+		ApplicationNamespaces: apps}
 	e.Manager(t, env.DR, "pg-webhooks", ctrl.Options{WebhookServer: o.Server()}, func(mgr ctrl.Manager) error {
 		return wsetup.ServeWebhooks(mgr, wsetup.PGOptions{Allowed: allowed}, o)
 	})
@@ -179,6 +198,23 @@ func TestWorkloadWebhooksIsolation(t *testing.T) {
 		a.Spec.Claims[1].Port = 7003
 		a.Spec.Claims = append(a.Spec.Claims, claim(staging, "stag-2", 7004))
 		require.NoError(t, stagingQM.Update(ctx, a, client.DryRunAll), "its own claims")
+	})
+
+	// A DR namespace's identity acts on VMs only in the application
+	// namespaces it protects (quorumAccess.applicationNamespaces), even
+	// where its own group copy names another namespace's VM.
+	t.Run("dr-production acts outside its application namespaces", func(t *testing.T) {
+		const outside = "namespace billing is not among the application namespaces DR namespace dr-production protects on this cluster " +
+			"(quorumAccess.applicationNamespaces.dr-production of the workload-control-plane chart, pg-controller --admission-application-namespaces: apps)"
+		v := &kubevirtv1.VirtualMachine{}
+		require.NoError(t, production.Get(ctx, client.ObjectKeyFromObject(ledger), v))
+		base := v.DeepCopy()
+		v.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyAlways)
+		denied(t, production.Patch(ctx, v, client.MergeFrom(base), client.DryRunAll), "starting VirtualMachine billing/ledger, the standby copy of protection group ledger: "+outside)
+		denied(t, production.Delete(ctx, ledger.DeepCopy(), client.DryRunAll), "deleting VirtualMachine billing/ledger, the standby copy of protection group ledger: "+outside)
+		thief := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: billing, Name: "thief"},
+			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted), Template: vmTemplate(pvcVolume("root", "ledger-root"))}}
+		denied(t, production.Create(ctx, thief, client.DryRunAll), "VirtualMachine billing/thief may not use PersistentVolumeClaim billing/ledger-root: "+outside)
 	})
 
 	t.Run("the product's own flows pass", func(t *testing.T) {

@@ -64,8 +64,11 @@ func (h *virtualMachines) start(ctx context.Context, req admission.Request, c ca
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if group == nil || c.owns(group.Namespace) {
+	if group == nil || (c.owns(group.Namespace) && c.protects(vm.Namespace)) {
 		return admission.Allowed("")
+	}
+	if c.owns(group.Namespace) {
+		return admission.Denied(c.outsideApplications(fmt.Sprintf("starting VirtualMachine %s/%s, the standby copy of protection group %s", vm.Namespace, vm.Name, group.Name), vm.Namespace))
 	}
 	return admission.Denied(fmt.Sprintf(
 		"VirtualMachine %s/%s is the standby copy of protection group %s, which is held stopped on this cluster because it runs on another one; starting it here would run the VM on two sites. Fail the group over with a FailoverRequest in DR namespace %s on the quorum cluster instead. User %q may not start it: %s",
@@ -78,8 +81,11 @@ func (h *virtualMachines) delete(ctx context.Context, req admission.Request, c c
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if group == nil || c.owns(group.Namespace) {
+	if group == nil || (c.owns(group.Namespace) && c.protects(old.Namespace)) {
 		return admission.Allowed("")
+	}
+	if c.owns(group.Namespace) {
+		return admission.Denied(c.outsideApplications(fmt.Sprintf("deleting VirtualMachine %s/%s, the standby copy of protection group %s", old.Namespace, old.Name, group.Name), old.Namespace))
 	}
 	return admission.Denied(fmt.Sprintf(
 		"VirtualMachine %s/%s is the standby copy of protection group %s, which is held stopped on this cluster; deleting it leaves the group without its copy of the VM here. Unprotect the VM with its ProtectionRequest in DR namespace %s on the quorum cluster instead. User %q may not delete it: %s",

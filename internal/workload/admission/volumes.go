@@ -36,8 +36,11 @@ func (h *virtualMachines) volumes(ctx context.Context, req admission.Request, c 
 			continue
 		}
 		owner := pvc.Labels[srv1alpha1.DRNamespaceLabel]
-		if c.owns(owner) {
+		if c.owns(owner) && c.protects(vm.Namespace) {
 			continue
+		}
+		if c.owns(owner) {
+			return admission.Denied(c.outsideApplications(fmt.Sprintf("VirtualMachine %s/%s may not use PersistentVolumeClaim %s/%s", vm.Namespace, vm.Name, vm.Namespace, claim), vm.Namespace))
 		}
 		return admission.Denied(fmt.Sprintf(
 			"VirtualMachine %s/%s may not use PersistentVolumeClaim %s/%s: it %s (siterecovery's replication of DR namespace %s); a second VM on it would break that replication. User %q may not: %s",
