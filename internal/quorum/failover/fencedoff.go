@@ -92,11 +92,11 @@ func holdFencedOffTarget(s *scope) error {
 	msg := fmt.Sprintf("%s was fenced off during an unplanned failover and has not rejoined since (annotation %s=%s on ProtectionGroup %s): its DRBD data is what it had when it was cut off, plus any writes made there while fenced, and none of the writes made on %s since. "+
 		"An unplanned failover to it would run group %s on that data and lose them; nothing was changed. "+
 		"Either bring %s back, delete this request and fail back with a planned FailoverRequest to %s annotated %s=%s, which stops the group on %s and resyncs it from %s first; "+
-		"or, if %s is lost for good and losing its writes since the fencing is accepted, remove the record with: kubectl annotate protectiongroup -n %s %s %s- and this request continues",
+		"or, if %s is lost for good and losing its writes since the fencing is accepted, remove the record with: kubectl annotate protectiongroup -n %s %s %s- %s=%s (the disaster-operator role and this confirmation are needed) and this request continues",
 		s.target(), srv1alpha1.FencedOffAnnotation, s.target(), s.group.Name, s.source(),
 		s.group.Name,
 		s.source(), s.target(), srv1alpha1.DiscardDivergedAnnotation, s.group.Name, s.target(), s.source(),
-		s.source(), s.group.Namespace, s.group.Name, srv1alpha1.FencedOffAnnotation)
+		s.source(), s.group.Namespace, s.group.Name, srv1alpha1.FencedOffAnnotation, srv1alpha1.ConfirmAnnotation, s.group.Name)
 	s.trail.Condition(srv1alpha1.ConditionTargetRejoined, metav1.ConditionFalse, srv1alpha1.ReasonTargetFencedOff, msg)
 	return flow.Waiting(srv1alpha1.ReasonTargetFencedOff, fencingRecheck, "%s", msg)
 }

@@ -39,8 +39,8 @@ func (r *StandDown) stoodDown(ctx context.Context, g *srv1alpha1.ProtectionGroup
 		msg += fmt.Sprintf("It does not rejoin by itself, because rejoining discards the writes made on %s while it was fenced off; to rejoin it, fail back with a planned FailoverRequest to %s annotated %s=%s",
 			fenced, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
 	case g.Annotations[srv1alpha1.HoldDivergedAnnotation] == "true":
-		msg += fmt.Sprintf("%s=true keeps the writes made there while it was fenced off (see the Diverged condition); remove the annotation to discard them and resync it, or fail back with a planned FailoverRequest to %s annotated %s=%s",
-			srv1alpha1.HoldDivergedAnnotation, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
+		msg += fmt.Sprintf("%s=true keeps the writes made there while it was fenced off (see the Diverged condition); remove the annotation, with %s=%s in the same write, to discard them and resync it, or fail back with a planned FailoverRequest to %s annotated %s=%s",
+			srv1alpha1.HoldDivergedAnnotation, srv1alpha1.ConfirmAnnotation, g.Name, fenced, srv1alpha1.DiscardDivergedAnnotation, g.Name)
 	default:
 		msg += "The writes made there while it was fenced off are discarded and it resyncs from the active cluster (see the Diverged condition)"
 	}

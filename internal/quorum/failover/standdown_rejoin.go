@@ -197,8 +197,8 @@ func divergedMessage(g *srv1alpha1.ProtectionGroup, div *srv1alpha1.GroupDiverge
 // It starts with "; ", which the report never holds.
 func divergedTail(g *srv1alpha1.ProtectionGroup, fenced string) string {
 	if g.Annotations[srv1alpha1.HoldDivergedAnnotation] == "true" {
-		return fmt.Sprintf("; %s=true keeps them: the group stays stopped there and its replicas Secondary, disconnected. Save what you need, then remove the annotation to discard them and resync %s from %s",
-			srv1alpha1.HoldDivergedAnnotation, fenced, g.Spec.ActiveCluster)
+		return fmt.Sprintf("; %s=true keeps them: the group stays stopped there and its replicas Secondary, disconnected. Save what you need, then remove the annotation, with %s=%s in the same write, to discard them and resync %s from %s",
+			srv1alpha1.HoldDivergedAnnotation, srv1alpha1.ConfirmAnnotation, g.Name, fenced, g.Spec.ActiveCluster)
 	}
 	return fmt.Sprintf("; they are discarded and %s resyncs from %s. To keep them next time, annotate the group %s=true before the cluster returns",
 		fenced, g.Spec.ActiveCluster, srv1alpha1.HoldDivergedAnnotation)
