@@ -99,6 +99,9 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope, tgt string) (ctrl.Res
 // is reachable again.
 func (r *Reconciler) steady(ctx context.Context, s *scope) (ctrl.Result, error) {
 	cur := s.current()
+	if err := r.dropConfirmation(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	if _, down := s.unreachable[cur]; down {
 		// Nothing to do until the cluster returns or the user fails over.
 		return flow.After(unreachableRetry), nil
