@@ -89,8 +89,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if terminal(req.Status.Phase) {
-		if req.Status.Phase == srv1alpha1.ProtectionProtected {
-			// Retried with the claim re-check when a cluster does not answer.
+		if req.Status.Phase == srv1alpha1.ProtectionProtected && r.peerAuthDue(req) {
+			// Retried at the next periodic check when a cluster does not answer.
 			if err := r.maintainPeerAuth(ctx, newScope(req, r.now())); err != nil {
 				log.FromContext(ctx).Info("DRBD peer secret not maintained", "error", err.Error())
 			}

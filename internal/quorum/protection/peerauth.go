@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
@@ -149,7 +150,8 @@ func applyPeerAuth(ctx context.Context, sd side, res *srv1alpha1.DRBDResource, a
 }
 
 // maintainPeerAuth keeps a Protected request's replicas on one current
-// secret: it rotates on request or when a side's Secret went missing.
+// secret: it rotates on request or when a side's Secret went missing, and
+// records the revision both sides are on in the request's status.
 func (r *Reconciler) maintainPeerAuth(ctx context.Context, s *scope) error {
 	if err := r.load(ctx, s); err != nil {
 		return err
@@ -168,5 +170,31 @@ func (r *Reconciler) maintainPeerAuth(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	return nil
+	recordPeerAuth(s, auth)
+	return r.persist(ctx, s)
+}
+
+// recordPeerAuth notes in the request's status the revision both sides'
+// Secrets and DRBDResources now hold, and the rotation it was made for.
+func recordPeerAuth(s *scope, auth *srv1alpha1.DRBDPeerAuthentication) {
+	s.req.Status.PeerAuthentication = &srv1alpha1.PeerAuthStatus{Revision: auth.Revision,
+		RotatedFor: s.req.Annotations[srv1alpha1.RotatePeerSecretAnnotation]}
+}
+
+// peerAuthDue reports whether a Protected request's reconcile reads its
+// peer-auth Secrets: when its status records no revision yet (requests
+// Protected before it did), when the rotation annotation asks for another
+// secret than the one recorded, or at the periodic check, which shares the
+// claim re-check's schedule (a Secret deleted by hand is replaced then).
+// Every other reconcile, woken by any watched change, reads none.
+func (r *Reconciler) peerAuthDue(req *srv1alpha1.ProtectionRequest) bool {
+	pa := req.Status.PeerAuthentication
+	if pa == nil || pa.Revision == "" || pa.RotatedFor != req.Annotations[srv1alpha1.RotatePeerSecretAnnotation] {
+		return true
+	}
+	if !holdsClaim(req) {
+		return false
+	}
+	_, due := r.rechecks.next(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, req.UID, r.now(), r.recheckEvery())
+	return due
 }

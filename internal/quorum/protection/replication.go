@@ -114,6 +114,7 @@ func (r *Reconciler) createReplication(ctx context.Context, s *scope) (ctrl.Resu
 			return ctrl.Result{}, remoteErr(sd.cluster, "writing peers of DRBDResource "+patched.Name, err)
 		}
 	}
+	recordPeerAuth(s, auth)
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionTrue, srv1alpha1.ReasonReconciled,
 		"DRBDResource %s on %s (node %s) and %s (node %s), port %d", res[0].Name, s.primaryCluster, nodes[0], s.target, nodes[1], s.req.Status.Port)
 	return r.advance(ctx, s, srv1alpha1.ProtectionSwitchingFrontend)
