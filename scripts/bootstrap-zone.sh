@@ -27,6 +27,11 @@
 #     [--server NAME=URL] [--backend DRBD|Offloaded|VolSync] [--storage-mapping SRC=DST]... \
 #     [--client-timeout-seconds N] [--token-duration 720h | --non-expiring] \
 #     [--service-account quorum-manager] [--rules FILE]
+#   scripts/bootstrap-zone.sh --list-rules [--rules FILE]
+#
+# --list-rules prints the rights it checks, one "scope verb resource" line
+# each (scope: cluster, namespace for the DR namespace, peer-auth for its
+# <DR namespace>-drbd-auth namespace), and exits without reaching a cluster.
 #
 # --server overrides a cluster's API server address as the quorum cluster must
 # reach it (the admin kubeconfig's address by default). KUBECTL names the
@@ -45,6 +50,7 @@ non_expiring=false
 service_account="quorum-manager"
 client_timeout=""
 rules_file="$here/../charts/workload-control-plane/files/rbac/quorum-manager.yaml"
+list_rules=false
 declare -a clusters=() mappings=()
 declare -A servers=()
 
@@ -65,26 +71,20 @@ while [[ $# -gt 0 ]]; do
     --non-expiring) non_expiring=true; shift ;;
     --service-account) service_account="$2"; shift 2 ;;
     --rules) rules_file="$2"; shift 2 ;;
+    --list-rules) list_rules=true; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
 
-[[ -n "$quorum_kubeconfig" && -n "$dr_namespace" && -n "$zone" ]] ||
-  die "--quorum-kubeconfig, --dr-namespace and --zone are required"
-[[ ${#clusters[@]} -ge 2 ]] || die "give at least two --cluster NAME=ROLE:KUBECONFIG"
 [[ -r "$rules_file" ]] || die "cannot read the rules file $rules_file"
+if ! $list_rules; then
+  [[ -n "$quorum_kubeconfig" && -n "$dr_namespace" && -n "$zone" ]] ||
+    die "--quorum-kubeconfig, --dr-namespace and --zone are required"
+  [[ ${#clusters[@]} -ge 2 ]] || die "give at least two --cluster NAME=ROLE:KUBECONFIG"
+fi
 case "$backend" in DRBD|Offloaded|VolSync) ;; *) die "--backend must be DRBD, Offloaded or VolSync" ;; esac
 [[ -z "$client_timeout" || "$client_timeout" =~ ^[0-9]+$ ]] || die "--client-timeout-seconds must be a whole number"
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-chmod 700 "$work"
-
-q() { "$KUBECTL" --kubeconfig "$quorum_kubeconfig" "$@"; }
-
-"$KUBECTL" --kubeconfig "$quorum_kubeconfig" get namespace "$dr_namespace" >/dev/null ||
-  die "namespace $dr_namespace does not exist on the quorum cluster; install the quorum-control-plane chart there first"
 
 # needed_rules prints "scope verb resource" lines, scope being "cluster" or
 # "namespace", from the generated roles of what quorum-manager does on a
@@ -97,6 +97,24 @@ needed_rules() {
   tmpl='{{$ns := .metadata.namespace}}{{range .rules}}{{$r := .}}{{range .apiGroups}}{{$g := .}}{{range $r.resources}}{{$res := .}}{{range $r.verbs}}{{$ns}} {{.}} {{$res}}{{if $g}}.{{$g}}{{end}}{{"\n"}}{{end}}{{end}}{{end}}{{end}}'
   KUBECONFIG=/dev/null "$KUBECTL" annotate --local -f "$rules_file" siterecovery.trilio.io/read=rules -o go-template="$tmpl" |
     sed -n 's/^workload-cluster /cluster /p; s/^workload-dr-namespace /namespace /p'
+}
+
+# peer_auth_rules prints the "verb resource" lines of the Role the workload
+# chart's drbd-peer-auth template gives quorum-manager in the DR namespace's
+# peer-auth namespace, <DR namespace>-drbd-auth, where protection writes each
+# replica's DRBD shared secret. That Role is written by hand in the template,
+# not generated from markers; --list-rules prints it with the generated rules,
+# and test/charts checks that it matches the template.
+peer_auth_rules() {
+  printf '%s\n' "get secrets" "create secrets" "update secrets"
+}
+
+# all_rules prints every "scope verb resource" line check_access checks, the
+# scope being "cluster", "namespace" (the DR namespace) or "peer-auth" (its
+# peer-auth namespace).
+all_rules() {
+  needed_rules
+  peer_auth_rules | sed 's/^/peer-auth /'
 }
 
 # mint_token writes a token for the ServiceAccount into the file $2.
@@ -181,16 +199,33 @@ check_access() {
   while read -r scope verb resource; do
     n=$((n + 1))
     local ns="" where="in every namespace"
-    [[ "$scope" == namespace ]] && ns="$dr_namespace" where="in $dr_namespace"
+    case "$scope" in
+      namespace) ns="$dr_namespace" where="in $dr_namespace" ;;
+      peer-auth) ns="$dr_namespace-drbd-auth" where="in $dr_namespace-drbd-auth" ;;
+    esac
     if [[ "$(allowed "$minted" "$verb" "$resource" "$ns" 2>/dev/null)" != true ]]; then
       echo "bootstrap-zone: $name: $service_account cannot $verb $resource $where" >&2
       missing=$((missing + 1))
     fi
-  done < <(needed_rules)
+  done < <(all_rules)
   [[ $n -gt 0 ]] || die "$name: no rules read from $rules_file"
   [[ $missing -eq 0 ]] || die "$name: $missing of $n permissions missing; install or upgrade the workload-control-plane chart with quorumAccess.drNamespaces={$dr_namespace}"
   say "$name: all $n permissions quorum-manager needs are granted"
 }
+
+if $list_rules; then
+  all_rules
+  exit 0
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+chmod 700 "$work"
+
+q() { "$KUBECTL" --kubeconfig "$quorum_kubeconfig" "$@"; }
+
+"$KUBECTL" --kubeconfig "$quorum_kubeconfig" get namespace "$dr_namespace" >/dev/null ||
+  die "namespace $dr_namespace does not exist on the quorum cluster; install the quorum-control-plane chart there first"
 
 zone_clusters=""
 for spec in "${clusters[@]}"; do
