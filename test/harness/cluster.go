@@ -99,6 +99,10 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
 	configureAPIServer(api.Configure())
+	if err := configureAggregation(api.Configure(), certPath); err != nil {
+		c.closeLogs()
+		return nil, fmt.Errorf("cluster %q: %w", name, err)
+	}
 	for k, v := range opts.APIServerFlags {
 		api.Configure().Set(k, v)
 	}
@@ -152,7 +156,7 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		if opts.Nodes != nil {
 			nodes = opts.Nodes
 		}
-		if err := c.startControlPlane(ctx, binDir, nodes(name), !opts.ControlPlane); err != nil {
+		if err := c.startControlPlane(ctx, binDir, nodes(name), !opts.ControlPlane, opts.ControllersOff); err != nil {
 			_ = c.stop()
 			return nil, c.failure("start the control plane", err)
 		}

@@ -56,10 +56,11 @@ type controlPlane struct {
 	procs []*process.Process
 }
 
-// startControlPlane starts the controller manager, the scheduler and kwok for
-// c, then creates nodes and waits until kwok reports them Ready. With
-// schedulerOnly it starts kube-scheduler alone and creates no node.
-func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []NodeSpec, schedulerOnly bool) error {
+// startControlPlane starts the controller manager (without the controllers
+// off), the scheduler and kwok for c, then creates nodes and waits until kwok
+// reports them Ready. With schedulerOnly it starts kube-scheduler alone and
+// creates no node.
+func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []NodeSpec, schedulerOnly bool, off []string) error {
 	kubeconfig := filepath.Join(c.Dir, "admin.kubeconfig")
 	if err := os.WriteFile(kubeconfig, c.Kubeconfig, 0o600); err != nil {
 		return err
@@ -102,7 +103,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []
 			// Each controller acts with its own ServiceAccount's rights, as
 			// in a kubeadm cluster, so a missing RBAC rule shows here too.
 			"--use-service-account-credentials=true",
-			"--controllers=*",
+			"--controllers=" + strings.Join(append([]string{"*"}, prefixed("-", off)...), ","),
 		}},
 		scheduler,
 		{Name: "kwok", Bin: filepath.Join(kwokDir, "kwok"), Kubeconfig: kubeconfig, Args: []string{
@@ -126,6 +127,15 @@ func (c *Cluster) startControlPlane(ctx context.Context, binDir string, nodes []
 		return err
 	}
 	return c.waitDefaultServiceAccount(ctx)
+}
+
+// prefixed is names, each with prefix.
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
 }
 
 // waitDefaultServiceAccount waits until the ServiceAccount controller has

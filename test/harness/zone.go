@@ -47,6 +47,10 @@ type Options struct {
 	// Nodes returns the nodes kwok plays in a cluster of a ControlPlane zone;
 	// nil means DefaultNodes.
 	Nodes func(cluster string) []NodeSpec
+	// ControllersOff are kube-controller-manager's controllers a
+	// ControlPlane zone runs without ("job-controller"), for a test that
+	// plays one's part itself; the caller says why where it sets them.
+	ControllersOff []string
 }
 
 // Zone is a set of named clusters started together.
