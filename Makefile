@@ -8,11 +8,16 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # product dependencies (golang.org/x/*, grpc, otel, logr) to the versions it
 # wants. `go tool` builds it from the module proxy on first use (cached after).
 GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
+# gotestsum runs the integration tier: go test's own output (standard-quiet),
+# plus a JSON record of every test from which it prints the slowest, so that
+# each CI log says where its time went. Pinned in its own modfile too.
+GOTESTSUM := $(GO) tool -modfile=tools/gotestsum/go.mod gotestsum
 BIN := bin
 # Integration tests start real kube-apiserver + etcd processes found here.
 KUBE_ASSETS = $(shell hack/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
+SLOWEST_THRESHOLD ?= 15s
 
 .PHONY: all help build images images-lock console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller prometheus test-alerts-e2e test test-unit test-integration test-chart-rbac lint fmt clean
 
@@ -110,6 +115,7 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/promql && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/kubevirt-crds && $(GO) mod tidy -diff
+	cd tools/gotestsum && $(GO) mod tidy -diff
 
 kube-binaries: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration tests (cached).
 	hack/kube-binaries.sh
@@ -156,7 +162,14 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	@# The flows of CHART_RBAC_TESTS run once, in test-chart-rbac, under the
 	@# charts' roles: an admin run of them would prove nothing more.
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(PKGS)
+	@# The slowest tests (over SLOWEST_THRESHOLD) are printed after the run,
+	@# whether it passed or not.
+	@mkdir -p $(BIN)
+	@rc=0; KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GOTESTSUM) --format standard-quiet --jsonfile $(BIN)/test-integration.json -- \
+		-p 1 $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(PKGS) || rc=$$?; \
+	echo "slowest tests (over $(SLOWEST_THRESHOLD)):"; \
+	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test-integration.json --threshold $(SLOWEST_THRESHOLD) || true; \
+	exit $$rc
 
 # A planned failover and failback, and protecting a VM, with quorum-manager,
 # pg-controller and the agents running as the service accounts and roles the
