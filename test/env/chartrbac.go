@@ -104,7 +104,7 @@ func (e *Env) startWorkloadAsChart(t testing.TB, cluster string, o WorkloadOptio
 				return err
 			}
 		}
-		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name})
+		return kubevirtsim.SetupWithManager(mgr, e.KubeVirtOptions(cluster, o.VMStartDelay, o.VMStopDelay))
 	})
 	return e.Manager(t, cluster, "pg-controller", ctrl.Options{}, func(mgr ctrl.Manager) error {
 		if o.Offloaded == nil {

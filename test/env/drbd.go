@@ -53,8 +53,12 @@ func (e *Env) drbdNet(t testing.TB) *drbdNetwork {
 	return e.drbd
 }
 
-// createNodes adds each workload cluster's simulated worker node.
+// createNodes adds each workload cluster's simulated worker node; on the
+// full control plane kwok plays it (NodeSpecs).
 func (e *Env) createNodes(t testing.TB) {
+	if e.controlPlane {
+		return
+	}
 	for cluster, n := range Nodes {
 		create(t, e.Client(cluster), simulatedNode(n.Name, n.Address))
 	}

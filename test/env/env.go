@@ -38,6 +38,8 @@ type Env struct {
 
 	drbd *drbdNetwork
 	log  controllerLog
+	// controlPlane is Options.ControlPlane (controlplane.go).
+	controlPlane bool
 }
 
 // Options tune a zone.
@@ -60,6 +62,14 @@ type Options struct {
 	// test's own clients do not. Its delay is 0 until a test sets it. Not
 	// with MintedKubeconfigs.
 	Latency bool
+	// ControlPlane runs every cluster as a whole control plane
+	// (controlplane.go): kube-controller-manager, kube-scheduler and kwok's
+	// nodes, VMIs in launcher pods. For the flows' end-to-end tests; a
+	// narrower test keeps the bare API server, which starts faster.
+	ControlPlane bool
+	// ControllersOff are kube-controller-manager's controllers a
+	// ControlPlane zone runs without (harness.Options.ControllersOff).
+	ControllersOff []string
 }
 
 // MintedKubeconfigsEnv names the variable that, set to any value, builds every
@@ -78,8 +88,12 @@ func New(t testing.TB, opts Options) *Env {
 	s := scheme.New()
 	// kube-scheduler places the pods the product creates (replica holders)
 	// on the simulated nodes, as it would in a real cluster.
-	z := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, Scheduler: true}, "quorum", "primary", "dr")
-	e := &Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
+	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, Scheduler: true}
+	if opts.ControlPlane {
+		ho = harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, ControlPlane: true, Nodes: NodeSpecs, ControllersOff: opts.ControllersOff}
+	}
+	z := harness.Start(t, ho, "quorum", "primary", "dr")
+	e := &Env{Zone: z, Scheme: s, controlPlane: opts.ControlPlane, Clusters: map[string]*harness.Cluster{
 		Quorum: z.Clusters["quorum"], Primary: z.Clusters["primary"], DR: z.Clusters["dr"],
 	}}
 	for _, c := range e.Clusters {

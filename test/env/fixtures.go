@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
 // DRBDReplica is one side of a VM's DRBD resource pair, as the protection flow
@@ -43,8 +44,8 @@ func DRBDReplica(group, vm, local, peer string, nodeID, port int32) *srv1alpha1.
 // CreateReplica creates r on a workload cluster after its backing claims: the
 // drbd-node-agent opens only a bound block claim labelled with r's DR
 // namespace and protection request. A claim that does not exist is created
-// bound (to a PV that need not exist: the zone's agents resolve devices with
-// SimDevices); one that exists (a storage simulator's) gets r's request
+// bound (on a full control plane to a PV of its own, which a bare API server
+// needs not; the zone's agents resolve devices with SimDevices); one that exists (a storage simulator's) gets r's request
 // labels, and r waits until it is bound.
 func (e *Env) CreateReplica(t testing.TB, cluster string, r *srv1alpha1.DRBDResource) {
 	t.Helper()
@@ -56,16 +57,17 @@ func (e *Env) CreateReplica(t testing.TB, cluster string, r *srv1alpha1.DRBDReso
 	for _, v := range r.Spec.Volumes {
 		for _, ref := range []*srv1alpha1.LocalObjectReference{v.BackingPVC, v.MetaPVC} {
 			if ref != nil {
-				ensureBackingClaim(t, c, r.Namespace, ref.Name, request)
+				ensureBackingClaim(t, c, r.Namespace, ref.Name, request, e.controlPlane)
 			}
 		}
 	}
 	require.NoError(t, c.Create(ctx, r))
 }
 
-// ensureBackingClaim creates the bound block claim name with labels, or adds
-// labels to the existing one and waits until it is bound.
-func ensureBackingClaim(t testing.TB, c client.Client, namespace, name string, labels map[string]string) {
+// ensureBackingClaim creates the bound block claim name with labels (and,
+// with withVolume, its PV), or adds labels to the existing one and waits
+// until it is bound.
+func ensureBackingClaim(t testing.TB, c client.Client, namespace, name string, labels map[string]string, withVolume bool) {
 	t.Helper()
 	ctx := context.Background()
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -78,6 +80,17 @@ func ensureBackingClaim(t testing.TB, c client.Client, namespace, name string, l
 				StorageClassName: ptr.To(""), VolumeName: "backing-" + namespace + "-" + name,
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
+		}
+		if withVolume {
+			// The volume the claim is bound to, pre-bound to it as a static
+			// provisioner leaves it: kube-controller-manager's PV binder
+			// turns a bound claim whose volume does not exist Lost
+			// (pkg/controller/volume/persistentvolume/pv_controller.go,
+			// syncBoundClaim). A claim created again finds its volume
+			// still there (Retain).
+			if err := c.Create(ctx, backingVolume(pvc)); !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+			}
 		}
 		require.NoError(t, c.Create(ctx, pvc))
 		pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: pvc.Spec.AccessModes, Capacity: pvc.Spec.Resources.Requests}
@@ -101,6 +114,22 @@ func ensureBackingClaim(t testing.TB, c client.Client, namespace, name string, l
 		}
 		return nil
 	})
+}
+
+// backingVolume is the block PV pvc names, bound to it; the zone's agents
+// resolve devices with SimDevices, so its source is never opened.
+func backingVolume(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvc.Spec.VolumeName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    pvc.Spec.Resources.Requests,
+			AccessModes: pvc.Spec.AccessModes, VolumeMode: pvc.Spec.VolumeMode,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: storagesim.Driver, VolumeHandle: pvc.Spec.VolumeName}},
+		},
+	}
 }
 
 // SimDevices stands for the kubelet's volumeDevices folder on the zone's

@@ -120,7 +120,7 @@ func (e *Env) StartWorkload(t testing.TB, cluster string, o WorkloadOptions) *Pr
 				return err
 			}
 		}
-		return kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name})
+		return kubevirtsim.SetupWithManager(mgr, e.KubeVirtOptions(cluster, o.VMStartDelay, o.VMStopDelay))
 	})
 	p := e.Manager(t, cluster, "pg-controller", ctrl.Options{Cache: cache.Options{ByObject: wsetup.CacheByObject()}},
 		func(mgr ctrl.Manager) error {

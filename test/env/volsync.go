@@ -44,7 +44,7 @@ func (e *Env) registerVolSync(cluster string, mgr ctrl.Manager, o WorkloadOption
 	if err := wsetup.PGController(wsetup.PGOptions{})(mgr, wsetup.Options{}); err != nil {
 		return err
 	}
-	if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: o.VMStartDelay, StopDelay: o.VMStopDelay, NodeName: Nodes[cluster].Name}); err != nil {
+	if err := kubevirtsim.SetupWithManager(mgr, e.KubeVirtOptions(cluster, o.VMStartDelay, o.VMStopDelay)); err != nil {
 		return err
 	}
 	if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{Data: o.VolSync.Data, Driver: o.VolSync.Driver}); err != nil {
