@@ -31,4 +31,11 @@
 // copy of a VM boots from the replica of the same disks, so Guests.Verify on
 // the DR cluster checks the writes acknowledged on the primary. Verify reads
 // every disk whole for its checksum, so test disks should be small (MiBs).
+//
+// A Write batch is one record of the guest's application. Freeze and Thaw are
+// what the guest agent does for KubeVirt's freeze subresource (test/sim/virtapi
+// calls them): a freeze waits for the record being written, and later batches
+// wait until the thaw; a guest whose agent does not answer (SetAgent) refuses
+// both. CheckImage reads a copy of a disk, as a snapshot holds it, and counts
+// the records it holds whole and torn (partly written).
 package guest

@@ -95,6 +95,9 @@ func (r Result) String() string {
 type Guests struct {
 	mu   sync.Mutex
 	logs map[types.NamespacedName]*vmLog
+	// onBlock, if set, runs inside a batch after each acknowledged block but
+	// the last (OnBlock).
+	onBlock func(vm types.NamespacedName, written int)
 }
 
 // New returns Guests with no writes.
@@ -118,6 +121,10 @@ type vmLog struct {
 	rounds  map[string]int64 // per disk: acknowledged writes, which pick its next block
 	lastAck uint64
 	blocks  map[blockKey]*blockLog
+	freeze  freezeState // freeze.go
+	// recordEnds holds the last sequence number of every acknowledged batch:
+	// a batch is one record of the guest's application.
+	recordEnds map[uint64]bool
 }
 
 func (g *Guests) log(vm types.NamespacedName) *vmLog {
@@ -125,7 +132,7 @@ func (g *Guests) log(vm types.NamespacedName) *vmLog {
 	defer g.mu.Unlock()
 	l := g.logs[vm]
 	if l == nil {
-		l = &vmLog{rounds: map[string]int64{}, blocks: map[blockKey]*blockLog{}}
+		l = &vmLog{rounds: map[string]int64{}, blocks: map[blockKey]*blockLog{}, recordEnds: map[uint64]bool{}}
 		g.logs[vm] = l
 	}
 	return l
@@ -137,8 +144,13 @@ func (g *Guests) log(vm types.NamespacedName) *vmLog {
 // either way. A VM that does not run on c gets a *NotRunningError.
 func (g *Guests) Write(ctx context.Context, c *Cluster, vm types.NamespacedName, blocks int) (Ack, error) {
 	l := g.log(vm)
-	l.mu.Lock()
+	if err := l.lockThawed(ctx); err != nil {
+		return Ack{}, err
+	}
 	defer l.mu.Unlock()
+	g.mu.Lock()
+	onBlock := g.onBlock
+	g.mu.Unlock()
 	ack := Ack{LastSeq: l.lastAck}
 
 	vmi := &kubevirtv1.VirtualMachineInstance{}
@@ -187,7 +199,11 @@ func (g *Guests) Write(ctx context.Context, c *Cluster, vm types.NamespacedName,
 		l.rounds[d.name]++
 		ack.Acknowledged++
 		ack.LastSeq = seq
+		if onBlock != nil && ack.Acknowledged < blocks {
+			onBlock(vm, ack.Acknowledged)
+		}
 	}
+	l.recordEnds[ack.LastSeq] = true
 	return ack, nil
 }
 
