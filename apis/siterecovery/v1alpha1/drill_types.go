@@ -65,13 +65,13 @@ const (
 	DrillFailed DrillResult = "Failed"
 )
 
-// DrillLabel, on a TestFailover, names the ProtectionGroup whose scheduled
-// drill created it. The drill controller deletes (retention) only
+// DrillLabel is the label that, on a TestFailover, names the ProtectionGroup
+// whose scheduled drill created it. The drill controller deletes (retention) only
 // TestFailovers that carry it and are owned by that group.
 const DrillLabel = "siterecovery.trilio.io/drill"
 
-// DrillScheduledTimeAnnotation, on a drill's TestFailover, is the schedule
-// slot (RFC 3339, UTC) it ran for.
+// DrillScheduledTimeAnnotation is the annotation that, on a drill's
+// TestFailover, holds the schedule slot (RFC 3339, UTC) it ran for.
 const DrillScheduledTimeAnnotation = "siterecovery.trilio.io/drill-scheduled-time"
 
 // DrillStatus is where the group's drills stand.
