@@ -2,9 +2,11 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -92,19 +94,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.status = g.Status.Drill.DeepCopy()
 	}
 	var next time.Time
+	var runErr error
 	if g.Spec.Drill != nil {
-		var err error
-		if next, err = r.run(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
+		next, runErr = r.run(ctx, s)
 	} else {
 		s.status = nil
 	}
+	// Written on an error too: the message says why no drill started; the
+	// slot stays due and the error's retry starts it.
 	if err := r.writeStatus(ctx, s); err != nil {
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) && runErr == nil {
 			return flow.After(conflictRequeue), nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return ctrl.Result{}, runErr
 	}
 	if next.IsZero() {
 		return ctrl.Result{}, nil
@@ -127,11 +132,12 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (time.Time, error) {
 	if err := r.retain(ctx, s, drills); err != nil {
 		return time.Time{}, err
 	}
-	sched, err := srv1alpha1.ParseDrillSchedule(d.Schedule)
-	if err != nil {
+	sched, invalid := parse(d.Schedule)
+	if invalid != "" {
+		// Not an error to retry: the spec must change, which wakes the group.
 		s.status.NextScheduleTime = nil
 		s.status.ObservedGeneration = s.group.Generation
-		s.status.Message = err.Error() + msgScheduleInvalid
+		s.status.Message = invalid + msgScheduleInvalid
 		return time.Time{}, nil
 	}
 	if d.Suspend {
@@ -167,4 +173,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("writing status.drill of group %s: %w", s.group.Name, err)
 	}
 	return err
+}
+
+// parse reads the schedule, or says why it cannot (admission refuses such a
+// schedule; one admitted before the rule existed lands here).
+func parse(schedule string) (cron.Schedule, string) {
+	sched, err := srv1alpha1.ParseDrillSchedule(schedule)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return sched, ""
 }

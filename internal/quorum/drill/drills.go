@@ -127,7 +127,8 @@ func (r *Reconciler) retain(ctx context.Context, s *scope, drills []srv1alpha1.T
 		if !finished(tf) {
 			continue
 		}
-		if n++; n <= keep {
+		n++
+		if n <= keep {
 			continue
 		}
 		err := r.Client.Delete(ctx, tf, client.Preconditions{UID: &tf.UID})

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestNames(t *testing.T) {
 			seen[n] = true
 		}
 	}
-	if Name(long1, slot) != Name(long1, slot) {
-		t.Fatal("Name is not deterministic")
+	if got := Name(long1, slot); !regexp.MustCompile(`^a{35}-[0-9a-f]{8}-drill-202612060300$`).MatchString(got) {
+		t.Fatalf("a long group's drill is %s: a prefix and a hash of the group, then the slot", got)
 	}
 }

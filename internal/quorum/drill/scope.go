@@ -35,12 +35,14 @@ func (s *scope) warning(reason, format string, args ...any) {
 }
 
 // due is the slot the group waits for, which it records in
-// nextScheduleTime. A new spec generation keeps the pending slot when it is
-// still one of the schedule's (a change of another field, or none of the
-// schedule); otherwise the first slot after now.
+// nextScheduleTime. A new spec generation keeps the pending slot when the
+// schedule still has it and no earlier one after now (a change of another
+// field keeps a slot missed during downtime); otherwise the first slot after
+// now.
 func (s *scope) due(sched cron.Schedule) time.Time {
 	st := s.status
-	if st.NextScheduleTime != nil && (st.ObservedGeneration == s.group.Generation || isSlot(sched, st.NextScheduleTime.Time)) {
+	if st.NextScheduleTime != nil && (st.ObservedGeneration == s.group.Generation ||
+		(isSlot(sched, st.NextScheduleTime.Time) && !sched.Next(s.now).Before(st.NextScheduleTime.Time))) {
 		st.ObservedGeneration = s.group.Generation
 		return st.NextScheduleTime.Time
 	}
