@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/report"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
@@ -61,7 +60,7 @@ func TestReportOnAPIServer(t *testing.T) {
 		tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "db"}, TargetCluster: "dr"}}
 		if scheduled {
-			tf.Labels = map[string]string{report.DrillLabel: "db"}
+			tf.Labels = map[string]string{srv1alpha1.DrillLabel: "db"}
 		}
 		require.NoError(t, q.Client.Create(ctx, tf))
 		tf.Status = srv1alpha1.TestFailoverStatus{Phase: phase, StartTime: atp(start), CompletionTime: atp(start + 5*time.Minute), Results: results}

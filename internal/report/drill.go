@@ -11,7 +11,7 @@ import (
 // Drill is one TestFailover of the group.
 type Drill struct {
 	Name string `json:"name"`
-	// Scheduled is true for a drill the group's schedule created (DrillLabel),
+	// Scheduled is true for a drill the group's schedule created (srv1alpha1.DrillLabel),
 	// false for a manual test failover.
 	Scheduled      bool         `json:"scheduled"`
 	Phase          string       `json:"phase"`
@@ -67,7 +67,7 @@ func drillsOf(pg *srv1alpha1.ProtectionGroup, tfs []srv1alpha1.TestFailover) (*D
 }
 
 func drillOf(group string, tf *srv1alpha1.TestFailover) *Drill {
-	d := &Drill{Name: tf.Name, Scheduled: tf.Labels[DrillLabel] == group, Phase: string(tf.Status.Phase),
+	d := &Drill{Name: tf.Name, Scheduled: tf.Labels[srv1alpha1.DrillLabel] == group, Phase: string(tf.Status.Phase),
 		TargetCluster: tf.Spec.TargetCluster, StartTime: tf.Status.StartTime.DeepCopy(),
 		CompletionTime: tf.Status.CompletionTime.DeepCopy(), Passed: tf.Status.Phase == srv1alpha1.TestFailoverSucceeded,
 		Checks: []Check{}}

@@ -43,7 +43,7 @@ func drill(name, pg string, scheduled bool, phase srv1alpha1.TestFailoverPhase, 
 		Spec:   srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: pg}, TargetCluster: "dr-cluster"},
 		Status: srv1alpha1.TestFailoverStatus{Phase: phase, StartTime: mt(start)}}
 	if scheduled {
-		tf.Labels = map[string]string{DrillLabel: pg}
+		tf.Labels = map[string]string{srv1alpha1.DrillLabel: pg}
 	}
 	return tf
 }

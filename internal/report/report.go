@@ -9,10 +9,6 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// DrillLabel marks a TestFailover that a group's drill schedule created; its
-// value is the group's name. A TestFailover without it is a manual drill.
-const DrillLabel = "siterecovery.trilio.io/drill"
-
 // DefaultRPOObjectiveSeconds is the objective of a group that sets none, as
 // the replication-monitor applies it.
 const DefaultRPOObjectiveSeconds = 300

@@ -12,7 +12,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/report"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
@@ -47,7 +46,7 @@ func TestMetricsFromAPIServer(t *testing.T) {
 	ev.Status = srv1alpha1.RPOEventStatus{State: srv1alpha1.RPOEventResolved, EndTime: at(3 * time.Hour), PeakLagSeconds: 800}
 	require.NoError(t, q.Client.Status().Update(ctx, ev))
 
-	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-drill", Labels: map[string]string{report.DrillLabel: "db"}},
+	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-drill", Labels: map[string]string{srv1alpha1.DrillLabel: "db"}},
 		Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "db"}, TargetCluster: "dr"}}
 	require.NoError(t, q.Client.Create(ctx, tf))
 	tf.Status = srv1alpha1.TestFailoverStatus{Phase: srv1alpha1.TestFailoverSucceeded, StartTime: at(5 * time.Hour), CompletionTime: at(5*time.Hour + 3*time.Minute),
