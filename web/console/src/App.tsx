@@ -121,6 +121,7 @@ export function App() {
   const items: [string, string][] = [
     ['/', 'Overview'],
     ['/operations', 'Operations'],
+    ['/report', 'Report'],
     ['/protect', 'Protect a VM'],
   ];
   const sidebar = (
@@ -165,6 +166,7 @@ export function App() {
 const Group = lazy(() => import('./pages/Group').then((m) => ({ default: m.Group })));
 const Operations = lazy(() => import('./pages/Operations').then((m) => ({ default: m.Operations })));
 const Protect = lazy(() => import('./pages/Protect').then((m) => ({ default: m.Protect })));
+const Report = lazy(() => import('./pages/Report').then((m) => ({ default: m.Report })));
 
 function Screen({ path }: { path: string }) {
   return (
@@ -179,5 +181,6 @@ function ScreenOf({ path }: { path: string }) {
   if (m) return <Group key={path} ns={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} />;
   if (path.startsWith('/operations')) return <Operations />;
   if (path.startsWith('/protect')) return <Protect />;
+  if (path.startsWith('/report')) return <Report />;
   return <Overview />;
 }

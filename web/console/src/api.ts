@@ -319,3 +319,40 @@ export function subscribe(onChange: () => void): () => void {
     es.close();
   };
 }
+
+// The compliance report of a DR namespace (internal/report).
+export interface ComplianceGroup {
+  name: string;
+  rpo: {
+    objectiveSeconds: number;
+    measuredFrom: string;
+    measuredTo: string;
+    measuredSeconds: number;
+    breachSeconds: number;
+    metRatio?: number;
+    episodes: number;
+    worst?: { name: string; start: string; end?: string; active: boolean; durationSeconds: number; peakLagSeconds: number };
+    note?: string;
+  };
+  lastDrill?: {
+    name: string;
+    scheduled: boolean;
+    phase: string;
+    passed: boolean;
+    checks: { vm: string; check: string; passed: boolean; message?: string }[];
+    rtoSeconds?: number;
+    note?: string;
+  };
+  lastSuccessfulDrillTime?: string;
+  lastFailover?: { name: string; outcome: string; rtoSeconds?: number; fromHistory?: boolean };
+}
+
+export interface ComplianceReport {
+  namespace: string;
+  from: string;
+  to: string;
+  window: string;
+  windows: string[];
+  groups: ComplianceGroup[];
+  notes?: string[];
+}

@@ -1,0 +1,110 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/console/server"
+	"github.com/siterecovery/siterecovery/internal/console/ui"
+	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/harness"
+)
+
+// TestReportInBrowser signs in as a viewer on a quorum cluster alone (no
+// controller runs) holding a group with two resolved RPO episodes, a passed
+// scheduled drill and a completed failover, the console's clock 30 hours
+// after the group's creation. The report page shows, over the default 7d
+// window (measured from the creation: 30 h), 2 h of breach (93.333 %), the
+// worst episode, the drill with its RTO and checks, and the failover's RTO;
+// the 24h window leaves both episodes out (100.000 %).
+func TestReportInBrowser(t *testing.T) {
+	chromium(t)
+	s := scheme.New()
+	c := harness.Start(t, harness.Options{Scheme: s}, env.Quorum).Clusters[env.Quorum]
+	ctx := context.Background()
+	ns := env.Namespace
+	pg := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
+		Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: "production"},
+			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Name: "vm-00", Namespace: "apps"}, {Name: "vm-01", Namespace: "apps"}},
+			Replication:     srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: 60}}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "production"},
+			Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
+				{Name: env.Primary, Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "primary-kubeconfig"}},
+				{Name: env.DR, Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "dr-kubeconfig"}},
+			}}},
+		pg,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"}}},
+	} {
+		require.NoError(t, c.Client.Create(ctx, o))
+	}
+	c0 := pg.CreationTimestamp.Time
+	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: c0.Add(d)} }
+	for i, start := range []time.Duration{time.Hour, 5 * time.Hour} {
+		ev := &srv1alpha1.RPOEvent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i+1)},
+			Spec: srv1alpha1.RPOEventSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group}, RPOObjectiveSeconds: 60, StartTime: *at(start)}}
+		require.NoError(t, c.Client.Create(ctx, ev))
+		ev.Status = srv1alpha1.RPOEventStatus{State: srv1alpha1.RPOEventResolved, EndTime: at(start + time.Hour), PeakLagSeconds: int64(300 * (i + 1))}
+		require.NoError(t, c.Client.Status().Update(ctx, ev))
+	}
+	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drill-1", Labels: map[string]string{srv1alpha1.DrillLabel: group}},
+		Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group}, TargetCluster: env.DR}}
+	require.NoError(t, c.Client.Create(ctx, tf))
+	tf.Status = srv1alpha1.TestFailoverStatus{Phase: srv1alpha1.TestFailoverSucceeded, StartTime: at(7 * time.Hour), CompletionTime: at(7*time.Hour + 4*time.Minute),
+		Results: []srv1alpha1.CheckResult{{VM: "vm-00", Check: "VMReady", Passed: true, Message: "running", Time: at(7*time.Hour + 50*time.Second)},
+			{VM: "vm-01", Check: "VMReady", Passed: true, Message: "running", Time: at(7*time.Hour + 64*time.Second)}}}
+	require.NoError(t, c.Client.Status().Update(ctx, tf))
+	fr := &srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-dr"},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group}, TargetCluster: env.DR}}
+	require.NoError(t, c.Client.Create(ctx, fr))
+	fr.Status = srv1alpha1.FailoverRequestStatus{Phase: srv1alpha1.FailoverCompleted, CompletionTime: at(8*time.Hour + time.Minute),
+		PhaseHistory: []srv1alpha1.PhaseTransition{{Phase: "Pending", Time: metav1.NewMicroTime(c0.Add(8 * time.Hour))},
+			{Phase: "Completed", Time: metav1.NewMicroTime(c0.Add(8*time.Hour + 47125*time.Millisecond))}}}
+	require.NoError(t, c.Client.Status().Update(ctx, fr))
+	token, err := harness.ServiceAccountToken(ctx, c.Client, ns, "viewer", time.Hour)
+	require.NoError(t, err)
+
+	url := serveHTTPS(t, server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(), TLS: true,
+		Namespaces: []string{ns}, LoginAttempts: 1000, Now: func() time.Time { return c0.Add(30 * time.Hour) }}))
+	b := newBrowser(t, url)
+	b.signIn(token)
+	b.run("open the report", chromedp.Click(chromedp.Search(`//nav//a[normalize-space(.)='Report']`)),
+		chromedp.WaitVisible(chromedp.Search(`//h1[normalize-space(.)='Compliance report']`)))
+	cell := func(label, want string) {
+		b.run(fmt.Sprintf("%s reads %s", label, want), chromedp.WaitVisible(chromedp.Search(
+			fmt.Sprintf(`//table[@aria-label='Compliance']//tr[td[@data-label='Group'][normalize-space(.)=%q]]/td[@data-label=%q][normalize-space(.)=%q]`, group, label, want))))
+	}
+	cell("RPO met", "93.333 %")
+	cell("Breach", "2 h")
+	cell("Worst episode", group+"-2: peak 10 min, for 1 h")
+	cell("Last drill", "drill-1 scheduled Succeeded")
+	cell("Drill RTO", "1 min 4 s")
+	cell("Failover RTO", "47 s")
+	cell("Last failover", "to-dr Completed")
+	b.waitText("✔ vm-01: VMReady running")
+	b.shot("report-7d")
+	b.accessible("compliance report")
+
+	b.run("pick the 24h window", chromedp.Click(chromedp.Search(`//button[normalize-space(.)='24h']`)))
+	cell("RPO met", "100.000 %")
+	cell("Worst episode", "—")
+	cell("Drill RTO", "1 min 4 s")
+	b.shot("report-24h")
+}
