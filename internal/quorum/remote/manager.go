@@ -217,6 +217,9 @@ type Remote struct {
 	Cached client.Reader
 	// Direct reads and writes through the API server, bounded by the timeout.
 	Direct client.Client
+	// Config is the connection's configuration, for the calls Direct cannot
+	// make (KubeVirt's subresources); nil from remote/fake.
+	Config *rest.Config
 }
 
 // Get returns key's connection, or ErrNotConnected while it has none or its
@@ -231,7 +234,7 @@ func (m *Manager) Get(key Key) (*Remote, error) {
 	if !conn.synced() {
 		return nil, fmt.Errorf("%w: %s cache has not synced yet", ErrNotConnected, key.Cluster)
 	}
-	return &Remote{Key: key, Cached: servedReader{Reader: conn.cluster.GetCache(), cluster: key.Cluster}, Direct: conn.direct}, nil
+	return &Remote{Key: key, Cached: servedReader{Reader: conn.cluster.GetCache(), cluster: key.Cluster}, Direct: conn.direct, Config: conn.cfg}, nil
 }
 
 // Health implements ClusterCache.

@@ -36,6 +36,7 @@ const pollEvery = 2 * time.Second
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=testfailovers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=testfailovers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups/status,verbs=patch
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectionzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -22,7 +22,8 @@ import (
 // snapshotting isolates the test namespace, then takes one VolumeSnapshot per
 // replicated disk next to its PVC (a snapshot must live in its PVC's namespace)
 // and waits until all are ready. Replication keeps running: a CSI snapshot of the
-// Secondary's backing volume is a crash-consistent copy per disk.
+// Secondary's backing volume is a crash-consistent copy per disk, or an
+// application-consistent one when the group asks for it (cut, consistency.go).
 func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.reload(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -61,6 +62,11 @@ func (r *Reconciler) snapshotting(ctx context.Context, s *scope) (ctrl.Result, e
 	classes, err := r.snapshotClasses(ctx, s, rc, unsnapshotted)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(unsnapshotted) > 0 {
+		if err := r.cut(ctx, s, rc, unsnapshotted, classes); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var waiting []string
 	for _, d := range disks {

@@ -26,5 +26,7 @@ package testfailover
 // Picks each snapshot's class by its disk's CSI driver (snapshotClasses).
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=list,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get,namespace=workload-cluster
+// Freezes the group's running guests on its source cluster while the snapshots are cut (cut).
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/freeze;virtualmachineinstances/unfreeze,verbs=update,namespace=workload-cluster
 // Reads the DR replicas of the group before snapshotting them (replicasUpToDate).
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get,namespace=workload-cluster
