@@ -37,8 +37,14 @@ const labelsTimeout = 5 * time.Second
 // has an invalid selector or step.
 // It also refuses a group whose VMs use a network that a cluster the group
 // may move to lacks and that no network mapping maps (v.networks).
+// And it refuses a drill whose schedule or target is wrong (checkDrill).
 func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
-	warnings, err := v.check(ctx, g)
+	warnings, err := checkDrill(ctx, v.client, g)
+	if err != nil {
+		return warnings, err
+	}
+	planWarnings, err := v.check(ctx, g)
+	warnings = append(warnings, planWarnings...)
 	if err != nil {
 		return warnings, err
 	}
@@ -46,12 +52,20 @@ func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.Pro
 }
 
 // ValidateUpdate checks the plan only when it changed, the networks only
-// when the group's network mappings changed.
+// when the group's network mappings changed, the drill only when it changed.
 func (v *protectionGroups) ValidateUpdate(ctx context.Context, old, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
 	var warnings admission.Warnings
+	if !equality.Semantic.DeepEqual(old.Spec.Drill, g.Spec.Drill) {
+		var err error
+		if warnings, err = checkDrill(ctx, v.client, g); err != nil {
+			return warnings, err
+		}
+	}
 	if !equality.Semantic.DeepEqual(old.Spec.Boot, g.Spec.Boot) {
 		var err error
-		if warnings, err = v.check(ctx, g); err != nil {
+		planWarnings, err := v.check(ctx, g)
+		warnings = append(warnings, planWarnings...)
+		if err != nil {
 			return warnings, err
 		}
 	}
