@@ -79,8 +79,9 @@ func TestGroupDiscardPathsNeedTheDisasterRole(t *testing.T) {
 		`siterecovery.trilio.io/confirm: "web"`)
 	require.NoError(t, annotate(dana, map[string]any{srv1alpha1.HoldDivergedAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}))
 
-	const forget = "changing siterecovery.trilio.io/fenced-off on ProtectionGroup web forgets that cluster primary-cluster was fenced off with diverged data"
-	policyRefused(t, annotate(ada, map[string]any{srv1alpha1.FencedOffAnnotation: nil}), policy, `user "ada" may not: `+forget)
+	const forget = "changing siterecovery.trilio.io/fenced-off on ProtectionGroup web forgets that cluster primary-cluster was fenced off with diverged data: " +
+		"an unplanned failover to it would run the group on that stale data"
+	policyRefused(t, annotate(ada, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}), policy, `user "ada" may not: `+forget)
 	policyRefused(t, annotate(dana, map[string]any{srv1alpha1.FencedOffAnnotation: "dr-cluster"}), policy, forget+"; confirm it")
 	require.NoError(t, annotate(dana, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}))
 	require.NoError(t, annotate(quorum, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.FencedOffByAnnotation: nil}),
