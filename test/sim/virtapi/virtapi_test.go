@@ -36,10 +36,38 @@ const (
 	records      = 100
 )
 
+// The VMs of the scenarios: each scenario has its own, on one API server.
 var (
-	db  = types.NamespacedName{Namespace: ns, Name: "db"}
-	web = types.NamespacedName{Namespace: ns, Name: "web"}
+	db      = types.NamespacedName{Namespace: ns, Name: "db"}
+	torn    = types.NamespacedName{Namespace: ns, Name: "torn"}
+	app     = types.NamespacedName{Namespace: ns, Name: "app"}
+	web     = types.NamespacedName{Namespace: ns, Name: "web"}
+	failing = types.NamespacedName{Namespace: ns, Name: "failing"}
+	bounded = types.NamespacedName{Namespace: ns, Name: "bounded"}
+	refused = types.NamespacedName{Namespace: ns, Name: "refused"}
 )
+
+// TestVirtAPI runs every scenario on one API server: starting one per
+// scenario would cost more than the scenarios.
+func TestVirtAPI(t *testing.T) {
+	f := newFixture(t, db, torn, app, web, failing, bounded, refused)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *fixture)
+	}{
+		{"application point holds no torn record", testApplicationPointHoldsNoTornRecord},
+		{"crash point may hold a torn record", testCrashPointMayHoldATornRecord},
+		{"guest without agent makes a crash point", testGuestWithoutAgentMakesACrashPoint},
+		{"failed cut thaws", testAFailedCutThaws},
+		{"KubeVirt thaws at the bound", testKubeVirtThawsAtTheBound},
+		{"refusals", testRefusals},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.t = t
+			tc.run(t, f)
+		})
+	}
+}
 
 // fixture is one API server with the virt-api simulator, running VMIs whose
 // one disk is a file, and their guests.
@@ -136,11 +164,10 @@ func (c *counter) add() {
 	c.ch <- struct{}{}
 }
 
-// TestApplicationPointHoldsNoTornRecord cuts points while the guest writes
+// testApplicationPointHoldsNoTornRecord cuts points while the guest writes
 // records continuously: frozen through the API server and the simulator,
 // each point holds whole records only, and the guest writes on after it.
-func TestApplicationPointHoldsNoTornRecord(t *testing.T) {
-	f := newFixture(t, db)
+func testApplicationPointHoldsNoTornRecord(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	written := newCounter()
 	done := make(chan error, 1)
@@ -169,67 +196,64 @@ func TestApplicationPointHoldsNoTornRecord(t *testing.T) {
 	require.GreaterOrEqual(t, f.api.Calls("unfreeze"), 5)
 }
 
-// TestCrashPointMayHoldATornRecord is the other side: a point cut without a
+// testCrashPointMayHoldATornRecord is the other side: a point cut without a
 // freeze while a record is half written holds that half record.
-func TestCrashPointMayHoldATornRecord(t *testing.T) {
-	f := newFixture(t, db)
+func testCrashPointMayHoldATornRecord(t *testing.T, f *fixture) {
 	var img []byte
 	f.guests.OnBlock(func(vm types.NamespacedName, n int) {
-		if n == 3 && img == nil {
+		if vm == torn && n == 3 && img == nil {
 			img = f.image(vm)
 		}
 	})
-	require.NoError(t, f.writeRecords(t.Context(), db, 4, newCounter()))
-	check := f.guests.CheckImage(db, "root", img)
+	defer f.guests.OnBlock(nil)
+	require.NoError(t, f.writeRecords(t.Context(), torn, 4, newCounter()))
+	check := f.guests.CheckImage(torn, "root", img)
 	require.Equal(t, 1, check.TornRecords, "the crash point holds 3 of the first record's 8 blocks: %+v", check)
 }
 
-// TestGuestWithoutAgentMakesACrashPoint: KubeVirt refuses to freeze a guest
+// testGuestWithoutAgentMakesACrashPoint: KubeVirt refuses to freeze a guest
 // whose agent does not answer; the point is still cut, Crash, naming it.
-func TestGuestWithoutAgentMakesACrashPoint(t *testing.T) {
-	f := newFixture(t, db, web)
+func testGuestWithoutAgentMakesACrashPoint(t *testing.T, f *fixture) {
 	f.guests.SetAgent(web, false)
 	took := false
-	p, err := freeze.Point(t.Context(), f.freezer, []types.NamespacedName{db, web}, freeze.Options{Bound: 30 * time.Second, Source: "VolSyncCycle"},
-		func(context.Context) error { took = f.guests.Frozen(db); return nil })
+	p, err := freeze.Point(t.Context(), f.freezer, []types.NamespacedName{app, web}, freeze.Options{Bound: 30 * time.Second, Source: "VolSyncCycle"},
+		func(context.Context) error { took = f.guests.Frozen(app); return nil })
 	require.NoError(t, err)
-	require.True(t, took, "the point was cut while db was frozen")
+	require.True(t, took, "the point was cut while app was frozen")
 	require.Equal(t, srv1alpha1.ConsistencyCrash, p.Consistency)
 	require.Equal(t, []string{"apps/web"}, p.CrashConsistentVMs)
 	require.Contains(t, p.Message, "Guest agent is not responding")
-	require.False(t, f.guests.Frozen(db))
-	require.Empty(t, f.fsFreezeStatus(db))
+	require.False(t, f.guests.Frozen(app))
+	require.Empty(t, f.fsFreezeStatus(app))
 }
 
-// TestAFailedCutThaws: the snapshot step fails; every guest is thawed and
+// testAFailedCutThaws: the snapshot step fails; every guest is thawed and
 // writes on.
-func TestAFailedCutThaws(t *testing.T) {
-	f := newFixture(t, db)
+func testAFailedCutThaws(t *testing.T, f *fixture) {
+	before := f.api.Calls("unfreeze")
 	boom := errors.New("snapshot refused")
-	_, err := freeze.Point(t.Context(), f.freezer, []types.NamespacedName{db}, freeze.Options{Bound: 30 * time.Second},
+	_, err := freeze.Point(t.Context(), f.freezer, []types.NamespacedName{failing}, freeze.Options{Bound: 30 * time.Second},
 		func(context.Context) error { return boom })
 	require.ErrorIs(t, err, boom)
-	require.False(t, f.guests.Frozen(db))
-	require.Empty(t, f.fsFreezeStatus(db))
-	require.Equal(t, 1, f.api.Calls("unfreeze"))
-	require.NoError(t, f.writeRecords(t.Context(), db, 1, newCounter()), "the guest writes after the failed point")
+	require.False(t, f.guests.Frozen(failing))
+	require.Empty(t, f.fsFreezeStatus(failing))
+	require.Equal(t, 1, f.api.Calls("unfreeze")-before)
+	require.NoError(t, f.writeRecords(t.Context(), failing, 1, newCounter()), "the guest writes after the failed point")
 }
 
-// TestKubeVirtThawsAtTheBound: a freeze nobody thaws ends at unfreezeTimeout.
-func TestKubeVirtThawsAtTheBound(t *testing.T) {
-	f := newFixture(t, db)
+// testKubeVirtThawsAtTheBound: a freeze nobody thaws ends at unfreezeTimeout.
+func testKubeVirtThawsAtTheBound(t *testing.T, f *fixture) {
 	ctx := t.Context()
-	require.NoError(t, f.freezer.Freeze(ctx, db, time.Second))
-	require.True(t, f.guests.Frozen(db))
+	require.NoError(t, f.freezer.Freeze(ctx, bounded, time.Second))
+	require.True(t, f.guests.Frozen(bounded))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return !f.guests.Frozen(db) && f.fsFreezeStatus(db) == "", nil
+		return !f.guests.Frozen(bounded) && f.fsFreezeStatus(bounded) == "", nil
 	}), "the guest thaws by itself at the bound")
 }
 
-// TestRefusals: KubeVirt's answers for a caller without the right, and for a
+// testRefusals: KubeVirt's answers for a caller without the right, and for a
 // VMI that does not exist or does not run.
-func TestRefusals(t *testing.T) {
-	f := newFixture(t, db)
+func testRefusals(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	err := f.freezer.Freeze(ctx, types.NamespacedName{Namespace: ns, Name: "absent"}, time.Second)
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
@@ -238,15 +262,15 @@ func TestRefusals(t *testing.T) {
 	nobody.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
 	unauthorized, err := freeze.NewRESTClient(nobody)
 	require.NoError(t, err)
-	err = unauthorized.Freeze(ctx, db, time.Second)
+	err = unauthorized.Freeze(ctx, refused, time.Second)
 	require.True(t, apierrors.IsForbidden(err), "%v", err)
-	require.False(t, f.guests.Frozen(db))
+	require.False(t, f.guests.Frozen(refused))
 
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	require.NoError(t, f.c.Client.Get(ctx, db, vmi))
+	require.NoError(t, f.c.Client.Get(ctx, refused, vmi))
 	vmi.Status.Phase = kubevirtv1.Scheduling
 	require.NoError(t, f.c.Client.Update(ctx, vmi))
-	err = f.freezer.Freeze(ctx, db, time.Second)
+	err = f.freezer.Freeze(ctx, refused, time.Second)
 	require.True(t, apierrors.IsConflict(err), "%v", err)
 	require.ErrorContains(t, err, "VM is not running")
 }
