@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { PageSection, Spinner, Title, ToggleGroup, ToggleGroupItem } from '@patternfly/react-core';
 import { InnerScrollContainer, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import type { ComplianceGroup, ComplianceReport, Overview } from '../api';
@@ -26,9 +27,15 @@ export function Report() {
   const query = useQuery();
   const overview = useLive<Overview>('/api/overview');
   const namespaces = (overview.data?.namespaces ?? []).map((n) => n.name);
-  const ns = query.get('ns') || namespaces[0] || '';
-  const win = query.get('window') || '7d';
-  const go = (n: string, w: string) => navigate(`/report?ns=${encodeURIComponent(n)}&window=${encodeURIComponent(w)}`);
+  // The choice is the page's state; the URL keeps it across a reload (the
+  // router re-renders on a new path only, not a new query).
+  const [picked, setPicked] = useState({ ns: query.get('ns') || '', win: query.get('window') || '7d' });
+  const ns = picked.ns || namespaces[0] || '';
+  const win = picked.win;
+  const go = (n: string, w: string) => {
+    setPicked({ ns: n, win: w });
+    navigate(`/report?ns=${encodeURIComponent(n)}&window=${encodeURIComponent(w)}`);
+  };
   const { data, error, loading } = useLive<ComplianceReport>(
     ns ? `/api/namespaces/${encodeURIComponent(ns)}/report?window=${encodeURIComponent(win)}` : null,
   );
