@@ -18,6 +18,7 @@ KUBE_ASSETS = $(shell hack/kube-binaries.sh)
 GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 SLOWEST_THRESHOLD ?= 15s
+INTEGRATION_P ?= 2
 
 .PHONY: all help build images images-lock console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller prometheus test-alerts-e2e test test-unit test-integration test-chart-rbac lint fmt clean
 
@@ -157,9 +158,12 @@ test-unit: ## The unit tier: no API server starts (the harness skips under -shor
 	$(GO) test -short -race -count=1 $(PKGS)
 
 test-integration: ## Every test, including those on real kube-apiserver + etcd processes.
-	@# Compile every test binary in parallel first, then run the packages one at a
-	@# time: each integration package starts up to three API servers, and two such
-	@# packages at once overload a 2-core machine into timeouts.
+	@# Compile every test binary in parallel first, then run INTEGRATION_P
+	@# packages at a time. Each integration package starts up to three API
+	@# servers with their controllers, but most of a flow's time is spent
+	@# waiting (timers of the simulated VMs and DRBD, requeues, watches), so two
+	@# packages share a 2-core machine without starving each other: the flows'
+	@# waits are bounded in tens of seconds, and they pass at far higher load.
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	@# The flows of CHART_RBAC_TESTS run once, in test-chart-rbac, under the
 	@# charts' roles: an admin run of them would prove nothing more.
@@ -167,7 +171,7 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	@# whether it passed or not.
 	@mkdir -p $(BIN)
 	@rc=0; KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GOTESTSUM) --format standard-quiet --jsonfile $(BIN)/test-integration.json -- \
-		-p 1 $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(PKGS) || rc=$$?; \
+		-p $(INTEGRATION_P) $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(PKGS) || rc=$$?; \
 	echo "slowest tests (over $(SLOWEST_THRESHOLD)):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test-integration.json --threshold $(SLOWEST_THRESHOLD) || true; \
 	exit $$rc
