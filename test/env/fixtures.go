@@ -93,18 +93,22 @@ func ensureBackingClaim(t testing.TB, c client.Client, namespace, name string, l
 			}
 		}
 		require.NoError(t, c.Create(ctx, pvc))
-		pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: pvc.Spec.AccessModes, Capacity: pvc.Spec.Resources.Requests}
-		require.NoError(t, c.Status().Update(ctx, pvc))
-		return
+		if !withVolume {
+			pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: pvc.Spec.AccessModes, Capacity: pvc.Spec.Resources.Requests}
+			require.NoError(t, c.Status().Update(ctx, pvc))
+			return
+		}
+		// The PV binder binds it.
 	case err != nil:
 		require.NoError(t, err)
+	default:
+		before := pvc.DeepCopy()
+		if pvc.Labels == nil {
+			pvc.Labels = map[string]string{}
+		}
+		maps.Copy(pvc.Labels, labels)
+		require.NoError(t, c.Patch(ctx, pvc, client.MergeFrom(before)))
 	}
-	before := pvc.DeepCopy()
-	if pvc.Labels == nil {
-		pvc.Labels = map[string]string{}
-	}
-	maps.Copy(pvc.Labels, labels)
-	require.NoError(t, c.Patch(ctx, pvc, client.MergeFrom(before)))
 	Eventually(t, time.Minute, fmt.Sprintf("PVC %s/%s bound", namespace, name), func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
 			return err

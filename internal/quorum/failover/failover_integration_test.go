@@ -16,9 +16,10 @@ var fullTrail = []string{"Pending", "StoppingOnSource", "WaitingForDRBD", "Start
 
 // TestPlannedFailoverAndFailback runs with the least-privilege kubeconfigs
 // scripts/bootstrap-zone.sh mints, so the workload clusters' quorum identity is
-// proven to grant what a failover and a failback do.
+// proven to grant what a failover and a failback do, on whole control planes,
+// so the VMs run in launcher pods the scheduler places and kwok runs.
 func TestPlannedFailoverAndFailback(t *testing.T) {
-	z := newZone(t, zoneOptions{vms: 3, minted: true})
+	z := newZone(t, zoneOptions{vms: 3, minted: true, controlPlane: true})
 	rec := z.recordVMIs()
 
 	fr := z.waitPhase(z.failover("to-dr", env.DR, srv1alpha1.FailoverPlanned), srv1alpha1.FailoverCompleted)

@@ -52,6 +52,9 @@ type zoneOptions struct {
 	latency bool
 	// quorum are quorum-manager's options; a probe every second if zero.
 	quorum setup.QuorumOptions
+	// controlPlane runs the clusters as whole control planes
+	// (env.Options.ControlPlane), for the flows' end-to-end tests.
+	controlPlane bool
 }
 
 // quorumOptions are o.quorum, with a probe every second unless set.
@@ -67,7 +70,7 @@ func (o zoneOptions) quorumOptions() setup.QuorumOptions {
 // and a group of running VMs on the primary whose disks replicate to the DR
 // cluster, as the protection flow leaves them.
 func newZone(t testing.TB, o zoneOptions) *zone {
-	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted, Latency: o.latency}), t: t, ctx: context.Background()}
+	z := &zone{Env: env.New(t, env.Options{MintedKubeconfigs: o.minted, Latency: o.latency, ControlPlane: o.controlPlane}), t: t, ctx: context.Background()}
 	z.procs = z.NewProcesses()
 	for _, c := range []string{env.Primary, env.DR} {
 		start := o.vmStartDelay
