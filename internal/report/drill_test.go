@@ -15,7 +15,7 @@ func TestLastDrillScheduledPassed(t *testing.T) {
 	old := drill("manual-1", "db", false, srv1alpha1.TestFailoverSucceeded, 2*h)
 	old.Status.CompletionTime = mt(2*h + 300*s)
 	d := drill("db-drill-1", "db", true, srv1alpha1.TestFailoverSucceeded, 5*h)
-	d.Status.Results = []srv1alpha1.CheckResult{result("db-vm", "VMReady", true, 5*h+40*s), result("db-vm", "Probe", true, 5*h+95*s)}
+	d.Status.Results = []srv1alpha1.CheckResult{result("VMReady", true, 5*h+40*s), result("Probe", true, 5*h+95*s)}
 	d.Status.CompletionTime = mt(5*h + 130*s)
 	other := drill("web-drill", "web", true, srv1alpha1.TestFailoverSucceeded, 9*h)
 	g := Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{group("db", -h)},
@@ -38,7 +38,7 @@ func TestLastDrillFailedCheck(t *testing.T) {
 	ok := drill("db-drill-1", "db", true, srv1alpha1.TestFailoverSucceeded, 2*h)
 	ok.Status.CompletionTime = mt(2*h + 60*s)
 	bad := drill("db-manual", "db", false, srv1alpha1.TestFailoverFailed, 6*h)
-	bad.Status.Results = []srv1alpha1.CheckResult{result("db-vm", "VMReady", true, 6*h+30*s), result("db-vm", "Probe", false, 6*h+90*s)}
+	bad.Status.Results = []srv1alpha1.CheckResult{result("VMReady", true, 6*h+30*s), result("Probe", false, 6*h+90*s)}
 	g := Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{group("db", -h)},
 		TestFailovers: []srv1alpha1.TestFailover{ok, bad}}).Groups[0]
 	l := g.LastDrill
@@ -64,7 +64,7 @@ func TestLastDrillFailedCheck(t *testing.T) {
 // A drill still verifying has no RTO yet.
 func TestLastDrillInProgress(t *testing.T) {
 	d := drill("db-drill-2", "db", true, srv1alpha1.TestFailoverVerifying, 3*h)
-	d.Status.Results = []srv1alpha1.CheckResult{result("db-vm", "VMReady", true, 3*h+20*s)}
+	d.Status.Results = []srv1alpha1.CheckResult{result("VMReady", true, 3*h+20*s)}
 	l := Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{group("db", -h)},
 		TestFailovers: []srv1alpha1.TestFailover{d}}).Groups[0].LastDrill
 	if l.RTOSeconds != nil || l.Passed || l.Note != "no RTO yet: checks are still running" {

@@ -11,10 +11,10 @@ const ms = time.Millisecond
 
 // The RTO of a completed failover runs from its first phase to Completed.
 func TestLastFailoverRTO(t *testing.T) {
-	done := request("fr-1", "db", "u1", "Pending", 1*h, "StoppingOnSource", 1*h+500*ms,
+	done := request("fr-1", "u1", "Pending", 1*h, "StoppingOnSource", 1*h+500*ms,
 		"WaitingForDRBD", 1*h+10250*ms, "StartingOnTarget", 1*h+12*s, "Completed", 1*h+47125*ms)
-	older := request("fr-0", "db", "u0", "Pending", 0*h, "StoppingOnSource", 1*s, "Failed", 9*s)
-	open := request("fr-2", "db", "u2", "Pending", 3*h, "StoppingOnSource", 3*h+s)
+	older := request("fr-0", "u0", "Pending", 0*h, "StoppingOnSource", 1*s, "Failed", 9*s)
+	open := request("fr-2", "u2", "Pending", 3*h, "StoppingOnSource", 3*h+s)
 	f := Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{group("db", -h)},
 		Requests: []srv1alpha1.FailoverRequest{older, done, open}}).Groups[0].LastFailover
 	if f == nil || f.Name != "fr-1" || f.Outcome != "Completed" || f.RTOSeconds == nil || *f.RTOSeconds != 47.125 {
@@ -35,7 +35,7 @@ func TestLastFailoverRTO(t *testing.T) {
 // has no RTO; a record of a live request is not counted twice.
 func TestLastFailoverFromHistory(t *testing.T) {
 	pg := group("db", -h)
-	live := request("fr-1", "db", "u1", "Pending", 1*h, "Completed", 1*h+20*s)
+	live := request("fr-1", "u1", "Pending", 1*h, "Completed", 1*h+20*s)
 	pg.Status.History = []srv1alpha1.RequestRecord{
 		{Kind: "FailoverRequest", Name: "fr-1", UID: "u1", Outcome: "Completed", CompletionTime: mt(1*h + 20*s)},
 		{Kind: "FailoverRequest", Name: "fr-gone", UID: "u9", Type: "unplanned", TargetCluster: "dr-cluster", Outcome: "Completed",
@@ -49,7 +49,7 @@ func TestLastFailoverFromHistory(t *testing.T) {
 		t.Fatalf("last failover %+v, want fr-gone from history in 61.5s", f)
 	}
 
-	failed := request("fr-3", "db", "u3", "Pending", 7*h, "StoppingOnSource", 7*h+s, "Failed", 7*h+30*s)
+	failed := request("fr-3", "u3", "Pending", 7*h, "StoppingOnSource", 7*h+s, "Failed", 7*h+30*s)
 	f = Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{pg},
 		Requests: []srv1alpha1.FailoverRequest{live, failed}}).Groups[0].LastFailover
 	if f.Name != "fr-3" || f.Outcome != "Failed" || f.RTOSeconds != nil {

@@ -48,15 +48,16 @@ func drill(name, pg string, scheduled bool, phase srv1alpha1.TestFailoverPhase, 
 	return tf
 }
 
-func result(vm, check string, passed bool, t time.Duration) srv1alpha1.CheckResult {
-	return srv1alpha1.CheckResult{VM: vm, Check: check, Passed: passed, Time: mt(t), Message: check + " on " + vm}
+// result is a verdict on db-vm, the tests' one VM.
+func result(check string, passed bool, t time.Duration) srv1alpha1.CheckResult {
+	return srv1alpha1.CheckResult{VM: "db-vm", Check: check, Passed: passed, Time: mt(t), Message: check + " on db-vm"}
 }
 
-// request is a FailoverRequest that went through phases, each entered at
-// its offset.
-func request(name, pg, uid string, phases ...any) srv1alpha1.FailoverRequest {
+// request is a FailoverRequest of group db that went through phases, each
+// entered at its offset.
+func request(name, uid string, phases ...any) srv1alpha1.FailoverRequest {
 	fr := srv1alpha1.FailoverRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "dr", UID: types.UID(uid)},
-		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: pg},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "db"},
 			TargetCluster: "dr-cluster", FailoverType: srv1alpha1.FailoverPlanned}}
 	fr.Status.PhaseHistory = transitions(phases...)
 	if n := len(fr.Status.PhaseHistory); n > 0 {
