@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/protection"
@@ -97,7 +97,7 @@ func TestSteadyProtectedReconcilesReadNoSecrets(t *testing.T) {
 // process have finished, by controller-runtime's metric.
 func reconciles(t *testing.T) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := metrics.Registry.Gather()
 	require.NoError(t, err)
 	n := 0.0
 	for _, f := range families {
