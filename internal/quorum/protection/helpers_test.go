@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,7 +34,8 @@ import (
 // zone is a three-cluster zone whose workload clusters each run, on one worker
 // node (env.Nodes): the ProtectionGroup controller, the KubeVirt simulator (VMIs
 // on that node), the storage simulator (binds PVCs and stages block devices in
-// the node's kubelet folder), a kubelet stand-in for pod deletion, and the real
+// the node's kubelet folder), a kubelet stand-in for pod deletion (kwok on a
+// whole control plane, env.Options.ControlPlane), and the real
 // drbd-node-agent on the in-process DRBD simulator.
 type zone struct {
 	*env.Env
@@ -66,8 +68,10 @@ func newZoneWith(t testing.TB, o env.Options, q setup.QuorumOptions) *zone {
 	// refuses secondary and down until then.
 	require.NoError(t, z.fabric.SetCloseLinger(300*time.Millisecond))
 	for _, cluster := range []string{env.Primary, env.DR} {
-		n := env.Nodes[cluster]
-		setNodeReady(t, z.Client(cluster), n.Name, n.Address, true)
+		if !z.ControlPlane() { // kwok plays the node on a whole control plane
+			n := env.Nodes[cluster]
+			setNodeReady(t, z.Client(cluster), n.Name, n.Address, true)
+		}
 		z.startWorkload(t, cluster)
 		z.startAgent(t, cluster)
 	}
@@ -88,12 +92,16 @@ func (z *zone) workload(t testing.TB, cluster string) *env.Process {
 		}
 		// A running VMI's qemu holds its DRBD devices open.
 		disks := guest.NewHolder(guest.NewCluster(cluster, mgr.GetAPIReader(), z.fabric, z.devices), z.fabric, drbdsim.ErrNotHeld)
-		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{
-			StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name, Disks: disks}); err != nil {
+		vmOpts := z.KubeVirtOptions(cluster, 100*time.Millisecond, 100*time.Millisecond)
+		vmOpts.Disks = disks
+		if err := kubevirtsim.SetupWithManager(mgr, vmOpts); err != nil {
 			return err
 		}
 		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: z.kubeletDir(cluster)}, DeviceDir: z.devices}); err != nil {
 			return err
+		}
+		if z.ControlPlane() {
+			return nil // kwok ends the pods' containers
 		}
 		return kubelet.SetupWithManager(mgr)
 	})
@@ -134,9 +142,16 @@ func setNodeReady(t testing.TB, c client.Client, name, ip string, ready bool) {
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
-	require.NoError(t, c.Status().Update(t.Context(), n))
+	// On a whole control plane the node lifecycle controller writes a new
+	// node too (taints): retry on its conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+		return c.Status().Update(t.Context(), n)
+	}))
 }
 
 // makePVC creates a 1Gi PVC that the storage simulator binds, and waits for it.

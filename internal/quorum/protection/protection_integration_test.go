@@ -22,10 +22,11 @@ import (
 const wait = 60 * time.Second
 
 // Every workload cluster runs the real drbd-node-agent on the DRBD simulator
-// (see newZone).
+// (see newZone), on whole control planes: the VMs run in launcher pods and
+// the replica holders are placed by kube-scheduler and run by kwok.
 func TestProtectionFlow(t *testing.T) {
 	log.SetLogger(zap.New(zap.WriteTo(t.Output())))
-	z := newZone(t)
+	z := newZoneWith(t, env.Options{ControlPlane: true}, quorumOptions)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
 	primaryNode, drNode := env.Nodes[env.Primary], env.Nodes[env.DR]
