@@ -8,8 +8,10 @@
 // test, each with the args and env of its container as helm installed its
 // Deployment or DaemonSet, only its own folders and ports changed, and a
 // kubeconfig holding a token of the ServiceAccount its pod runs as. The
-// simulators of KubeVirt, the storage and the kubelet run in the test
-// process; drbdsim stands in for drbdadm and drbdsetup. The test checks that
+// clusters are whole control planes (kube-controller-manager, kube-scheduler,
+// kwok's nodes, a kubeadm cluster's admission plugins). The simulators of
+// KubeVirt (launcher pods) and the storage run in the test process; drbdsim
+// stands in for drbdadm and drbdsetup. The test checks that
 // what the page says is there is there, that quorum-manager reaches both
 // workload clusters through the least-privilege kubeconfigs the bootstrap
 // stored, that step 6 ends with apps/web Protected, and that no process

@@ -47,8 +47,11 @@ const (
 func TestInstallDoc(t *testing.T) {
 	h := newHost(t)
 	s := scheme.New()
-	// kube-scheduler places the pods the product creates (replica holders).
-	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s, Scheduler: true}, "quorum", "primary", "dr")
+	// Whole control planes, as the clusters an operator installs into:
+	// kube-controller-manager, kube-scheduler placing the pods the product
+	// creates (replica holders) and the VMs' launcher pods, kwok's nodes, and
+	// a kubeadm cluster's admission plugins with PodSecurity.
+	z := harness.Start(t, harness.Options{CRDDirectoryPaths: []string{}, Scheme: s, ControlPlane: true, Nodes: env.NodeSpecs}, "quorum", "primary", "dr")
 	e := &env.Env{Zone: z, Scheme: s, Clusters: map[string]*harness.Cluster{
 		env.Quorum: z.Clusters["quorum"], env.Primary: z.Clusters["primary"], env.DR: z.Clusters["dr"]}}
 	h.use(t, e)

@@ -24,7 +24,6 @@ import (
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
-	"github.com/siterecovery/siterecovery/test/sim/kubelet"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
@@ -38,31 +37,22 @@ const (
 )
 
 // workloadPrerequisites is step 0 on a workload cluster, as far as a test
-// cluster needs it: KubeVirt's API and a Ready worker node.
+// cluster needs it: KubeVirt's API. Its Ready worker node is kwok's
+// (env.NodeSpecs).
 func workloadPrerequisites(t *testing.T, e *env.Env, cluster string) {
 	t.Helper()
 	dir := filepath.Join(harness.RepoRoot(), "test", "crds", "thirdparty")
 	_, err := envtest.InstallCRDs(e.Clusters[cluster].Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
 		filepath.Join(dir, "kubevirt.io_virtualmachines.yaml"), filepath.Join(dir, "kubevirt.io_virtualmachineinstances.yaml")}})
 	require.NoError(t, err, "%s: KubeVirt CRDs", cluster)
-	n := env.Nodes[cluster]
-	c := e.Client(cluster)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
-	require.NoError(t, c.Create(t.Context(), node))
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}}
-	// The capacity a kubelet registers, without which kube-scheduler places
-	// no pod (the replica holders) on the node.
-	capacity := harness.NodeCapacity("16", "64Gi")
-	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
-	require.NoError(t, c.Status().Update(t.Context(), node))
 }
 
 // startWorkload runs the pods of the workload chart on a cluster:
 // pg-controller, serving the webhooks helm installed, and the agent of the
 // node on the DRBD simulator (drbdsim in place of drbdadm and drbdsetup,
-// sharing the simulated network's state). KubeVirt, the storage provisioner
-// and the kubelet are simulators with admin rights, in the test process.
+// sharing the simulated network's state). KubeVirt and the storage
+// provisioner are simulators with admin rights, in the test process; kwok is
+// the kubelet.
 func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string) {
 	t.Helper()
 	n := env.Nodes[cluster]
@@ -77,13 +67,11 @@ func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "test-simulators"}},
 	}))
 	e.ManagerAs(t, cluster, "simulators", [2]string{"kube-system", "test-simulators"}, ctrl.Options{}, func(mgr ctrl.Manager) error {
-		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, NodeName: n.Name}); err != nil {
+		// VMIs run in launcher pods that kube-scheduler places and kwok runs.
+		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, LauncherPods: true}); err != nil {
 			return err
 		}
-		if err := storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}, DeviceDir: storagesim.TempDeviceDir(t)}); err != nil {
-			return err
-		}
-		return kubelet.SetupWithManager(mgr)
+		return storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}, DeviceDir: storagesim.TempDeviceDir(t)})
 	})
 	o := e.ServeInstalledWebhooks(t, cluster, release, systemNamespace)
 	h.start(t, pod{name: "pg-controller-" + cluster, bin: "pg-controller", cluster: cluster,
