@@ -33,12 +33,6 @@ type ConsistencySpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=300
 	FreezeTimeoutSeconds int32 `json:"freezeTimeoutSeconds,omitempty"`
-
-	// freezeBeforePlannedFailover freezes the guests of a continuously
-	// replicated (DRBD) group before a planned failover stops them, so the
-	// last write the target receives leaves consistent file systems.
-	// +optional
-	FreezeBeforePlannedFailover bool `json:"freezeBeforePlannedFailover,omitempty"`
 }
 
 // ConsistencyPoint is the consistency one replication point reached.
