@@ -12,7 +12,7 @@ import (
 // agent does not answer. The words are libvirt's for a guest agent command to
 // a domain whose agent is not connected (src/qemu/qemu_agent.c), which
 // KubeVirt passes on from fsfreeze (pkg/virt-launcher/virtwrap/storage/fsfreeze.go).
-var ErrAgentNotResponding = errors.New("Guest agent is not responding: QEMU guest agent is not connected")
+var ErrAgentNotResponding = errors.New("Guest agent is not responding: QEMU guest agent is not connected") //nolint:staticcheck // libvirt's words
 
 // freezeState is a guest's file system freeze, as its agent carries it out.
 type freezeState struct {
