@@ -97,19 +97,12 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
 		minor := int32(1000 + i)
 		z.createBacking(name + "-disk")
-		z.create(env.DR, &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "srdrbd-apps-" + name + "-disk", Labels: map[string]string{srv1alpha1.ObjectRoleLabel: "frontend"}},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: fmt.Sprintf("/dev/drbd%d", minor)}},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{env.Nodes[env.DR].Name}}},
-				}}}},
-			},
-		})
-		z.create(env.DR, pvc(name+"-disk-drbd", "frontend", ptr.To(""), "srdrbd-apps-"+name+"-disk"))
+		z.createFrontend(env.DR, name, minor)
+		if z.ControlPlane() {
+			// The production VM's launcher pod needs its claim: the
+			// scheduler places no pod whose claim does not exist.
+			z.createFrontend(env.Primary, name, minor)
+		}
 		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
 		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
 		z.CreateReplica(t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
@@ -138,10 +131,31 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 	return z
 }
 
+// createFrontend creates a cluster's frontend PV/PVC "<vm>-disk-drbd" of a
+// VM on /dev/drbd<minor> of the cluster's node, as the protection flow
+// leaves it.
+func (z *zone) createFrontend(cluster, name string, minor int32) {
+	z.t.Helper()
+	z.create(cluster, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "srdrbd-apps-" + name + "-disk", Labels: map[string]string{srv1alpha1.ObjectRoleLabel: "frontend"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: fmt.Sprintf("/dev/drbd%d", minor)}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{env.Nodes[cluster].Name}}},
+			}}}},
+		},
+	})
+	z.create(cluster, pvc(name+"-disk-drbd", "frontend", ptr.To(""), "srdrbd-apps-"+name+"-disk"))
+}
+
 // createBacking creates a DR backing PVC bound to a volume of the snapshot
 // simulator's CSI driver, as its StorageClass's provisioner and the PV
-// controller would leave it (the test API servers run neither): the
-// snapshot-controller snapshots only a bound claim of a CSI volume.
+// controller would leave it (a bare API server runs neither; on a control
+// plane the PV binder completes the pre-binding): the snapshot-controller
+// snapshots only a bound claim of a CSI volume.
 func (z *zone) createBacking(name string) {
 	z.t.Helper()
 	c := z.Client(env.DR)
@@ -158,8 +172,21 @@ func (z *zone) createBacking(name string) {
 				Driver: snapshotsim.DefaultDriver, VolumeHandle: "backing-" + name}},
 		},
 	})
-	claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: claim.Spec.AccessModes, Capacity: claim.Spec.Resources.Requests}
-	require.NoError(z.t, c.Status().Update(z.ctx, claim))
+	if !z.ControlPlane() {
+		claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: claim.Spec.AccessModes, Capacity: claim.Spec.Resources.Requests}
+		require.NoError(z.t, c.Status().Update(z.ctx, claim))
+		return
+	}
+	// A status write here would race the binder's own (a conflict).
+	env.Eventually(z.t, time.Minute, "backing claim "+name+" bound", func() error {
+		if err := c.Get(z.ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return err
+		}
+		if claim.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("phase %q", claim.Status.Phase)
+		}
+		return nil
+	})
 }
 
 // startSnapshotSimulator runs the snapshot-controller, and the snapshot
@@ -187,11 +214,19 @@ func (z *zone) startSnapshotSimulator() {
 	})
 }
 
+// controlPlane are the options of a zone on whole control planes
+// (env.Options.ControlPlane). The probe's verdict is each scenario's to give
+// (probeVerdicts), so playJobController stays the job controller: kwok ends
+// every Job's pod Succeeded at once (its pod-complete stage), which would
+// pass every probe.
+var controlPlane = env.Options{ControlPlane: true, ControllersOff: []string{"job-controller"}}
+
 // Verdicts the stand-in job controller gives probe Jobs, by TestFailover name;
 // a name not listed passes, noVerdict leaves the Job running.
 var probeVerdicts = map[string]string{"probe-fails": "fail", "deleted-midway": "none", "boot-gate-times-out": "none"}
 
-// playJobController plays the job controller, which the test API server lacks:
+// playJobController plays the job controller, which a bare test API server
+// lacks and a controlPlane zone runs without:
 // it finishes every probe Job by writing the status a real one would.
 func (z *zone) playJobController(ctx context.Context) {
 	c := z.Client(env.DR)

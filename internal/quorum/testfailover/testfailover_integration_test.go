@@ -26,9 +26,10 @@ var fullTrail = []string{"Pending", "Snapshotting", "Restoring", "Booting", "Ver
 
 // TestTestFailover runs every scenario on one zone (each test uses its own
 // isolated namespace): starting three API servers per scenario would not fit the
-// CI machine.
+// CI machine. The clusters are whole control planes: the test VMs run in
+// launcher pods the scheduler places on their restored claims' nodes.
 func TestTestFailover(t *testing.T) {
-	z := newZone(t, 2)
+	z := newZoneWith(t, 2, zoneOptions{env: controlPlane})
 	prod := z.production()
 
 	t.Run("passes", func(t *testing.T) {
