@@ -15,6 +15,20 @@
 // default on both. TestControlPlane checks what the full control plane does that a bare
 // API server does not.
 //
+// Which tests run on the full control plane: the sandbox; the flows' main
+// end-to-end tests, through test/env's Options.ControlPlane (protection's
+// TestProtectionFlow, failover's TestPlannedFailoverAndFailback, the test
+// failover's TestTestFailover, with or without SITERECOVERY_CHART_RBAC); the
+// install-doc test (TestInstallDoc); and the simulators' tests of what only
+// it does (VMIs in launcher pods, WaitForFirstConsumer binding). There the
+// product meets what a real cluster does to it: scheduling, the PV binder,
+// pvc-protection, garbage collection, PodSecurity and owner-reference rights.
+// Every narrower integration test keeps the bare API server (with
+// kube-scheduler where its pods must be placed): it exercises one
+// controller's decisions, to which kube-controller-manager and kwok on every
+// cluster add start-up time and CPU on the shared CI machine but nothing the
+// test checks.
+//
 // A cluster's kube-apiserver can be stopped and started again on the same address with
 // the same certificates and the same etcd data, which simulates a site outage.
 //
