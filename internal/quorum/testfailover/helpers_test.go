@@ -153,31 +153,39 @@ func (z *zone) createFrontend(cluster, name string, minor int32) {
 
 // createBacking creates a DR backing PVC bound to a volume of the snapshot
 // simulator's CSI driver, as its StorageClass's provisioner and the PV
-// controller would leave it (a bare API server runs neither; on a control
-// plane the PV binder completes the pre-binding): the snapshot-controller
-// snapshots only a bound claim of a CSI volume.
+// controller would leave it: the snapshot-controller snapshots only a bound
+// claim of a CSI volume. A bare API server runs neither, so the test writes
+// the claim's status; on a control plane the PV binder binds it.
 func (z *zone) createBacking(name string) {
 	z.t.Helper()
 	c := z.Client(env.DR)
 	claim := pvc(name, "backing", ptr.To("standard"), "backing-"+name)
-	z.create(env.DR, claim)
-	z.create(env.DR, &corev1.PersistentVolume{
+	volume := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "backing-" + name},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    claim.Spec.Resources.Requests,
 			AccessModes: claim.Spec.AccessModes, VolumeMode: claim.Spec.VolumeMode, StorageClassName: "standard",
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: env.AppNS, Name: name, UID: claim.UID},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: env.AppNS, Name: name},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver: snapshotsim.DefaultDriver, VolumeHandle: "backing-" + name}},
 		},
-	})
+	}
 	if !z.ControlPlane() {
+		z.create(env.DR, claim)
+		volume.Spec.ClaimRef.UID = claim.UID
+		z.create(env.DR, volume)
 		claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: claim.Spec.AccessModes, Capacity: claim.Spec.Resources.Requests}
 		require.NoError(z.t, c.Status().Update(z.ctx, claim))
 		return
 	}
-	// A status write here would race the binder's own (a conflict).
+	// The volume first, pre-bound by name: the binder binds a claim to its
+	// volume when the claim is added, while a volume added after its claim
+	// waits for the claim's periodic resync (--pvclaimbinder-sync-period, 15 s;
+	// pkg/controller/volume/persistentvolume/pv_controller.go, syncVolume
+	// and syncUnboundClaim). A status write here would race the binder's.
+	z.create(env.DR, volume)
+	z.create(env.DR, claim)
 	env.Eventually(z.t, time.Minute, "backing claim "+name+" bound", func() error {
 		if err := c.Get(z.ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
 			return err
