@@ -48,13 +48,6 @@ type zone struct {
 	procs *env.Processes
 }
 
-// newZone builds the group as the protection flow leaves it: per VM a DRBD
-// resource pair replicating primary -> DR, on the DR cluster a backing PVC
-// "<vm>-disk" and a frontend PV/PVC "<vm>-disk-drbd" on /dev/drbd<minor>, and a
-// Halted standby VM whose disk names the frontend PVC and which is attached to a
-// multus network.
-func newZone(t *testing.T, vms int) *zone { return newZoneWith(t, vms, zoneOptions{}) }
-
 // zoneOptions tune newZoneWith.
 type zoneOptions struct {
 	// workload tunes the workload tier of both clusters.
@@ -65,7 +58,11 @@ type zoneOptions struct {
 	quorum setup.QuorumOptions
 }
 
-// newZoneWith is newZone tuned by o.
+// newZoneWith builds the group as the protection flow leaves it, tuned by o:
+// per VM a DRBD resource pair replicating primary -> DR, on the DR cluster a
+// backing PVC "<vm>-disk" and a frontend PV/PVC "<vm>-disk-drbd" on
+// /dev/drbd<minor>, and a Halted standby VM whose disk names the frontend PVC
+// and which is attached to a multus network.
 func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 	if os.Getenv("TESTFAILOVER_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(t.Output())))
