@@ -8,17 +8,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/console/ui"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/env"
-	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // TestReportInBrowser signs in as a viewer on a quorum cluster alone (no
@@ -31,30 +27,13 @@ import (
 func TestReportInBrowser(t *testing.T) {
 	chromium(t)
 	s := scheme.New()
-	c := harness.Start(t, harness.Options{Scheme: s}, env.Quorum).Clusters[env.Quorum]
 	ctx := context.Background()
 	ns := env.Namespace
 	pg := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
 		Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: "production"},
 			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Name: "vm-00", Namespace: "apps"}, {Name: "vm-01", Namespace: "apps"}},
 			Replication:     srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: 60}}}
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "production"},
-			Spec: srv1alpha1.ProtectionZoneSpec{StorageBackend: srv1alpha1.BackendDRBD, Clusters: []srv1alpha1.ZoneCluster{
-				{Name: env.Primary, Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "primary-kubeconfig"}},
-				{Name: env.DR, Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: "dr-kubeconfig"}},
-			}}},
-		pg,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"}}},
-	} {
-		require.NoError(t, c.Client.Create(ctx, o))
-	}
+	c, token := viewerQuorum(t, pg)
 	c0 := pg.CreationTimestamp.Time
 	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: c0.Add(d)} }
 	for i, start := range []time.Duration{time.Hour, 5 * time.Hour} {
@@ -78,8 +57,6 @@ func TestReportInBrowser(t *testing.T) {
 		PhaseHistory: []srv1alpha1.PhaseTransition{{Phase: "Pending", Time: metav1.NewMicroTime(c0.Add(8 * time.Hour))},
 			{Phase: "Completed", Time: metav1.NewMicroTime(c0.Add(8*time.Hour + 47125*time.Millisecond))}}}
 	require.NoError(t, c.Client.Status().Update(ctx, fr))
-	token, err := harness.ServiceAccountToken(ctx, c.Client, ns, "viewer", time.Hour)
-	require.NoError(t, err)
 
 	url := serveHTTPS(t, server.New(server.Options{API: c.Config, Scheme: s, UI: ui.FS(), TLS: true,
 		Namespaces: []string{ns}, LoginAttempts: 1000, Now: func() time.Time { return c0.Add(30 * time.Hour) }}))
