@@ -220,6 +220,12 @@ type DRBDResourceSpec struct {
 	// peers are trusted by their address.
 	// +optional
 	PeerAuthentication *DRBDPeerAuthentication `json:"peerAuthentication,omitempty"`
+	// tls encrypts the replication link with DRBD's TLS, copied from the
+	// zone's spec.drbd.tls. With mode Required the agent connects only if
+	// the node's DRBD can do TLS, and otherwise holds the replica with
+	// Configured=False ReplicationTLSUnsupported. Unset: plain TCP.
+	// +optional
+	TLS *DRBDReplicationTLS `json:"tls,omitempty"`
 	// volumes are the VM's disks, one DRBD volume each.
 	// +required
 	// +listType=map

@@ -150,6 +150,11 @@ type ProtectionZoneSpec struct {
 	// +listMapKey=targetCluster
 	// +kubebuilder:validation:MaxItems=56
 	NetworkMappings []NetworkMapping `json:"networkMappings,omitempty"`
+
+	// drbd holds DRBD options of the zone's replicas (DRBD backend), such as
+	// TLS on the replication link.
+	// +optional
+	DRBD *ZoneDRBDSettings `json:"drbd,omitempty"`
 }
 
 // ClusterStatus is what quorum-manager last observed of one workload cluster.
