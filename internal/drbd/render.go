@@ -21,6 +21,8 @@ type ResourceConfig struct {
 	Standalone bool
 	// PeerAuth, when set, makes the peers authenticate each other.
 	PeerAuth *PeerAuth
+	// TLS, when set, encrypts the replication link (tls.go).
+	TLS *TLS
 }
 
 // QuorumOptions map to the resource's options section.
@@ -90,6 +92,9 @@ func (c *ResourceConfig) Validate() error {
 	errs = append(errs, validateVolumes(c.Volumes)...)
 	if c.PeerAuth != nil {
 		errs = append(errs, c.PeerAuth.validate())
+	}
+	if c.TLS != nil {
+		errs = append(errs, c.TLS.validate())
 	}
 	return errors.Join(errs...)
 }
@@ -212,6 +217,9 @@ func (c *ResourceConfig) Render() ([]byte, error) {
 	}
 	if a := c.PeerAuth; a != nil {
 		fmt.Fprintf(&b, "        cram-hmac-alg %s;\n        shared-secret \"%s\";\n", a.Alg, a.Secret)
+	}
+	if c.TLS != nil {
+		c.TLS.render(&b)
 	}
 	b.WriteString("    }\n")
 	quorum := c.Quorum.Quorum
