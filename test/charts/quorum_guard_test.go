@@ -94,7 +94,6 @@ func TestQuorumGuardNarrowsTheClusterWideRights(t *testing.T) {
 		require.NoError(t, quorum.Create(ctx, probeJob(testNS.Name, holderPod("apps").Spec), dry), "a probe Job in a test failover's namespace")
 		require.NoError(t, quorum.Create(ctx, probeService(testNS.Name), dry), "the probe's headless Service")
 		require.NoError(t, quorum.Create(ctx, localPV("/dev/drbd1001", corev1.PersistentVolumeBlock), dry), "a frontend PV on a DRBD device")
-		require.NoError(t, quorum.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps-new"}}, dry), "an application namespace on the DR cluster")
 		require.NoError(t, quorum.Delete(ctx, testNS.DeepCopy(), dry), "a test failover's isolated namespace")
 		require.NoError(t, patchNode(t, admin, quorum, func(n *corev1.Node) { n.Spec.Taints = nil }), "removing the lost-quorum taint")
 		require.NoError(t, quorum.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dr-production", Name: "s"}}, dry), "its own DR namespace")
@@ -178,6 +177,8 @@ func TestQuorumGuardNarrowsTheClusterWideRights(t *testing.T) {
 		}
 		refused(t, quorum.Create(ctx, holderPod("dr-staging"), dry), "namespace dr-staging is another DR namespace")
 	})
+
+	t.Run("test failover shapes", func(t *testing.T) { checkTestFailoverShapes(t, g, testNS.Name) })
 
 	t.Run("others are not judged", func(t *testing.T) {
 		// The guard is the quorum identity's only: an administrator's
