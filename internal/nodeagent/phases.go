@@ -49,6 +49,12 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 			fmt.Sprintf("peer %s address %s is outside the replication networks %s; the agent does not connect to it. If it is a replication address of yours, add its network to the workload chart value drbdNodeAgent.replicationNetworks (flag --replication-networks)",
 				p.NodeName, p.Address, r.Config.ReplicationNetworks.String()))
 	}
+	// TLS is checked before anything is resolved or written: a node that
+	// cannot encrypt holds the replica (tls.go).
+	tls, err := r.replicationTLS(ctx, s.obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// Devices are looked up again only when the volumes change: a role change,
 	// the step a failover waits on, then costs no API read.
 	if vk := volumesKey(s.obj.Spec.Volumes); s.memo.devices == nil || s.memo.volumes != vk {
@@ -65,6 +71,7 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, err
 	}
 	rc.PeerAuth = auth
+	rc.TLS = tls
 	data, err := rc.Render()
 	if err != nil {
 		return ctrl.Result{}, stalledOn(srv1alpha1.ConditionConfigured, srv1alpha1.ReasonInvalidSpec, err,

@@ -56,6 +56,8 @@ type Reconciler struct {
 
 	// PeerSecrets reads the DRBD peer-auth Secrets (peerauth.go).
 	PeerSecrets *PeerSecrets
+	// tls remembers that the node's DRBD supports TLS (tls.go).
+	tls tlsProbe
 
 	wake   chan event.GenericEvent
 	owners owners
