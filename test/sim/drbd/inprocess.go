@@ -21,6 +21,10 @@ type Executor struct {
 	StateDir string
 	// Node is the simulated host name, as DRBDSIM_NODE.
 	Node string
+	// UtilsVersion and KernelVersion are the node's simulated drbd-utils and
+	// DRBD module, as DRBDSIM_UTILS_VERSION and DRBDSIM_KERNEL_VERSION ("":
+	// the simulator's defaults, drbd-utils 9.22.0 without TLS).
+	UtilsVersion, KernelVersion string
 }
 
 var _ drbd.Executor = Executor{}
@@ -29,10 +33,20 @@ var _ drbd.Executor = Executor{}
 func (e Executor) Run(_ context.Context, bin string, args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	argv := append([]string{filepath.Base(bin)}, args...)
-	if code := sim.Main(argv, sim.Env{StateDir: e.StateDir, Node: e.Node}, &stdout, &stderr); code != 0 {
+	if code := sim.Main(argv, e.env(), &stdout, &stderr); code != 0 {
 		return stdout.Bytes(), exitError(argv, code, stderr.String())
 	}
 	return stdout.Bytes(), nil
+}
+
+func (e Executor) env() sim.Env {
+	return sim.Env{StateDir: e.StateDir, Node: e.Node, UtilsVersion: e.UtilsVersion, KernelVersion: e.KernelVersion}
+}
+
+func (e Executor) envStop(stop <-chan struct{}) sim.Env {
+	env := e.env()
+	env.Stop = stop
+	return env
 }
 
 // Start implements drbd.Executor: the command runs in a goroutine until it ends
@@ -43,7 +57,7 @@ func (e Executor) Start(ctx context.Context, bin string, args ...string) (io.Rea
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		code := sim.Main(argv, sim.Env{StateDir: e.StateDir, Node: e.Node, Stop: ctx.Done()}, pw, &stderr)
+		code := sim.Main(argv, e.envStop(ctx.Done()), pw, &stderr)
 		_ = pw.Close()
 		done <- code
 	}()

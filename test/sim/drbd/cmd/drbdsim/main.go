@@ -10,6 +10,7 @@ import (
 )
 
 func main() {
-	env := sim.Env{StateDir: os.Getenv("DRBDSIM_STATE_DIR"), Node: os.Getenv("DRBDSIM_NODE")}
+	env := sim.Env{StateDir: os.Getenv("DRBDSIM_STATE_DIR"), Node: os.Getenv("DRBDSIM_NODE"),
+		UtilsVersion: os.Getenv("DRBDSIM_UTILS_VERSION"), KernelVersion: os.Getenv("DRBDSIM_KERNEL_VERSION")}
 	os.Exit(sim.Main(os.Args, env, os.Stdout, os.Stderr))
 }

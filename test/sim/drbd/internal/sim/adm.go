@@ -23,6 +23,9 @@ func fail(code int, format string, a ...any) error {
 
 // Drbdadm implements `drbdadm [-c FILE] [--dry-run] CMD [--force] [--max-peers=N] RES`.
 func Drbdadm(args []string, env Env, stdout io.Writer) error {
+	if len(args) == 1 && args[0] == "--version" {
+		return printVersion(env, stdout)
+	}
 	cfgPath := "/etc/drbd.conf"
 	var cmd, res string
 	force, discard, maxPeers := false, false, 1
@@ -67,6 +70,9 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 	}
 	if _, ok := rc.Hosts[env.Node]; !ok {
 		return fail(10, "'%s' not defined in your config (for this host).", res)
+	}
+	if err := refuseTLS(env, rc, cmd); err != nil {
+		return err
 	}
 	return Update(env.StateDir, func(w *World) error {
 		w.touch(res) // a command changes its own resource alone

@@ -21,8 +21,10 @@ type ResConfig struct {
 	// CramHMACAlg and SharedSecret are the net section's peer authentication.
 	CramHMACAlg  string
 	SharedSecret string
-	Volumes      map[int]Vol
-	Hosts        map[string]HostConfig
+	// TLS is the net section's tls value ("yes"), "" when absent.
+	TLS     string
+	Volumes map[int]Vol
+	Hosts   map[string]HostConfig
 }
 
 // HostConfig is one `on <host>` section.
@@ -187,6 +189,9 @@ func resource(s stmt) (*ResConfig, error) {
 				}
 				if len(o.words) == 2 && o.words[0] == "shared-secret" {
 					rc.SharedSecret = o.words[1]
+				}
+				if len(o.words) == 2 && o.words[0] == "tls" && o.words[1] != "no" {
+					rc.TLS = o.words[1]
 				}
 				if len(o.words) == 2 && strings.HasPrefix(o.words[0], "after-sb-") {
 					switch o.words[0] {

@@ -11,6 +11,10 @@ import (
 type Env struct {
 	StateDir string // DRBDSIM_STATE_DIR
 	Node     string // DRBDSIM_NODE: this node's hostname
+	// UtilsVersion and KernelVersion are the simulated drbd-utils and DRBD
+	// module ("9.26.0"; DRBDSIM_UTILS_VERSION, DRBDSIM_KERNEL_VERSION); unset:
+	// the defaults of tls.go.
+	UtilsVersion, KernelVersion string
 	// Stop ends a long-running `events2` when closed. nil means the process's
 	// SIGTERM/SIGINT, as for the real command.
 	Stop <-chan struct{}

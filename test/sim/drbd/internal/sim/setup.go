@@ -47,6 +47,10 @@ func Drbdsetup(args []string, env Env, stdout io.Writer) error {
 		}, false)
 	case "events2":
 		return events2(env, stdout, only, flags["--now"], flags["--timestamps"])
+	case "help":
+		if only == "new-peer" {
+			return printNewPeerHelp(env, stdout)
+		}
 	}
 	return fail(20, "drbdsim: drbdsetup %s is not simulated", cmd)
 }
