@@ -3,6 +3,7 @@ package testfailover
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,11 +140,19 @@ func (r *Reconciler) requestAll(ctx context.Context, s *scope, rc *remote.Remote
 	return nil
 }
 
-// recordPoint records p in the test's status and as the group's last point.
-// The group's status is patched on that one field, so it races with no other
-// writer of the group's status.
+// recordPoint records p in the test's status and, when the group reads it,
+// as the group's last point: a group that asks for Application consistency,
+// or one whose recorded point p changes (its consistency, source, crash VMs
+// or message; an Application point recorded before the group went back to
+// Crash must not stay the newest). A crash-mode group is otherwise left
+// alone: every one of its points is crash-consistent, and a status write per
+// test would wake every watcher of the group for nothing. The group's status
+// is patched on that one field, so it races with no other writer of it.
 func (r *Reconciler) recordPoint(ctx context.Context, s *scope, p *srv1alpha1.ConsistencyPoint) error {
 	s.tf.Status.Consistency = p
+	if !groupRecords(s.group, p) {
+		return nil
+	}
 	g := s.group.DeepCopy()
 	if g.Status.Consistency == nil {
 		g.Status.Consistency = &srv1alpha1.ConsistencyStatus{}
@@ -154,4 +163,17 @@ func (r *Reconciler) recordPoint(ctx context.Context, s *scope, p *srv1alpha1.Co
 	}
 	s.group = g
 	return nil
+}
+
+// groupRecords reports whether p goes into the group's status.consistency.
+func groupRecords(g *srv1alpha1.ProtectionGroup, p *srv1alpha1.ConsistencyPoint) bool {
+	if c := g.Spec.Consistency; c != nil && c.Mode == srv1alpha1.ConsistencyApplication {
+		return true
+	}
+	if g.Status.Consistency == nil || g.Status.Consistency.LastPoint == nil {
+		return false
+	}
+	last := g.Status.Consistency.LastPoint
+	return last.Consistency != p.Consistency || last.Source != p.Source || last.Message != p.Message ||
+		!slices.Equal(last.CrashConsistentVMs, p.CrashConsistentVMs)
 }

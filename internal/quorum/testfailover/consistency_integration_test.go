@@ -20,8 +20,9 @@ import (
 // primary's API server), recorded in the test's status and as the group's
 // last point; a guest whose agent does not answer makes the point Crash and is
 // named; a cut that outlasts the freeze bound is Crash, and the guests are
-// thawed either way. The zone's quorum identity is the chart's (minted
-// kubeconfigs), so the freeze rights are proven too.
+// thawed either way. A crash-mode group's status is not written. The zone's
+// quorum identity is the chart's (minted kubeconfigs), so the freeze rights
+// are proven too.
 func TestTestFailoverConsistency(t *testing.T) {
 	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}})
 	guests := guest.New()
@@ -29,6 +30,16 @@ func TestTestFailoverConsistency(t *testing.T) {
 	vm0 := types.NamespacedName{Namespace: env.AppNS, Name: z.vms[0]}
 	vm1 := types.NamespacedName{Namespace: env.AppNS, Name: z.vms[1]}
 	z.waitRunning(env.Primary, vm0, vm1)
+
+	t.Run("crash-mode group is not written", func(t *testing.T) {
+		z.t = t
+		tf := z.waitPhase(z.testFailover("crash-mode", env.DR, nil), srv1alpha1.TestFailoverSucceeded)
+		require.NotNil(t, tf.Status.Consistency)
+		require.Equal(t, srv1alpha1.ConsistencyCrash, tf.Status.Consistency.Consistency, "the test records its own point")
+		g := &srv1alpha1.ProtectionGroup{}
+		require.NoError(t, z.Client(env.Quorum).Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g))
+		require.Nil(t, g.Status.Consistency, "a group that does not ask for Application consistency gets no lastPoint")
+	})
 
 	t.Run("application point", func(t *testing.T) {
 		z.t = t
