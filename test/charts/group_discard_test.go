@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +24,11 @@ import (
 // disaster paths do. Ada administers the DR namespace (siterecovery-admin,
 // which may patch groups) and is refused; Dana holds the disaster-operator
 // role as well and is refused without the confirmation, with a message that
-// says what to type, and admitted with it. quorum-manager removes
-// fenced-off itself after a failback has resynced the cluster. Other writes
-// of the group are not matched.
+// says what to type, and admitted with it. A cluster admin, and Otto, who
+// may update the groups' status, are refused without the confirmation as
+// everyone else is: only the release's quorum-manager, which removes
+// fenced-off itself after a failback has resynced the cluster, is exempt.
+// Other writes of the group are not matched.
 func TestGroupDiscardPathsNeedTheDisasterRole(t *testing.T) {
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, harness.Quorum)
 	cluster := zone.Clusters[harness.Quorum]
@@ -52,6 +55,15 @@ func TestGroupDiscardPathsNeedTheDisasterRole(t *testing.T) {
 	bindInDR(t, admin, "ada", "ClusterRole", "siterecovery-admin")
 	bindInDR(t, admin, "dana", "ClusterRole", "siterecovery-admin")
 	bindInDR(t, admin, "dana", "ClusterRole", "siterecovery-disaster-operator")
+	require.NoError(t, admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "root-cluster-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "root"}}}))
+	require.NoError(t, admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: disasterNS, Name: "group-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"protectiongroups", "protectiongroups/status"},
+			Verbs: []string{"get", "patch", "update"}}}}))
+	bindInDR(t, admin, "otto", "Role", "group-writer")
+	root := actingAs(t, cluster.Config, "root")
+	otto := actingAs(t, cluster.Config, "otto")
 	ada := actingAs(t, cluster.Config, "ada")
 	dana := actingAs(t, cluster.Config, "dana")
 	quorum := actingAs(t, cluster.Config, "system:serviceaccount:"+disasterNS+":quorum-manager-"+disasterNS,
@@ -77,12 +89,20 @@ func TestGroupDiscardPathsNeedTheDisasterRole(t *testing.T) {
 		discard+`; confirm it by setting the annotation siterecovery.trilio.io/confirm: "web" (the group name) on the ProtectionGroup in the same write`)
 	policyRefused(t, annotate(dana, map[string]any{srv1alpha1.HoldDivergedAnnotation: "false", srv1alpha1.ConfirmAnnotation: "dr-production"}), policy,
 		`siterecovery.trilio.io/confirm: "web"`)
+	// The exemption was "may update the groups' status", which every cluster
+	// admin holds: now an admin confirms like everyone else.
+	policyRefused(t, annotate(root, release), policy, discard+"; confirm it")
+	policyRefused(t, annotate(otto, release), policy, discard+"; confirm it")
+	policyRefused(t, annotate(otto, map[string]any{srv1alpha1.HoldDivergedAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}), policy,
+		`user "otto" may not: `+discard)
+	require.NoError(t, annotate(root, map[string]any{srv1alpha1.HoldDivergedAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}))
 	require.NoError(t, annotate(dana, map[string]any{srv1alpha1.HoldDivergedAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}))
 
 	const forget = "changing siterecovery.trilio.io/fenced-off on ProtectionGroup web forgets that cluster primary-cluster was fenced off with diverged data: " +
 		"an unplanned failover to it would run the group on that stale data"
 	policyRefused(t, annotate(ada, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}), policy, `user "ada" may not: `+forget)
 	policyRefused(t, annotate(dana, map[string]any{srv1alpha1.FencedOffAnnotation: "dr-cluster"}), policy, forget+"; confirm it")
+	policyRefused(t, annotate(root, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.FencedOffByAnnotation: nil}), policy, forget+"; confirm it")
 	require.NoError(t, annotate(dana, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.ConfirmAnnotation: "web"}))
 	require.NoError(t, annotate(quorum, map[string]any{srv1alpha1.FencedOffAnnotation: nil, srv1alpha1.FencedOffByAnnotation: nil}),
 		"quorum-manager drops the record after a failback resynced the cluster")
