@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/installed"
 )
 
 // What docs/install.md names.
@@ -40,7 +39,7 @@ const (
 // helm, the quorum identity on the workload clusters from the workload chart,
 // the kubeconfig Secrets and the ProtectionZone from scripts/bootstrap-zone.sh.
 // The ProtectionZone webhook, quorum-manager, pg-controller and the agents then
-// run as processes of their binaries (pods.go), with their containers' args
+// run as processes of their binaries (test/installed), with their containers' args
 // and the tokens of the service accounts the charts created, serving the
 // webhooks helm installed, and quorum-manager reaches both workload clusters
 // with the stored kubeconfigs only. Step 6's commands validate the zone and protect apps/web.
@@ -111,9 +110,8 @@ func TestInstallDoc(t *testing.T) {
 	// quorum-manager, as the quorum chart's service account, serves the
 	// quorum release's webhooks and reaches both workload clusters through
 	// the stored kubeconfigs.
-	qo := e.ServeInstalledWebhooks(t, env.Quorum, quorumRelease, drNamespace)
-	h.start(t, pod{name: "quorum-manager", bin: "quorum-manager", cluster: env.Quorum,
-		kind: "Deployment", namespace: drNamespace, workload: quorumSA, set: webhookFlags(qo)})
+	h.start(t, pod{cluster: env.Quorum, Pod: installed.Pod{Name: "quorum-manager", Bin: "quorum-manager",
+		Kind: "Deployment", Namespace: drNamespace, Workload: quorumSA, Set: serveWebhooks(t, e, env.Quorum, quorumRelease, drNamespace)}})
 	env.Eventually(t, 2*time.Minute, "the zone Ready, both clusters reachable with the minted kubeconfigs", func() error {
 		zone := &srv1alpha1.ProtectionZone{}
 		if err := q.Get(ctx, client.ObjectKey{Namespace: drNamespace, Name: zoneName}, zone); err != nil {
@@ -139,35 +137,24 @@ func TestInstallDoc(t *testing.T) {
 	h.requireRunning(t, stored)
 }
 
-// runner runs a step's code blocks as a user's shell would: Q, P and D are
-// the admin kubeconfigs, helm and kubectl are on PATH, the working directory
-// is the repository. The kubeconfigs reach each API server through
-// versionProxy.
-type runner struct {
-	dir string
-	env []string
-}
+// runner runs a step's code blocks as a user's shell would
+// (installed.Shell): Q, P and D are the admin kubeconfigs, reaching each API
+// server through an installed.VersionProxy, helm and kubectl are on PATH,
+// the working directory is the repository.
+type runner struct{ *installed.Shell }
 
 func shell(t *testing.T, e *env.Env) *runner {
 	t.Helper()
-	root := harness.RepoRoot()
-	vars := []string{}
-	dir := t.TempDir()
+	kcs := map[string][]byte{}
 	for v, cluster := range map[string]string{"Q": env.Quorum, "P": env.Primary, "D": env.DR} {
-		path := filepath.Join(dir, v+".kubeconfig")
-		require.NoError(t, os.WriteFile(path, versionProxy(t, cluster, e.Clusters[cluster].Config), 0o600))
-		vars = append(vars, v+"="+path)
+		p, err := installed.NewVersionProxy(cluster, e.Clusters[cluster].Config, t.Logf)
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		kcs[v] = p.Kubeconfig
 	}
-	var bins []string
-	for _, tool := range []string{"helm.sh", "kubectl.sh"} {
-		out, err := exec.Command(filepath.Join(root, "hack", tool)).Output()
-		require.NoError(t, err, "building %s (hack/%s)", strings.TrimSuffix(tool, ".sh"), tool)
-		bins = append(bins, filepath.Dir(strings.TrimSpace(string(out))))
-	}
-	// helm keeps its caches and settings here, not in the user's home.
-	vars = append(vars, "HELM_CACHE_HOME="+filepath.Join(dir, "helm-cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "helm-config"),
-		"HELM_DATA_HOME="+filepath.Join(dir, "helm-data"), "PATH="+strings.Join(bins, ":")+":"+os.Getenv("PATH"))
-	return &runner{dir: root, env: append(os.Environ(), vars...)}
+	sh, err := installed.NewShell(t.TempDir(), kcs)
+	require.NoError(t, err)
+	return &runner{sh}
 }
 
 // run runs the blocks of a step and returns their output.
@@ -175,12 +162,10 @@ func (r *runner) run(t *testing.T, step string, blocks []string) string {
 	t.Helper()
 	var all strings.Builder
 	for _, b := range blocks {
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b)
-		cmd.Dir, cmd.Env = r.dir, r.env
-		out, err := cmd.CombinedOutput()
+		out, err := r.Run(b)
 		t.Logf("step %s:\n$ %s%s", step, b, out)
 		require.NoError(t, err, "step %s of docs/install.md", step)
-		all.Write(out)
+		all.WriteString(out)
 	}
 	return all.String()
 }
@@ -190,9 +175,9 @@ func (r *runner) run(t *testing.T, step string, blocks []string) string {
 // it answers.
 func startZoneWebhook(t *testing.T, e *env.Env, h *host) {
 	t.Helper()
-	o := e.ServeInstalledWebhooks(t, env.Quorum, zoneRelease, systemNamespace)
-	h.start(t, pod{name: "zone-webhook", bin: "quorum-manager", cluster: env.Quorum,
-		kind: "Deployment", namespace: systemNamespace, workload: "siterecovery-zone-webhook", set: webhookFlags(o)})
+	h.start(t, pod{cluster: env.Quorum, Pod: installed.Pod{Name: "zone-webhook", Bin: "quorum-manager",
+		Kind: "Deployment", Namespace: systemNamespace, Workload: "siterecovery-zone-webhook",
+		Set: serveWebhooks(t, e, env.Quorum, zoneRelease, systemNamespace)}})
 	probe := chartrender.ZoneWebhookProbe(drNamespace)
 	env.Eventually(t, time.Minute, "the ProtectionZone webhook serves", func() error {
 		err := e.Client(env.Quorum).Create(context.Background(), probe.DeepCopy(), client.DryRunAll)

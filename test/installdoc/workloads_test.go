@@ -23,6 +23,7 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/installed"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
@@ -73,17 +74,16 @@ func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string
 		}
 		return storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}, DeviceDir: storagesim.TempDeviceDir(t)})
 	})
-	o := e.ServeInstalledWebhooks(t, cluster, release, systemNamespace)
-	h.start(t, pod{name: "pg-controller-" + cluster, bin: "pg-controller", cluster: cluster,
-		kind: "Deployment", namespace: systemNamespace, workload: "pg-controller", set: webhookFlags(o)})
+	h.start(t, pod{cluster: cluster, Pod: installed.Pod{Name: "pg-controller-" + cluster, Bin: "pg-controller",
+		Kind: "Deployment", Namespace: systemNamespace, Workload: "pg-controller", Set: serveWebhooks(t, e, cluster, release, systemNamespace)}})
 	drbdadm, drbdsetup := drbdsim.Build(t, filepath.Join(dir, "sim"))
-	h.start(t, pod{name: "drbd-node-agent-" + n.Name, bin: "drbd-node-agent", cluster: cluster,
-		kind: "DaemonSet", namespace: systemNamespace, workload: "drbd-node-agent",
-		fields: map[string]string{"spec.nodeName": n.Name, "status.hostIP": n.Address},
+	h.start(t, pod{cluster: cluster, Pod: installed.Pod{Name: "drbd-node-agent-" + n.Name, Bin: "drbd-node-agent",
+		Kind: "DaemonSet", Namespace: systemNamespace, Workload: "drbd-node-agent",
+		Fields: map[string]string{"spec.nodeName": n.Name, "status.hostIP": n.Address},
 		// The host folders the DaemonSet mounts, and the image's drbd-utils.
-		set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDir,
+		Set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDir,
 			"--drbdadm": drbdadm, "--drbdsetup": drbdsetup},
-		env: []string{"DRBDSIM_NODE=" + n.Name, "__DRBD_NODE__=" + n.Name, "DRBDSIM_STATE_DIR=" + state}})
+		Env: []string{"DRBDSIM_NODE=" + n.Name, "__DRBD_NODE__=" + n.Name, "DRBDSIM_STATE_DIR=" + state}}})
 }
 
 // createWebVM is what step 6 says apps/web must be: a running VM whose disk
@@ -176,7 +176,7 @@ func step6(t *testing.T, e *env.Env, h *host, sh *runner, blocks []string) {
 		}
 	}
 	require.Len(t, run, 1, "step 6: the plugin install, then one block of kubectl siterecovery commands")
-	six := &runner{dir: sh.dir, env: append(append([]string{}, sh.env...), "PATH="+pluginPath(t)+":"+pathOf(sh.env))}
+	six := &runner{sh.With("PATH=" + pluginPath(t) + ":" + sh.Path())}
 	out := six.run(t, "6", run)
 
 	q := e.Client(env.Quorum)
@@ -211,14 +211,4 @@ func onlyRequest(t *testing.T, q client.Client) *srv1alpha1.ProtectionRequest {
 	require.NoError(t, q.List(t.Context(), list, client.InNamespace(drNamespace)))
 	require.Len(t, list.Items, 1, "step 6 made one ProtectionRequest")
 	return &list.Items[0]
-}
-
-func pathOf(environ []string) string {
-	p := ""
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			p = v
-		}
-	}
-	return p
 }

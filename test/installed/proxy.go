@@ -1,4 +1,4 @@
-package installdoc
+package installed
 
 import (
 	"crypto/rand"
@@ -11,40 +11,49 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"testing"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
-// versionProxy fronts a harness API server for the commands of the page.
-// The harness builds kube-apiserver from the module proxy without the
-// release's version stamp, so its /version reads v0.0.0-master, which the
-// charts' kubeVersion (>=1.30) refuses, as helm checks it on install. The
-// proxy answers /version with the release the binary was built from and
-// passes everything else through: a request with its own Authorization (the
-// minted tokens) as it is, and one with the proxy's own admin token (the
-// admin kubeconfig's client certificate cannot pass a proxy) with the admin
-// certificate. It returns an admin kubeconfig of the proxy: its CA and that
-// token.
-func versionProxy(t *testing.T, name string, admin *rest.Config) []byte {
-	t.Helper()
+// VersionProxy fronts a harness API server for helm, kubectl and
+// bootstrap-zone.sh. The harness builds kube-apiserver from the module proxy
+// without the release's version stamp, so its /version reads v0.0.0-master,
+// which the charts' kubeVersion (>=1.30) refuses, as helm checks it on
+// install. The proxy answers /version with the release the binary was built
+// from and passes everything else through: a request with its own
+// Authorization (a minted token) as it is, and one with the proxy's own admin
+// token (the admin kubeconfig's client certificate cannot pass a proxy) with
+// the admin certificate.
+type VersionProxy struct {
+	srv *httptest.Server
+	// Kubeconfig is an admin kubeconfig of the proxy: its CA and admin token.
+	Kubeconfig []byte
+}
+
+// NewVersionProxy starts a proxy in front of the API server of admin, named
+// name in its kubeconfig; logf reports the requests it could not pass.
+func NewVersionProxy(name string, admin *rest.Config, logf func(format string, args ...any)) (*VersionProxy, error) {
 	target, err := url.Parse(admin.Host)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	asAdmin, err := rest.TransportFor(admin)
-	require.NoError(t, err)
-	anon := rest.AnonymousClientConfig(admin)
-	asCaller, err := rest.TransportFor(anon)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
+	asCaller, err := rest.TransportFor(rest.AnonymousClientConfig(admin))
+	if err != nil {
+		return nil, err
+	}
 	adminToken := rand.Text()
 	proxy := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
 		FlushInterval: -1, // watches stream
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			t.Logf("proxy of %s: %s %s: %v", name, r.Method, r.URL, err)
+			logf("proxy of %s: %s %s: %v", name, r.Method, r.URL, err)
 			w.WriteHeader(http.StatusBadGateway)
 		},
 		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
@@ -58,7 +67,9 @@ func versionProxy(t *testing.T, name string, admin *rest.Config) []byte {
 	v := strings.TrimPrefix(harness.KubeVersion, "v")
 	parts := strings.SplitN(v, ".", 3)
 	info, err := json.Marshal(version.Info{Major: parts[0], Minor: parts[1], GitVersion: harness.KubeVersion, Platform: "linux/amd64"})
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/version" {
 			w.Header().Set("Content-Type", "application/json")
@@ -67,9 +78,8 @@ func versionProxy(t *testing.T, name string, admin *rest.Config) []byte {
 		}
 		proxy.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return fmt.Appendf(nil, `apiVersion: v1
+	kc := fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
 - name: %[1]s
@@ -84,11 +94,16 @@ contexts:
 - name: %[1]s
   context: {cluster: %[1]s, user: admin}
 current-context: %[1]s
-`, name, srv.URL, encodeBase64(ca), adminToken)
+`, name, srv.URL, base64.StdEncoding.EncodeToString(ca), adminToken)
+	return &VersionProxy{srv: srv, Kubeconfig: kc}, nil
 }
+
+// Address is the proxy's host:port.
+func (p *VersionProxy) Address() string { return p.srv.Listener.Addr().String() }
+
+// Close stops the proxy.
+func (p *VersionProxy) Close() { p.srv.Close() }
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
