@@ -72,6 +72,7 @@ func TestPGControllerSecretsOnlyWhereTheKeyLives(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the Secret guard never refused a token Secret")
 	require.NoError(t, admin.Create(ctx, secret("app-y", "app-credentials")))
 
+	t.Run("freeze", func(t *testing.T) { checkPGControllerFreezeRights(t, pg, "app-y", "app-z") })
 	t.Run("allowed", func(t *testing.T) {
 		require.NoError(t, pg.Create(ctx, secret("app-y", "d-vs-secret"), dry), "copying the key into a listed application namespace")
 		require.NoError(t, pg.Create(ctx, secret("app-y", "d-vs-secret")))

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -104,6 +106,9 @@ func (r *groups) create(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnaps
 	if r.opts.Data != nil && !r.opts.Data.Exists(infos[0].SnapshotHandle) {
 		r.opts.Data.CopyGroup(copies)
 	}
+	if err := copyImages(r.opts.DeviceDir, copies); err != nil {
+		return ctrl.Result{}, err
+	}
 	before := g.DeepCopy()
 	if g.Status == nil {
 		g.Status = &groupsnapshotv1.VolumeGroupSnapshotContentStatus{}
@@ -203,6 +208,28 @@ func (r *groups) fail(ctx context.Context, g *groupsnapshotv1.VolumeGroupSnapsho
 func (r *groups) patchStatus(ctx context.Context, g, before *groupsnapshotv1.VolumeGroupSnapshotContent) error {
 	if err := r.client.Status().Patch(ctx, g, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("writing the status of VolumeGroupSnapshotContent %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+// copyImages copies each volume's bytes in dir (PV name to snapshot handle),
+// one after the other with nothing between: the CSI driver's group point.
+// A retry after a failed status write finds the copies made.
+func copyImages(dir string, pvToHandle map[string]string) error {
+	if dir == "" {
+		return nil
+	}
+	for pv, handle := range pvToHandle {
+		if _, err := os.Stat(ImageFile(dir, handle)); err == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, pv))
+		if err != nil {
+			return fmt.Errorf("reading the bytes of volume %s: %w", pv, err)
+		}
+		if err := os.WriteFile(ImageFile(dir, handle), b, 0o600); err != nil {
+			return fmt.Errorf("writing snapshot %s: %w", handle, err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"path/filepath"
 	"time"
 
 	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -43,7 +44,15 @@ type Options struct {
 	// (keyed by PV name), a restored claim copies the snapshot's, and a group
 	// snapshot copies all its volumes at one point in time.
 	Data *blockstore.Store
+	// DeviceDir, when set, is the folder of the volumes' bytes, one file per
+	// PV named after it (test/sim/storage's Options.DeviceDir): a group
+	// snapshot also copies each member's file to ImageFile(DeviceDir, its
+	// snapshot handle) at the cut, so that a test reads what the point holds.
+	DeviceDir string
 }
+
+// ImageFile is the copy of a volume's bytes that snapshot handle holds.
+func ImageFile(dir, handle string) string { return filepath.Join(dir, "snapshot-"+handle) }
 
 // SetupWithManager registers the simulator's controllers with mgr, whose scheme
 // must hold the core, snapshot.storage.k8s.io/v1, groupsnapshot.storage.k8s.io/v1

@@ -21,6 +21,7 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
+	"github.com/siterecovery/siterecovery/internal/freeze"
 )
 
 // ControllerName names the controller, its logger and its events.
@@ -59,13 +60,21 @@ type Reconciler struct {
 	// HoldAfter is how long a step of a cycle reports its summary before it
 	// names the PVCs it waits on; zero is DefaultHoldAfter.
 	HoldAfter time.Duration
+	// Freezer freezes the guests of a group that asks for application-
+	// consistent points; nil takes every point crash-consistent.
+	Freezer freeze.Client
 
 	steps steps
 }
 
 // SetupWithManager registers the controller.
 func SetupWithManager(mgr ctrl.Manager) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(ControllerName), Clock: clock.RealClock{}}
+	fc, err := freeze.NewRESTClient(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(ControllerName), Clock: clock.RealClock{},
+		Freezer: fc}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&drv1alpha1.ReplicationGroupSource{}).

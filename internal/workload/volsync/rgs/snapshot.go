@@ -32,7 +32,7 @@ func (r *Reconciler) snapshot(ctx context.Context, s *scope) (ctrl.Result, error
 	vgs := &groupsnapshotv1.VolumeGroupSnapshot{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.rgs.Namespace, Name: s.cycle()}, vgs)
 	if apierrors.IsNotFound(err) {
-		vgs, err = r.createSnapshot(ctx, s)
+		vgs, err = r.takeSnapshot(ctx, s)
 	}
 	if err != nil {
 		return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonSnapshotFailed, err)
