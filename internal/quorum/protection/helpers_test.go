@@ -49,6 +49,9 @@ type zone struct {
 	workloads map[string]*env.Process
 	agents    map[string]*env.Process
 	quorum    *env.Process
+	// drbdVersions are the simulated drbd-utils and module versions of a
+	// cluster's node ({utils, kernel}); unset: the simulator's defaults.
+	drbdVersions map[string][2]string
 }
 
 // The claim re-check runs every couple of seconds here, so that every test
@@ -111,8 +114,9 @@ func (z *zone) kubeletDir(cluster string) string {
 	return filepath.Join(z.dir, env.Nodes[cluster].Name, "kubelet")
 }
 
-// startAgent (re)starts the drbd-node-agent of a cluster's node; it keeps its
-// resource files across restarts, as on a real node.
+// startAgent (re)starts the drbd-node-agent of each of a cluster's nodes
+// (env.Env.WorkerNodes; startAgentOn for the others than the first); each
+// keeps its resource files across restarts, as on a real node.
 func (z *zone) startAgent(t testing.TB, cluster string) {
 	n := env.Nodes[cluster]
 	cfg := nodeagent.Config{
@@ -121,13 +125,23 @@ func (z *zone) startAgent(t testing.TB, cluster string) {
 		KubeletDir:          z.kubeletDir(cluster),
 		DrbdadmPath:         "drbdadm",
 		DrbdsetupPath:       "drbdsetup",
-		Exec:                drbdsim.Executor{StateDir: z.fabric.StateDir, Node: n.Name},
+		Exec:                z.drbdExec(cluster),
 		StatusInterval:      50 * time.Millisecond,
 		ReplicationNetworks: env.ReplicationNetworks,
 	}
 	z.procs.StartAgentWith(t, cluster, func(t testing.TB) *env.Process {
-		return z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+		agents := []*env.Process{z.Manager(t, cluster, "drbd-node-agent", ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })}
+		for _, other := range z.WorkerNodes(cluster)[1:] {
+			agents = append(agents, z.startAgentOn(t, cluster, other.Name, other.Address))
+		}
+		return env.Together(agents...)
 	})
+}
+
+// drbdExec is the simulated drbdadm and drbdsetup of a cluster's node.
+func (z *zone) drbdExec(cluster string) drbdsim.Executor {
+	v := z.drbdVersions[cluster]
+	return drbdsim.Executor{StateDir: z.fabric.StateDir, Node: env.Nodes[cluster].Name, UtilsVersion: v[0], KernelVersion: v[1]}
 }
 
 // setNodeReady creates the node if needed and sets its Ready condition and address.

@@ -248,6 +248,7 @@ func desiredDRBDResource(s *scope, sd side, node string, protocol srv1alpha1.Rep
 			// Quorum follows the role (QuorumForRole): a link outage fences the DR
 			// replica, never the production VM's I/O.
 			Quorum: srv1alpha1.QuorumForRole(sd.role),
+			TLS:    zoneTLS(s.zone),
 		},
 	}
 	for _, v := range s.req.Status.Volumes {

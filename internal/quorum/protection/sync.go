@@ -56,8 +56,12 @@ func (r *Reconciler) waitInitialSync(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, flow.Stalled(ReasonInitialSyncTimeout, "initial sync of %s to %s did not finish within %s (%s); check the replication network between the clusters and create a new request",
 			name.Name, s.target, timeout, progress)
 	}
-	setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionFalse, srv1alpha1.ReasonSyncing, "initial sync to %s: %s", s.target, progress)
-	s.trail.Wait(srv1alpha1.ReasonSyncing, "initial sync to %s: %s", s.target, progress)
+	reason, text := srv1alpha1.ReasonSyncing, fmt.Sprintf("initial sync to %s: %s", s.target, progress)
+	if held := tlsHold(prim, dr); held != "" {
+		reason, text = srv1alpha1.ReasonReplicationTLSUnsupported, held
+	}
+	setCondition(s.req, ConditionInitialSyncComplete, metav1.ConditionFalse, reason, "%s", text)
+	s.trail.Wait(reason, "%s", text)
 	s.requeue(left) // the timeout's only timer; progress arrives by watch
 	return ctrl.Result{}, nil
 }
