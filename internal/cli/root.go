@@ -55,6 +55,7 @@ quorum cluster.
 		newFailoverCommand(o),
 		newFailbackCommand(o),
 		newTestFailoverCommand(o),
+		newDrillCommand(o),
 		newProtectCommand(o),
 		newUnprotectCommand(o),
 		newValidateCommand(o),
