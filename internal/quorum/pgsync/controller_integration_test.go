@@ -268,6 +268,7 @@ func TestPGSync(t *testing.T) {
 
 	// A boot plan follows the quorum copy, and its removal too (boot_integration_test.go).
 	checkBootPlanSync(t, e)
+	checkConsistencySync(t, e)
 	// The network mapping reaches the standby (network_integration_test.go).
 	checkNetworkMapping(t, e)
 

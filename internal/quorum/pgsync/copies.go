@@ -48,6 +48,9 @@ func (r *Reconciler) syncCopy(ctx context.Context, s *scope, rem *remote.Remote,
 	}
 	c.currentState = cp.Status.CurrentState
 	c.vms = cp.Status.VirtualMachines
+	if cp.Status.Consistency != nil {
+		c.point = cp.Status.Consistency.LastPoint
+	}
 	return nil
 }
 
@@ -93,7 +96,8 @@ func (r *Reconciler) applyCopy(ctx context.Context, g *srv1alpha1.ProtectionGrou
 }
 
 // copyApplyConfiguration is the apply configuration of a workload copy: the
-// pg-sync labels, spec.virtualMachines, spec.replication and spec.boot, and
+// pg-sync labels, spec.virtualMachines, spec.replication, spec.boot and
+// spec.consistency (which the copy's VolSync cycles read), and
 // nothing else — in particular never spec.desiredState. A group without a
 // boot plan leaves spec.boot out: the apply then removes the plan pg-sync
 // wrote before, so the copy starts every VM at once again.
@@ -117,6 +121,13 @@ func copyApplyConfiguration(g *srv1alpha1.ProtectionGroup) (*unstructured.Unstru
 			return nil, err
 		}
 		spec["boot"] = boot
+	}
+	if g.Spec.Consistency != nil {
+		consistency, err := runtime.DefaultUnstructuredConverter.ToUnstructured(g.Spec.Consistency)
+		if err != nil {
+			return nil, err
+		}
+		spec["consistency"] = consistency
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": g.Namespace, "name": g.Name, "labels": labels},
@@ -148,6 +159,9 @@ func copyDrift(g, cp *srv1alpha1.ProtectionGroup) []string {
 	}
 	if !equality.Semantic.DeepEqual(cp.Spec.Boot, g.Spec.Boot) {
 		drift = append(drift, fmt.Sprintf("boot plan %s, want %s", bootSummary(cp.Spec.Boot), bootSummary(g.Spec.Boot)))
+	}
+	if !equality.Semantic.DeepEqual(cp.Spec.Consistency, g.Spec.Consistency) {
+		drift = append(drift, fmt.Sprintf("consistency %s, want %s", consistencySummary(cp.Spec.Consistency), consistencySummary(g.Spec.Consistency)))
 	}
 	return drift
 }

@@ -1,8 +1,9 @@
 // Package pgsync is the pg-sync-controller of quorum-manager. For every quorum
 // copy of a ProtectionGroup it keeps a workload copy on each cluster of the
-// group's ProtectionZone (spec.virtualMachines, spec.replication and spec.boot,
-// written by server-side apply; spec.desiredState only when the copy is
-// created), builds
+// group's ProtectionZone (spec.virtualMachines, spec.replication, spec.boot and
+// spec.consistency, written by server-side apply; spec.desiredState only when
+// the copy is created), carries the newest replication point a copy records
+// (a VolSync cycle's) into status.consistency.lastPoint, builds
 // the Halted standby VirtualMachines on every cluster other than the active one
 // from the active cluster's VMs (DataVolume volumes become PVC volumes, orphaned
 // dataVolumeTemplates are dropped), and reports per cluster whether it is in sync

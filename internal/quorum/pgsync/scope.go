@@ -60,6 +60,8 @@ type clusterResult struct {
 	drift []string
 	// companions is how each companion's copy stands on the cluster.
 	companions []srv1alpha1.CompanionStatus
+	// point is the last replication point the copy's controllers took.
+	point *srv1alpha1.ConsistencyPoint
 }
 
 func (c clusterResult) inSync() bool { return c.err == nil && len(c.drift) == 0 }

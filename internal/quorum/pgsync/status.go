@@ -23,6 +23,7 @@ func setStatus(s *scope) {
 	default:
 		s.group.Status.Clusters = clusterStates(s)
 		s.group.Status.Companions = companionStatuses(s)
+		setLastPoint(s)
 		setSyncedFromClusters(s)
 	}
 	if s.specErr != nil || s.zone != nil {
