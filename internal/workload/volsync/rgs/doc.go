@@ -13,4 +13,10 @@
 // that differ between the base and the target member snapshot. Every step is
 // found again from the cluster after a restart: the snapshot of the cycle in
 // progress carries the current label.
+//
+// When the source's group (the local ProtectionGroup its VRG names) asks for
+// Application consistency, the cycle's snapshot is cut while the group's
+// running guests are frozen through KubeVirt's freeze subresource
+// (internal/freeze), and the point it reached goes to that group's
+// status.consistency.lastPoint.
 package rgs
