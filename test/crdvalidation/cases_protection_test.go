@@ -29,8 +29,22 @@ spec:
     networks:
     - {source: infra/dr-storage, target: storage}
     macPolicy: Keep
+  drbd:
+    tls: {mode: Required, keyring: drbd, privateKey: "drbd:key", certificate: "drbd:cert"}
 `,
 		invalid: []invalidCase{
+			{"replication TLS: a key name without mode Required, a private key without its certificate, a key name with a space", `
+apiVersion: siterecovery.trilio.io/v1alpha1
+kind: ProtectionZone
+metadata: {name: bad}
+spec:
+  storageBackend: DRBD
+  clusters:
+  - {name: a, role: Primary, kubeconfigSecretRef: {name: a}}
+  - {name: b, role: DR, kubeconfigSecretRef: {name: b}}
+  drbd:
+    tls: {mode: Disabled, privateKey: "drbd key"}
+`, []string{"keyring, privateKey and certificate need mode Required", "set privateKey and certificate together", "spec.drbd.tls.privateKey", "should match"}},
 			{"network mapping of an unknown cluster, and to itself", `
 apiVersion: siterecovery.trilio.io/v1alpha1
 kind: ProtectionZone
