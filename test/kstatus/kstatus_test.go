@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,28 +91,10 @@ func TestKStatusThroughRequestLife(t *testing.T) {
 	})
 }
 
-// compute reads obj as kstatus does.
-func compute(t *testing.T, obj client.Object) *status.Result {
-	t.Helper()
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	require.NoError(t, err)
-	res, err := status.Compute(&unstructured.Unstructured{Object: u})
-	require.NoError(t, err)
-	return res
-}
-
 // waitStatus waits until obj reads as want.
 func waitStatus(t *testing.T, c client.Client, obj client.Object, key client.ObjectKey, want status.Status) {
 	t.Helper()
-	env.Eventually(t, drzone.Timeout, fmt.Sprintf("%T %s %s", obj, key.Name, want), func() error {
-		if err := c.Get(context.Background(), key, obj); err != nil {
-			return err
-		}
-		if res := compute(t, obj); res.Status != want {
-			return fmt.Errorf("%s (%s)", res.Status, res.Message)
-		}
-		return nil
-	})
+	Wait(t, c, obj, key, want, drzone.Timeout)
 }
 
 // followRequest reads obj until it ends (phase reports the phase and whether
@@ -129,7 +109,7 @@ func followRequest(t *testing.T, c client.Client, obj client.Object, phase func(
 			return err
 		}
 		p, done := phase()
-		res := compute(t, obj)
+		res := Compute(t, obj)
 		switch {
 		case done:
 			return nil
@@ -147,7 +127,7 @@ func followRequest(t *testing.T, c client.Client, obj client.Object, phase func(
 	if want == status.CurrentStatus {
 		require.NotEmpty(t, inProgress, "a request read while it runs")
 	}
-	res := compute(t, obj)
+	res := Compute(t, obj)
 	require.Equal(t, want, res.Status, res.Message)
 }
 

@@ -9,10 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/kstatus"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
@@ -61,6 +64,9 @@ func TestGlobalVGRFlows(t *testing.T) {
 	}
 	z.updateDRPC("app-1", failover)
 	waitBlocked(z, "app-1", fmt.Sprintf("Expected Failover to %s, pending: %s/app-2", D, env.Namespace))
+	// kubectl wait, Argo CD and Flux see a DRPC waiting for its peers as in
+	// progress, not as done or failed.
+	kstatus.Wait(t, z.Client(env.Quorum), &drv1alpha1.DRPlacementControl{}, keyOf("app-1"), status.InProgressStatus, timeout)
 	z.requireRunsOn("app-1", P, D)
 	z.updateDRPC("app-2", failover)
 	for _, app := range []string{"app-1", "app-2"} {
@@ -69,6 +75,11 @@ func TestGlobalVGRFlows(t *testing.T) {
 		requireReached(z, app, "Consensus reached for action Failover")
 		requireVRGs(z, app, D, P)
 		require.NotNil(t, z.drpc(app).Status.ActionDuration)
+		// Failed over and settled: the DRPC and both VRGs are Current.
+		kstatus.Wait(t, z.Client(env.Quorum), &drv1alpha1.DRPlacementControl{}, keyOf(app), status.CurrentStatus, timeout)
+		for _, c := range []string{D, P} {
+			kstatus.Wait(t, z.Client(c), &drv1alpha1.VolumeReplicationGroup{}, client.ObjectKey{Namespace: env.AppNS, Name: app}, status.CurrentStatus, timeout)
+		}
 	}
 	// The DR cluster's VGR is created on promotion; the reachable old primary is
 	// cleaned up to secondary once both applications stopped there.
