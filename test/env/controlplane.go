@@ -1,6 +1,7 @@
 package env
 
 import (
+	"strings"
 	"time"
 
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -34,12 +35,42 @@ var harnessClusters = map[string]string{"quorum": Quorum, "primary": Primary, "d
 
 // NodeSpecs are the nodes kwok plays in a cluster of a ControlPlane zone, by
 // the harness's cluster name (harness.Options.Nodes): each workload cluster's
-// node of Nodes, where the tests run its drbd-node-agent, sized like a small
-// production worker. The quorum cluster runs no workload and gets none.
+// WorkerNodes, two in zone a and one in zone b, each with the allocatable
+// CPU and memory of a small production worker (16 CPUs and 64 GiB less the
+// kubelet's and system reservations). The quorum cluster runs no workload and
+// gets none.
 func NodeSpecs(cluster string) []harness.NodeSpec {
-	n, ok := Nodes[harnessClusters[cluster]]
-	if !ok {
+	name := harnessClusters[cluster]
+	if _, ok := Nodes[name]; !ok {
 		return nil
 	}
-	return []harness.NodeSpec{{Name: n.Name, Zone: cluster + "-zone-a", CPU: "16", Memory: "64Gi", Address: n.Address}}
+	var specs []harness.NodeSpec
+	for i, n := range workers(name) {
+		zone := cluster + "-zone-a"
+		if i == 2 {
+			zone = cluster + "-zone-b"
+		}
+		specs = append(specs, harness.NodeSpec{Name: n.Name, Zone: zone, CPU: "15500m", Memory: "62Gi", Address: n.Address})
+	}
+	return specs
+}
+
+// WorkerNodes are the nodes of a workload cluster of the zone, each running
+// a drbd-node-agent (StartAgent): on a full control plane the three kwok
+// plays (NodeSpecs), where the scheduler places the replica holders and the
+// launcher pods, else the cluster's one node of Nodes.
+func (e *Env) WorkerNodes(cluster string) []Node {
+	if !e.controlPlane {
+		return []Node{Nodes[cluster]}
+	}
+	return workers(cluster)
+}
+
+// workers are a workload cluster's three nodes on a full control plane: its
+// node of Nodes first, then "-worker-2" and "-worker-3" on the next addresses.
+func workers(cluster string) []Node {
+	first := Nodes[cluster]
+	prefix := strings.TrimSuffix(first.Name, "1")
+	base := strings.TrimSuffix(first.Address, "1")
+	return []Node{first, {prefix + "2", base + "2"}, {prefix + "3", base + "3"}}
 }

@@ -18,8 +18,13 @@ import (
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 )
 
-// Nodes holds one simulated worker node per workload cluster, and its address.
-var Nodes = map[string]struct{ Name, Address string }{
+// Node is a simulated worker node: its name and replication address.
+type Node struct{ Name, Address string }
+
+// Nodes holds the first simulated worker node of each workload cluster: a
+// bare API server's only one, where the fixtures put their replicas
+// (DRBDReplica). A full control plane has two more (WorkerNodes).
+var Nodes = map[string]Node{
 	Primary: {"primary-worker-1", "10.0.0.1"},
 	DR:      {"dr-worker-1", "10.0.1.1"},
 }
@@ -79,11 +84,15 @@ func simulatedNode(name, address string) *corev1.Node {
 	}
 }
 
-// StartAgent runs the drbd-node-agent of a workload cluster's node against the
-// DRBD simulator.
+// StartAgent runs the drbd-node-agent of each of a workload cluster's nodes
+// (WorkerNodes) against the DRBD simulator, as the agent's DaemonSet does;
+// stopping the returned process stops them all.
 func (e *Env) StartAgent(t testing.TB, cluster string) *Process {
-	n := Nodes[cluster]
-	return e.StartAgentOn(t, cluster, n.Name, n.Address)
+	var agents []*Process
+	for _, n := range e.WorkerNodes(cluster) {
+		agents = append(agents, e.StartAgentOn(t, cluster, n.Name, n.Address))
+	}
+	return Together(agents...)
 }
 
 // AddNode creates another simulated worker node on a workload cluster, for
@@ -96,7 +105,7 @@ func (e *Env) AddNode(t testing.TB, cluster, name, address string) {
 // cluster (its Node created by AddNode) against the DRBD simulator.
 func (e *Env) StartAgentOn(t testing.TB, cluster, name, address string) *Process {
 	net := e.drbdNet(t)
-	n := struct{ Name, Address string }{name, address}
+	n := Node{name, address}
 	cfg := nodeagent.Config{
 		NodeName:           n.Name,
 		Hostname:           n.Name,

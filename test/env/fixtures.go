@@ -24,19 +24,27 @@ import (
 // namespace that owns it (a group of the same name in another namespace must
 // not claim it) and its protection request ("protect-<vm>"), one volume on the
 // backing claim "<vm>-disk", Secondary, the peer on the other workload cluster
-// on the same port. CreateReplica creates it with its backing claim.
+// on the same port, each on its cluster's node of Nodes. CreateReplica
+// creates it with its backing claim.
 func DRBDReplica(group, vm, local, peer string, nodeID, port int32) *srv1alpha1.DRBDResource {
+	return DRBDReplicaOn(group, vm, local, peer, Nodes[local], Nodes[peer], nodeID, port)
+}
+
+// DRBDReplicaOn is DRBDReplica on the node on of cluster local, its peer on
+// the node peerOn of cluster peer: for a zone whose replicas are spread over
+// a cluster's WorkerNodes.
+func DRBDReplicaOn(group, vm, local, peer string, on, peerOn Node, nodeID, port int32) *srv1alpha1.DRBDResource {
 	return &srv1alpha1.DRBDResource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: AppNS, Name: srv1alpha1.DRBDResourceName(vm),
 			Labels: map[string]string{srv1alpha1.ProtectionGroupLabel: group, srv1alpha1.DRNamespaceLabel: Namespace,
 				srv1alpha1.ProtectionRequestLabel: "protect-" + vm}},
 		Spec: srv1alpha1.DRBDResourceSpec{
-			NodeName: Nodes[local].Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
+			NodeName: on.Name, NodeID: nodeID, Port: port, Protocol: srv1alpha1.ProtocolA,
 			Role: srv1alpha1.RoleSecondary,
 			Volumes: []srv1alpha1.DRBDVolume{{Number: 0, Minor: 1000 + port - 7000,
 				BackingPVC: &srv1alpha1.LocalObjectReference{Name: vm + "-disk"}}},
-			Peers: []srv1alpha1.DRBDPeer{{NodeName: Nodes[peer].Name, NodeID: 1 - nodeID,
-				Address: Nodes[peer].Address, Port: port, Cluster: peer}},
+			Peers: []srv1alpha1.DRBDPeer{{NodeName: peerOn.Name, NodeID: 1 - nodeID,
+				Address: peerOn.Address, Port: port, Cluster: peer}},
 		},
 	}
 }

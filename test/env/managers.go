@@ -47,6 +47,13 @@ func (p *Process) Stop(t testing.TB) {
 	})
 }
 
+// Together is one process of several (a cluster's node agents): stopping it
+// stops them all; its Cache is the first's.
+func Together(ps ...*Process) *Process {
+	ps[0].companions = append(ps[0].companions, ps[1:]...)
+	return ps[0]
+}
+
 // Manager runs a controller manager against a cluster of the zone until the
 // test ends; register adds its controllers. name labels its log lines.
 func (e *Env) Manager(t testing.TB, cluster, name string, opts ctrl.Options, register func(ctrl.Manager) error) *Process {
