@@ -3,7 +3,6 @@ package protection
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,12 +13,6 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// schedulingRetry is how often a replica whose holder pod the scheduler has
-// not placed yet is looked at again: placing takes the scheduler moments, and
-// holder pods are not watched (a cluster-wide pod watch per DR namespace would
-// cost more than the few reads of a wait).
-const schedulingRetry = time.Second
-
 // placeReplica returns the node of a side's replica. The node is the
 // scheduler's choice: the replica holder pod, which consumes the side's
 // backing claims, is created without a node and the scheduler places it where
@@ -27,7 +20,9 @@ const schedulingRetry = time.Second
 // node), where it fits, spread across nodes from the group's other replicas.
 // A pod given a nodeName bypasses all of that. What exists is the record: the
 // DRBDResource's node, else the holder pod's. ok is false, with a wait
-// condition that says why, until the holder pod is placed.
+// condition that says why, until the holder pod is placed. No timer: the
+// holder pod's watch (SetupWithManager) wakes the request when the scheduler
+// binds the pod or says why it cannot.
 func (r *Reconciler) placeReplica(ctx context.Context, s *scope, sd side) (string, bool, error) {
 	ns := s.vmNamespace()
 	d := &srv1alpha1.DRBDResource{}
@@ -66,7 +61,6 @@ func (r *Reconciler) placeReplica(ctx context.Context, s *scope, sd side) (strin
 	}
 	s.trail.Wait(ReasonReplicaUnscheduled, "created replica holder pod %s/%s on cluster %s; waiting for the scheduler to place it",
 		ns, HolderName(s.req.Spec.VirtualMachine.Name), sd.cluster)
-	s.requeue(schedulingRetry)
 	return "", false, nil
 }
 
@@ -83,7 +77,6 @@ func (r *Reconciler) waitForScheduler(s *scope, sd side, pod *corev1.Pod) {
 		"(free capacity, remove taints it does not tolerate, or check the claims' storage class topology)", pod.Namespace, pod.Name, sd.cluster, why)
 	s.trail.Wait(ReasonReplicaUnscheduled, "%s", msg)
 	setCondition(s.req, ConditionReplicaProvisioned, metav1.ConditionFalse, ReasonReplicaUnscheduled, "%s", msg)
-	s.requeue(schedulingRetry)
 }
 
 // holderPlacement is the scheduling part of a side's holder pod. On the

@@ -3,12 +3,14 @@ package protection_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +28,11 @@ import (
 // cluster of three workers in two zones, where kube-scheduler places the
 // replica holder pods: each DR replica lands on a node of its own, so a
 // failover does not have to fit the whole group on one node. (Pinned by
-// nodeName to "the first Ready node", every replica went to one node.)
+// nodeName to "the first Ready node", every replica went to one node.) The
+// nodes are cordoned at first: the first request holds, saying why the
+// scheduler cannot place its holder, until they are uncordoned, and then
+// moves on when the scheduler binds the pod, which only the holder pods'
+// watch tells it (no timer wakes a waiting placement).
 func TestDRReplicasSpreadAcrossNodes(t *testing.T) {
 	z := newZone(t)
 	ctx := t.Context()
@@ -44,7 +50,16 @@ func TestDRReplicasSpreadAcrossNodes(t *testing.T) {
 		n := &corev1.Node{}
 		require.NoError(t, d.Get(ctx, client.ObjectKey{Name: w.name}, n))
 		n.Labels[corev1.LabelTopologyZone] = w.zone
+		n.Spec.Unschedulable = true
 		require.NoError(t, d.Update(ctx, n))
+	}
+	uncordon := func() {
+		for _, w := range workers {
+			n := &corev1.Node{}
+			require.NoError(t, d.Get(ctx, client.ObjectKey{Name: w.name}, n))
+			n.Spec.Unschedulable = false
+			require.NoError(t, d.Update(ctx, n))
+		}
 	}
 
 	vms := []string{"spread-a", "spread-b", "spread-c"}
@@ -52,6 +67,19 @@ func TestDRReplicasSpreadAcrossNodes(t *testing.T) {
 		makePVC(t, p, vm+"-root", "standard", corev1.PersistentVolumeBlock)
 		makeVM(t, p, vm, pvcVolume("rootdisk", vm+"-root"))
 		require.NoError(t, q.Create(ctx, newRequestIn("protect-"+vm, vm, "spread")))
+		if vm == vms[0] {
+			env.Eventually(t, wait, "protect-"+vm+" held for the scheduler", func() error {
+				if err := phaseIs(ctx, q, "protect-"+vm, srv1alpha1.ProtectionCreatingReplication, protection.ReasonReplicaUnscheduled)(); err != nil {
+					return err
+				}
+				c := meta.FindStatusCondition(getRequest(t, q, "protect-"+vm).Status.Conditions, protection.ConditionReplicaProvisioned)
+				if c == nil || !strings.Contains(c.Message, "the scheduler cannot place it") || !strings.Contains(c.Message, "unschedulable") {
+					return fmt.Errorf("condition %+v", c)
+				}
+				return nil
+			})
+			uncordon()
+		}
 		// One at a time, as a group is usually built: each placement sees
 		// the replicas placed before it.
 		env.Eventually(t, 2*wait, "protect-"+vm+" Protected", phaseIs(ctx, q, "protect-"+vm, srv1alpha1.ProtectionProtected, protection.ReasonProtected))
@@ -71,7 +99,7 @@ func TestDRReplicasSpreadAcrossNodes(t *testing.T) {
 // startAgentOn runs the drbd-node-agent of another node of a cluster. It
 // reads the kubelet folder of the cluster's first node, where the storage
 // simulator stages every volume: the simulated storage attaches anywhere.
-func (z *zone) startAgentOn(t testing.TB, cluster, name, address string) {
+func (z *zone) startAgentOn(t testing.TB, cluster, name, address string) *env.Process {
 	cfg := nodeagent.Config{
 		NodeName: name, Hostname: name, ReplicationAddress: address,
 		ResourceDir:         filepath.Join(z.dir, name, "drbd.d"),
@@ -82,7 +110,7 @@ func (z *zone) startAgentOn(t testing.TB, cluster, name, address string) {
 		StatusInterval:      50 * time.Millisecond,
 		ReplicationNetworks: env.ReplicationNetworks,
 	}
-	z.Manager(t, cluster, fmt.Sprintf("drbd-node-agent-%s", name), ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
+	return z.Manager(t, cluster, fmt.Sprintf("drbd-node-agent-%s", name), ctrl.Options{}, func(mgr ctrl.Manager) error { return nodeagent.Setup(mgr, cfg) })
 }
 
 // TestProtectOntoWaitForFirstConsumerStorage protects a VM onto a DR
@@ -107,4 +135,16 @@ func TestProtectOntoWaitForFirstConsumerStorage(t *testing.T) {
 	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: req.Status.Volumes[0].TargetPVC}, target))
 	res := replicaIn(t, d, srv1alpha1.DRBDResourceName("wffc"))
 	require.Equal(t, res.Spec.NodeName, target.Annotations["volume.kubernetes.io/selected-node"], "provisioned for the replica's node")
+}
+
+// node is the node of a workload cluster the zone runs an agent on, by name.
+func (z *zone) node(t testing.TB, cluster, name string) env.Node {
+	t.Helper()
+	for _, n := range z.WorkerNodes(cluster) {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("%s has no node %q with an agent", cluster, name)
+	return env.Node{}
 }

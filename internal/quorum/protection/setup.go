@@ -24,11 +24,14 @@ import (
 //
 // Wake-ups: the request itself (spec changes, deletion, annotations such as
 // srv1alpha1.ForceUnprotectAnnotation), its zone, zone health changes, and on the
-// workload clusters the DRBDResources and PVCs it created (by label) and the VM
-// it names. A request being deleted also wakes on changes of its quorum group,
-// of the group's workload copies and of the group's FailoverRequests, which its
-// removal waits on. One reconcile runs at a time, which the port allocation
-// relies on.
+// workload clusters the DRBDResources, PVCs and replica holder pods it created
+// (by label) and the VM it names. The holder pods' watch is how a placement
+// hears that the scheduler bound the pod, or why it cannot; like every remote
+// kind it is scoped to the DR namespace's label (remote.scopeOf), so it costs
+// the DR namespace's own pods, not the cluster's. A request being deleted
+// also wakes on changes of its quorum group, of the group's workload copies
+// and of the group's FailoverRequests, which its removal waits on. One
+// reconcile runs at a time, which the port allocation relies on.
 func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error {
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
@@ -50,6 +53,7 @@ func SetupWithManager(mgr ctrl.Manager, rm remote.ClusterCache, o Options) error
 		WatchesRawSource(rm.Source(ControllerName, remote.Events{Kinds: []remote.Kind{
 			{Object: &srv1alpha1.DRBDResource{}, Map: byLabel},
 			{Object: &corev1.PersistentVolumeClaim{}, Map: byLabel},
+			{Object: &corev1.Pod{}, Map: byLabel},
 			{Object: &kubevirtv1.VirtualMachine{}, Map: r.byVM},
 			{Object: &srv1alpha1.ProtectionGroup{}, Map: r.byGroupCopy},
 		}, Clusters: remote.ZoneMap(r.requestsOfZone)})).

@@ -15,7 +15,7 @@ package protection
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdallocations,verbs=get;create;update,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get;list;create;delete,namespace=workload-cluster
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;create;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=create,namespace=workload-cluster
 // Reading the nodes' addresses and taints; failover alone patches them.
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list,namespace=workload-cluster
