@@ -12,7 +12,9 @@
 #      and no other credential;
 #   3. checks with that kubeconfig that the cluster answers and, through
 #      SelfSubjectAccessReviews, that every rule quorum-manager needs there is
-#      granted;
+#      granted; with the DRBD backend it also checks, with a SubjectAccessReview
+#      of the admin kubeconfig, that the drbd-node-agent's ServiceAccount may
+#      read the DRBD peer secrets in <DR namespace>-drbd-auth;
 #   4. stores the kubeconfig in the Secret <cluster>-kubeconfig (key "kubeconfig")
 #      in the DR namespace of the quorum cluster.
 # Then it applies the ProtectionZone naming these Secrets.
@@ -26,12 +28,18 @@
 #     --cluster NAME=Primary:ADMIN_KUBECONFIG --cluster NAME=DR:ADMIN_KUBECONFIG \
 #     [--server NAME=URL] [--backend DRBD|Offloaded|VolSync] [--storage-mapping SRC=DST]... \
 #     [--client-timeout-seconds N] [--token-duration 720h | --non-expiring] \
-#     [--service-account quorum-manager] [--rules FILE]
+#     [--service-account quorum-manager] [--agent-service-account siterecovery-system/drbd-node-agent] \
+#     [--rules FILE]
 #   scripts/bootstrap-zone.sh --list-rules [--rules FILE]
 #
 # --list-rules prints the rights it checks, one "scope verb resource" line
 # each (scope: cluster, namespace for the DR namespace, peer-auth for its
-# <DR namespace>-drbd-auth namespace), and exits without reaching a cluster.
+# <DR namespace>-drbd-auth namespace, agent-peer-auth for the node agent's
+# rights there), and exits without reaching a cluster.
+#
+# --agent-service-account names the drbd-node-agent's ServiceAccount as
+# NAMESPACE/NAME: the workload chart's namespace and its agent's name
+# (drbd-node-agent, prefixed when the chart is installed with a name override).
 #
 # --server overrides a cluster's API server address as the quorum cluster must
 # reach it (the admin kubeconfig's address by default). KUBECTL names the
@@ -48,6 +56,7 @@ backend="DRBD"
 token_duration="720h"
 non_expiring=false
 service_account="quorum-manager"
+agent_service_account="siterecovery-system/drbd-node-agent"
 client_timeout=""
 rules_file="$here/../charts/workload-control-plane/files/rbac/quorum-manager.yaml"
 list_rules=false
@@ -70,6 +79,7 @@ while [[ $# -gt 0 ]]; do
     --token-duration) token_duration="$2"; shift 2 ;;
     --non-expiring) non_expiring=true; shift ;;
     --service-account) service_account="$2"; shift 2 ;;
+    --agent-service-account) agent_service_account="$2"; shift 2 ;;
     --rules) rules_file="$2"; shift 2 ;;
     --list-rules) list_rules=true; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -85,6 +95,7 @@ if ! $list_rules; then
 fi
 case "$backend" in DRBD|Offloaded|VolSync) ;; *) die "--backend must be DRBD, Offloaded or VolSync" ;; esac
 [[ -z "$client_timeout" || "$client_timeout" =~ ^[0-9]+$ ]] || die "--client-timeout-seconds must be a whole number"
+[[ "$agent_service_account" =~ ^[a-z0-9.-]+/[a-z0-9.-]+$ ]] || die "--agent-service-account must be NAMESPACE/NAME"
 
 # needed_rules prints "scope verb resource" lines, scope being "cluster" or
 # "namespace", from the generated roles of what quorum-manager does on a
@@ -109,12 +120,22 @@ peer_auth_rules() {
   printf '%s\n' "get secrets" "create secrets" "update secrets"
 }
 
+# agent_peer_auth_rules prints the "verb resource" lines of the Role the same
+# template gives the drbd-node-agent there (rendered with the DRBD node agent
+# enabled): it reads the Secret a DRBDResource names, by name. Without it
+# every replica with peer authentication stalls on its agent; test/charts
+# checks that it matches the template too.
+agent_peer_auth_rules() {
+  printf '%s\n' "get secrets"
+}
+
 # all_rules prints every "scope verb resource" line check_access checks, the
-# scope being "cluster", "namespace" (the DR namespace) or "peer-auth" (its
-# peer-auth namespace).
+# scope being "cluster", "namespace" (the DR namespace), "peer-auth" (its
+# peer-auth namespace) or "agent-peer-auth" (the node agent's rights there).
 all_rules() {
   needed_rules
   peer_auth_rules | sed 's/^/peer-auth /'
+  agent_peer_auth_rules | sed 's/^/agent-peer-auth /'
 }
 
 # mint_token writes a token for the ServiceAccount into the file $2.
@@ -170,20 +191,29 @@ write_kubeconfig() {
 
 # allowed prints true when the kubeconfig $1 may do verb $2 on resource $3
 # (resource[/subresource][.group]) in namespace $4 (all namespaces when
-# empty). It writes the SelfSubjectAccessReview itself rather than running
+# empty); given $5 (NAMESPACE/NAME) it asks instead whether that
+# ServiceAccount may, through a SubjectAccessReview the kubeconfig $1 (an
+# admin's) creates. It writes the review itself rather than running
 # kubectl auth can-i, which turns a resource the cluster does not serve (yet:
 # KubeVirt or the snapshot CRDs installed later) into a resource of the core
 # group and so answers no for a right that is granted.
 allowed() {
-  local res="${3%%.*}" group="" sub=""
+  local res="${3%%.*}" group="" sub="" kind="SelfSubjectAccessReview" subject=""
   [[ "$3" == *.* ]] && group="${3#*.}"
   if [[ "$res" == */* ]]; then sub="${res#*/}"; res="${res%%/*}"; fi
+  if [[ -n "${5:-}" ]]; then
+    local sa_ns="${5%%/*}"
+    kind="SubjectAccessReview"
+    subject="  user: \"system:serviceaccount:$sa_ns:${5#*/}\"
+  groups: [\"system:serviceaccounts\", \"system:serviceaccounts:$sa_ns\", \"system:authenticated\"]
+"
+  fi
   # --validate=false: validating needs a read of the CRDs, which it lacks.
   "$KUBECTL" --kubeconfig "$1" create --validate=false -o jsonpath='{.status.allowed}' -f - <<EOF
 apiVersion: authorization.k8s.io/v1
-kind: SelfSubjectAccessReview
+kind: $kind
 spec:
-  resourceAttributes:
+${subject}  resourceAttributes:
     verb: "$2"
     group: "$group"
     resource: "$res"
@@ -193,24 +223,32 @@ EOF
 }
 
 # check_access runs a SelfSubjectAccessReview, with the minted kubeconfig, for
-# every verb of every rule; it prints the missing ones and fails if any is.
+# every verb of every rule of quorum-manager, and with the DRBD backend a
+# SubjectAccessReview, with the admin kubeconfig, for each of the node
+# agent's; it prints the missing ones and fails if any is.
 check_access() {
-  local name="$1" minted="$2" scope verb resource missing=0 n=0
+  local name="$1" minted="$2" admin="$3" scope verb resource missing=0 n=0 hint=""
   while read -r scope verb resource; do
-    n=$((n + 1))
-    local ns="" where="in every namespace"
+    local ns="" where="in every namespace" who="$service_account" as="" kc="$minted"
     case "$scope" in
       namespace) ns="$dr_namespace" where="in $dr_namespace" ;;
       peer-auth) ns="$dr_namespace-drbd-auth" where="in $dr_namespace-drbd-auth" ;;
+      agent-peer-auth)
+        # Only the DRBD backend authenticates DRBD peers.
+        [[ "$backend" == DRBD ]] || continue
+        ns="$dr_namespace-drbd-auth" where="in $dr_namespace-drbd-auth"
+        who="the node agent $agent_service_account" as="$agent_service_account" kc="$admin" ;;
     esac
-    if [[ "$(allowed "$minted" "$verb" "$resource" "$ns" 2>/dev/null)" != true ]]; then
-      echo "bootstrap-zone: $name: $service_account cannot $verb $resource $where" >&2
+    n=$((n + 1))
+    if [[ "$(allowed "$kc" "$verb" "$resource" "$ns" "$as" 2>/dev/null)" != true ]]; then
+      echo "bootstrap-zone: $name: $who cannot $verb $resource $where" >&2
       missing=$((missing + 1))
+      [[ -z "$as" ]] || hint=" and drbdNodeAgent.enabled=true (name the agent's ServiceAccount with --agent-service-account NAMESPACE/NAME if the chart is not installed in ${agent_service_account%%/*} as ${agent_service_account#*/})"
     fi
   done < <(all_rules)
   [[ $n -gt 0 ]] || die "$name: no rules read from $rules_file"
-  [[ $missing -eq 0 ]] || die "$name: $missing of $n permissions missing; install or upgrade the workload-control-plane chart with quorumAccess.drNamespaces={$dr_namespace}"
-  say "$name: all $n permissions quorum-manager needs are granted"
+  [[ $missing -eq 0 ]] || die "$name: $missing of $n permissions missing; install or upgrade the workload-control-plane chart with quorumAccess.drNamespaces={$dr_namespace}$hint"
+  say "$name: all $n permissions quorum-manager and the node agent need are granted"
 }
 
 if $list_rules; then
@@ -251,7 +289,7 @@ for spec in "${clusters[@]}"; do
   fi
   version="$(sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' "$work/version")"
   say "$name: reachable with the minted kubeconfig (Kubernetes $version)"
-  check_access "$name" "$minted"
+  check_access "$name" "$minted" "$admin"
 
   q -n "$dr_namespace" create secret generic "$name-kubeconfig" --from-file=kubeconfig="$minted" \
     --dry-run=client -o yaml | q apply -f - >/dev/null

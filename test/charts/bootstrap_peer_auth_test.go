@@ -21,10 +21,11 @@ import (
 // TestBootstrapZoneChecksPeerAuthRoles: scripts/bootstrap-zone.sh checks,
 // with the kubeconfig it mints, the rights of the hand-written Role the
 // workload chart's drbd-peer-auth template gives quorum-manager in
-// <DR namespace>-drbd-auth, as it checks the generated ones: the rules it
-// lists are the template's, and with that Role unbound it refuses to store
-// the kubeconfig, naming the missing right; bound, it stores it. One API
-// server plays the quorum and both workload clusters.
+// <DR namespace>-drbd-auth, as it checks the generated ones, and with a
+// SubjectAccessReview the node agent's reader Role there: the rules it lists
+// are the template's, and with those Roles unbound it refuses to store the
+// kubeconfig, naming each missing right and whose it is; bound, it stores it.
+// One API server plays the quorum and both workload clusters.
 func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	root := harness.RepoRoot()
 	out, err := exec.Command(filepath.Join(root, "hack", "kubectl.sh")).Output()
@@ -39,15 +40,17 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 
 	objs := renderValues(t, "workload-control-plane", "siterecovery-system",
 		map[string]any{"quorumAccess": map[string]any{"drNamespaces": []any{"dr-production"}}})
-	writer := find(objs, "Role", "dr-production-drbd-auth", "siterecovery-peer-auth-writer")
-	require.NotNil(t, writer)
 	var want []string
-	rules, _, _ := unstructured.NestedSlice(writer.Object, "rules")
-	for _, r := range rules {
-		rule := r.(map[string]any)
-		for _, res := range rule["resources"].([]any) {
-			for _, verb := range rule["verbs"].([]any) {
-				want = append(want, "peer-auth "+verb.(string)+" "+res.(string))
+	for scope, role := range map[string]string{"peer-auth": "siterecovery-peer-auth-writer", "agent-peer-auth": "siterecovery-peer-auth-reader"} {
+		obj := find(objs, "Role", "dr-production-drbd-auth", role)
+		require.NotNil(t, obj, role)
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, res := range rule["resources"].([]any) {
+				for _, verb := range rule["verbs"].([]any) {
+					want = append(want, scope+" "+verb.(string)+" "+res.(string))
+				}
 			}
 		}
 	}
@@ -55,13 +58,13 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	require.NoError(t, err, listed)
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(listed), "\n") {
-		if strings.HasPrefix(l, "peer-auth ") {
+		if strings.HasPrefix(l, "peer-auth ") || strings.HasPrefix(l, "agent-peer-auth ") {
 			got = append(got, l)
 		}
 	}
 	slices.Sort(want)
 	slices.Sort(got)
-	require.Equal(t, want, got, "the script checks the template's peer-auth Role")
+	require.Equal(t, want, got, "the script checks the template's peer-auth Roles")
 
 	zone := harness.Start(t, harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New()}, harness.Primary)
 	cluster := zone.Clusters[harness.Primary]
@@ -69,18 +72,20 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, cluster.Kubeconfig, 0o600))
 	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "siterecovery-system"}}))
-	var binding *unstructured.Unstructured
+	var bindings []*unstructured.Unstructured
 	for _, obj := range objs {
 		switch {
-		case obj.GetKind() == "RoleBinding" && obj.GetName() == "siterecovery-peer-auth-writer":
-			binding = obj
+		case obj.GetKind() == "RoleBinding" && strings.HasPrefix(obj.GetName(), "siterecovery-peer-auth-"):
+			bindings = append(bindings, obj)
+		case obj.GetKind() == "Role" && obj.GetName() == "siterecovery-peer-auth-reader":
+			require.NoError(t, admin.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
 		case obj.GetKind() == "Namespace" || obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access":
 			if obj.GetKind() != "ValidatingAdmissionPolicy" && obj.GetKind() != "ValidatingAdmissionPolicyBinding" {
 				require.NoError(t, admin.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
 			}
 		}
 	}
-	require.NotNil(t, binding)
+	require.Len(t, bindings, 2, "the writer's and the reader's")
 	args := []string{"--quorum-kubeconfig", kubeconfig, "--dr-namespace", "dr-production", "--zone", "production",
 		"--cluster", "primary=Primary:" + kubeconfig, "--cluster", "dr=DR:" + kubeconfig, "--token-duration", "1h"}
 
@@ -88,11 +93,15 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	require.Error(t, err, msg)
 	require.Contains(t, msg, "bootstrap-zone: primary: quorum-manager cannot get secrets in dr-production-drbd-auth")
 	require.Contains(t, msg, "quorum-manager cannot update secrets in dr-production-drbd-auth")
-	require.Contains(t, msg, "3 of ")
+	require.Contains(t, msg, "bootstrap-zone: primary: the node agent siterecovery-system/drbd-node-agent cannot get secrets in dr-production-drbd-auth")
+	require.Contains(t, msg, "4 of ")
+	require.Contains(t, msg, "drbdNodeAgent.enabled=true")
 	sec := &corev1.Secret{}
 	require.Error(t, admin.Get(ctx, client.ObjectKey{Namespace: "dr-production", Name: "primary-kubeconfig"}, sec), "nothing stored")
 
-	require.NoError(t, admin.Create(ctx, binding))
+	for _, b := range bindings {
+		require.NoError(t, admin.Create(ctx, b))
+	}
 	msg, err = script(args...)
 	require.NoError(t, err, msg)
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: "dr-production", Name: "primary-kubeconfig"}, sec))

@@ -34,7 +34,9 @@ func (e *Env) bootstrapZone(t testing.TB, backend srv1alpha1.StorageBackend, com
 		values := WorkloadValues()
 		values["quorumAccess"].(map[string]any)["companionSecrets"] = companionSecrets
 		for _, obj := range renderChartValues(t, "workload-control-plane", workloadNamespace, values) {
-			if obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access" {
+			// The node agent's reader Role of the peer secrets too: the
+			// script checks it.
+			if obj.GetLabels()["app.kubernetes.io/name"] == "quorum-access" || obj.GetNamespace() == Namespace+"-drbd-auth" {
 				require.NoError(t, c.Client.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
 			}
 		}
