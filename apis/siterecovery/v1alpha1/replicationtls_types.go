@@ -14,10 +14,11 @@ const (
 	ReplicationTLSRequired ReplicationTLSMode = "Required"
 )
 
-// ReasonReplicationTLSUnsupported: a zone requires TLS on the replication
-// link and a node's DRBD kernel module or drbd-utils cannot do it. The
-// drbd-node-agent sets it on the DRBDResource's Configured condition, and
-// quorum-manager copies the agent's message to the ProtectionRequest.
+// ReasonReplicationTLSUnsupported is the reason of a replica whose zone
+// requires TLS on the replication link while its node's DRBD kernel module
+// or drbd-utils cannot do it. The drbd-node-agent sets it on the
+// DRBDResource's Configured condition, and quorum-manager copies the
+// agent's message to the ProtectionRequest.
 const ReasonReplicationTLSUnsupported = "ReplicationTLSUnsupported"
 
 // DRBDReplicationTLS is DRBD's TLS for the replication link (the net options
