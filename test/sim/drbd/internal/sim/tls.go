@@ -33,10 +33,10 @@ func parseVersion(s string) [3]int {
 	return v
 }
 
-func atLeast(v, min [3]int) bool {
+func atLeast(v, least [3]int) bool {
 	for i := range v {
-		if v[i] != min[i] {
-			return v[i] > min[i]
+		if v[i] != least[i] {
+			return v[i] > least[i]
 		}
 	}
 	return true
