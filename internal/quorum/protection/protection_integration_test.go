@@ -29,12 +29,9 @@ func TestProtectionFlow(t *testing.T) {
 	z := newZoneWith(t, env.Options{ControlPlane: true}, quorumOptions)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	primaryNode, drNode := env.Nodes[env.Primary], env.Nodes[env.DR]
-	// Other nodes: first by name on the primary (the replica still goes to the
-	// VMI's node), NotReady first by name on the DR cluster (skipped).
-	setNodeReady(t, p, "primary-worker-0", "10.0.0.9", true)
-	setNodeReady(t, d, "dr-worker-0", "10.0.1.9", false)
-	setNodeReady(t, d, "dr-worker-2", "10.0.1.2", true)
+	// Each workload cluster has three nodes in two zones, each with its agent:
+	// the primary replica goes to the VMI's node, the DR replica where the
+	// scheduler puts its holder pod.
 	top := t // processes started in subtests must outlive them
 
 	t.Run("happy path", func(t *testing.T) {
@@ -80,8 +77,8 @@ func TestProtectionFlow(t *testing.T) {
 		}
 		// DRBDResources with peers.
 		prim, dr := replicaIn(t, p, "vm-vm1"), replicaIn(t, d, "vm-vm1")
-		assert.Equal(t, primaryNode.Name, prim.Spec.NodeName, "primary replica on the VMI's node")
-		assert.Equal(t, drNode.Name, dr.Spec.NodeName, "DR replica on the first Ready node")
+		primaryNode, drNode := z.node(t, env.Primary, prim.Spec.NodeName), z.node(t, env.DR, dr.Spec.NodeName)
+		assert.Equal(t, z.VMINode(t, env.Primary, "vm1"), primaryNode.Name, "primary replica on the VMI's node")
 		assert.Equal(t, int32(0), prim.Spec.NodeID)
 		assert.Equal(t, int32(1), dr.Spec.NodeID)
 		assert.Equal(t, srv1alpha1.RolePrimary, prim.Spec.Role)
@@ -185,6 +182,9 @@ func TestProtectionFlow(t *testing.T) {
 			require.Len(t, list.Items, 1, cluster)
 			assert.Equal(t, int32(7001), list.Items[0].Spec.Port)
 			assert.NotEqual(t, replicaIn(t, c, "vm-vm1").Spec.Volumes[0].Minor, list.Items[0].Spec.Volumes[0].Minor, "minors unique")
+			if cluster == env.DR {
+				assert.NotEqual(t, replicaIn(t, c, "vm-vm1").Spec.NodeName, list.Items[0].Spec.NodeName, "the group's DR replicas spread over the nodes")
+			}
 			pods := &corev1.PodList{}
 			require.NoError(t, c.List(ctx, pods, client.MatchingLabels{srv1alpha1.ProtectionRequestLabel: "protect-vm2"}))
 			assert.Len(t, pods.Items, 1, cluster)
