@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -90,4 +91,23 @@ func TestCLIVersion(t *testing.T) {
 	code, out, _ = run("version", "--client", "-n", "default")
 	assert.Equal(t, cli.ExitOK, code)
 	assert.NotContains(t, out, "Server Version")
+
+	// Each of the protectionzone chart's roles, bound in the DR namespace
+	// as NOTES.txt says, may read the version: it lists Deployments there.
+	roles, err := chartrender.Render("protectionzone", "siterecovery-system")
+	require.NoError(t, err)
+	for _, obj := range roles {
+		if obj.GetKind() == "ClusterRole" {
+			require.NoError(t, q.Client.Create(ctx, obj))
+		}
+	}
+	for _, role := range []string{"siterecovery-viewer", "siterecovery-operator", "siterecovery-disaster-operator"} {
+		user := "user-of-" + role
+		require.NoError(t, q.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}))
+		code, out, errOut := run("version", "-n", ns, "--as", user)
+		require.Equal(t, cli.ExitOK, code, "%s: %s", role, errOut)
+		assert.Contains(t, out, "Server Version: "+appVersion, role)
+	}
 }
