@@ -23,7 +23,9 @@ import (
 // after the group's creation. The report page shows, over the default 7d
 // window (measured from the creation: 30 h), 2 h of breach (93.333 %), the
 // worst episode, the drill with its RTO and checks, and the failover's RTO;
-// the 24h window leaves both episodes out (100.000 %).
+// the 24h window leaves both episodes out (100.000 %). The group page then
+// shows the drill schedule (next, last drill and result, last passed) and
+// the last consistency point (Crash: the VM not frozen and why).
 func TestReportInBrowser(t *testing.T) {
 	chromium(t)
 	s := scheme.New()
@@ -32,10 +34,19 @@ func TestReportInBrowser(t *testing.T) {
 	pg := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
 		Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: env.Primary, ZoneRef: &srv1alpha1.LocalObjectReference{Name: "production"},
 			VirtualMachines: []srv1alpha1.VirtualMachineReference{{Name: "vm-00", Namespace: "apps"}, {Name: "vm-01", Namespace: "apps"}},
-			Replication:     srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: 60}}}
+			Replication:     srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: 60},
+			Drill:           &srv1alpha1.DrillSchedule{Schedule: "0 3 * * 0", Keep: 4, Template: srv1alpha1.DrillTemplate{TargetCluster: env.DR}},
+			Consistency:     &srv1alpha1.ConsistencySpec{Mode: srv1alpha1.ConsistencyApplication, FreezeTimeoutSeconds: 20}}}
 	c, token := viewerQuorum(t, pg)
 	c0 := pg.CreationTimestamp.Time
 	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: c0.Add(d)} }
+	// The drill controller's and test failover's records of the drill.
+	pg.Status.Drill = &srv1alpha1.DrillStatus{LastScheduleTime: at(7 * time.Hour), NextScheduleTime: at(7*time.Hour + 7*24*time.Hour),
+		LastSuccessfulTime: at(7*time.Hour + 4*time.Minute), LastDrill: "drill-1", LastResult: srv1alpha1.DrillPassed, Message: "drill drill-1 passed"}
+	pg.Status.Consistency = &srv1alpha1.ConsistencyStatus{LastPoint: &srv1alpha1.ConsistencyPoint{Time: *at(7*time.Hour + 20*time.Second),
+		Source: "TestFailover", Consistency: srv1alpha1.ConsistencyCrash, CrashConsistentVMs: []string{"apps/vm-01"}, FrozenMilliseconds: 1520,
+		Message: "apps/vm-01: Guest agent is not responding"}}
+	require.NoError(t, c.Client.Status().Update(ctx, pg))
 	for i, start := range []time.Duration{time.Hour, 5 * time.Hour} {
 		ev := &srv1alpha1.RPOEvent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i+1)},
 			Spec: srv1alpha1.RPOEventSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group}, RPOObjectiveSeconds: 60, StartTime: *at(start)}}
@@ -84,4 +95,28 @@ func TestReportInBrowser(t *testing.T) {
 	cell("Worst episode", "—")
 	cell("Drill RTO", "1 min 4 s")
 	b.shot("report-24h")
+
+	// The group page: the drill schedule and the last consistency point,
+	// times in UTC as the schedule is written.
+	utc := func(d time.Duration) string { return c0.Add(d).UTC().Format("2006-01-02 15:04:05") + " UTC" }
+	b.run("back to the overview", chromedp.Click(chromedp.Search(`//nav//a[normalize-space(.)='Overview']`)),
+		chromedp.WaitVisible(chromedp.Search(`//h1[normalize-space(.)='Overview']`)))
+	b.openGroup()
+	item := func(list, term, want string) {
+		b.run(fmt.Sprintf("%s %s reads %s", list, term, want), chromedp.WaitVisible(chromedp.Search(fmt.Sprintf(
+			`//dl[@aria-label=%q]//div[dt[normalize-space(.)=%q]]/dd[normalize-space(.)=%q]`, list, term, want))))
+	}
+	item("Drills", "Schedule", "0 3 * * 0 (UTC)")
+	item("Drills", "Target", env.DR)
+	item("Drills", "Next drill", utc(7*time.Hour+7*24*time.Hour))
+	item("Drills", "Last drill", "drill-1")
+	item("Drills", "Last result", "Passed")
+	item("Drills", "Last passed", utc(7*time.Hour+4*time.Minute))
+	item("Consistency", "Mode asked", "Application (guests frozen 20 s at most)")
+	item("Consistency", "Last point", "Crash "+utc(7*time.Hour+20*time.Second)+" by TestFailover")
+	item("Consistency", "Longest freeze", "1520 ms")
+	item("Consistency", "Not frozen", "apps/vm-01")
+	item("Consistency", "Why Crash", "apps/vm-01: Guest agent is not responding")
+	b.shotWhole("group-drills-consistency")
+	b.accessible("group drills and consistency")
 }

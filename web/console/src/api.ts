@@ -256,6 +256,37 @@ export interface GroupDetail {
   members: { name: string; namespace: string }[];
   notes?: string[];
   boot?: BootPlan;
+  drill?: DrillView;
+  consistency: ConsistencyView;
+}
+
+// A group's drill schedule (spec.drill) and its drills (status.drill).
+export interface DrillView {
+  schedule: string;
+  suspended?: boolean;
+  targetCluster: string;
+  keep?: number;
+  next?: string;
+  lastScheduled?: string;
+  lastDrill?: string;
+  lastResult?: string;
+  lastSuccessful?: string;
+  active?: string;
+  message?: string;
+}
+
+// What a group asks of its replication points and what the last one reached.
+export interface ConsistencyView {
+  mode: string;
+  freezeTimeoutSeconds?: number;
+  lastPoint?: {
+    time: string;
+    source: string;
+    consistency: string;
+    crashConsistentVMs?: string[];
+    frozenMilliseconds?: number;
+    message?: string;
+  };
 }
 
 export interface Preflight {

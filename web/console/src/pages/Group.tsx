@@ -26,6 +26,7 @@ import { Problem } from '../components/Problem';
 import { Timeline } from '../components/Timeline';
 import { BootPlan } from '../components/BootPlan';
 import { BootTimeline } from '../components/BootTimeline';
+import { Consistency, Drills } from '../components/Plans';
 import { bytes, seconds, when } from '../format';
 import { useLive } from '../live';
 import { LagChart } from '../components/LagChart';
@@ -219,6 +220,14 @@ export function Group({ ns, name }: { ns: string; name: string }) {
         ) : (
           <p>No boot plan: wherever the group starts, its VMs start at once (spec.boot orders them).</p>
         )}
+      </PageSection>
+      <PageSection aria-label="Drills of the group">
+        <Title headingLevel="h2">Drills</Title>
+        <Drills group={g.name} drill={data.drill} />
+      </PageSection>
+      <PageSection aria-label="Consistency of the group's points">
+        <Title headingLevel="h2">Consistency</Title>
+        <Consistency c={data.consistency} />
       </PageSection>
       {data.rpoEvents.length > 0 && (
         <PageSection>
