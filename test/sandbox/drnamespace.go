@@ -3,73 +3,50 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/test/process"
 )
 
-// drNamespaceSpec is one more DR namespace over the same two workload
-// clusters, run by a quorum-manager of its own: the VolSync zone (-volsync)
-// and the Offloaded zone (-offloaded) differ only in these fields.
+// drNamespaceSpec is a DR namespace of the sandbox and its zone over the two
+// workload clusters, run by a quorum-manager of its own: dr-demo (DRBD), the
+// VolSync zone (-volsync) and the Offloaded zone (-offloaded) differ only in
+// these fields.
 type drNamespaceSpec struct {
 	namespace, zone          string
 	displayName, description string
 	backend                  srv1alpha1.StorageBackend
 	// storageClass is mapped to itself on the other cluster.
 	storageClass string
-	// policy names the DRPolicy over both clusters, every interval.
+	// policy, when set, names the DRPolicy over both clusters, every interval.
 	policy, interval string
-	// workload are the objects each workload cluster needs besides the DR
-	// namespace: the application namespace and the storage's classes.
+	// workload are the objects each workload cluster needs besides what the
+	// workload chart installs: the application namespace and the storage's
+	// classes.
 	workload func(cluster string) []client.Object
 }
 
-// seedDRNamespace creates a DR namespace: on the quorum cluster the namespace,
-// the workload clusters' kubeconfig Secrets, the ProtectionZone and the
-// DRPolicy; on each workload cluster the namespace and spec.workload.
-func (sb *sandbox) seedDRNamespace(ctx context.Context, spec drNamespaceSpec) error {
-	objs := map[string][]client.Object{"quorum": {ns(spec.namespace)}}
-	var clusters []srv1alpha1.ZoneCluster
+// seedWorkload creates what an operator has on the workload clusters before
+// protecting anything there (spec.workload) and the DR namespace's DRPolicy.
+// What the charts made already (a namespace) is left as it is.
+func (sb *sandbox) seedWorkload(ctx context.Context, spec drNamespaceSpec) error {
+	objs := map[string][]client.Object{}
 	for _, cluster := range []string{primary, dr} {
-		objs[cluster] = append([]client.Object{ns(spec.namespace)}, spec.workload(cluster)...)
-		kc, err := sb.quorumKubeconfig(cluster)
-		if err != nil {
-			return err
-		}
-		objs["quorum"] = append(objs["quorum"], &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: cluster + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: kc},
-		})
-		role := srv1alpha1.ClusterRolePrimary
-		if cluster == dr {
-			role = srv1alpha1.ClusterRoleDR
-		}
-		clusters = append(clusters, srv1alpha1.ZoneCluster{Name: cluster, Role: role,
-			KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: cluster + "-kubeconfig"}, Client: srv1alpha1.ClientSettings{TimeoutSeconds: 3}})
+		objs[cluster] = spec.workload(cluster)
 	}
-	objs["quorum"] = append(objs["quorum"],
-		&srv1alpha1.ProtectionZone{
-			ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: spec.zone},
-			Spec: srv1alpha1.ProtectionZoneSpec{
-				DisplayName: spec.displayName, Description: spec.description,
-				StorageBackend:  spec.backend,
-				Clusters:        clusters,
-				StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: spec.storageClass, TargetStorageClass: spec.storageClass}},
-			},
-		},
-		&drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: spec.policy},
-			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{primary, dr}, SchedulingInterval: spec.interval}})
+	if spec.policy != "" {
+		objs["quorum"] = []client.Object{&drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: spec.policy},
+			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{primary, dr}, SchedulingInterval: spec.interval}}}
+	}
 	for _, cluster := range []string{"quorum", primary, dr} {
 		c := sb.zone.Clusters[cluster].Client
 		for _, obj := range objs[cluster] {
-			if err := c.Create(ctx, obj); err != nil {
+			if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating %T %s on %s: %w", obj, obj.GetName(), cluster, err)
 			}
 		}
@@ -77,22 +54,25 @@ func (sb *sandbox) seedDRNamespace(ctx context.Context, spec drNamespaceSpec) er
 	return nil
 }
 
-// drNamespaceProcess is the quorum-manager of one more DR namespace.
-func (sb *sandbox) drNamespaceProcess(name, namespace string, webhookArgs, common []string) *process.Process {
-	return &process.Process{Name: name, Bin: filepath.Join(sb.o.binDir, "quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-		Args: append(append([]string{"--namespace=" + namespace, "--cluster-probe-interval=2s", protectionArg(namespace)}, webhookArgs...), common...)}
+// describeZone gives a zone bootstrap-zone.sh applied its display name and
+// description, as an operator would edit them.
+func (sb *sandbox) describeZone(ctx context.Context, spec drNamespaceSpec) error {
+	q := sb.zone.Clusters["quorum"].Client
+	z := &srv1alpha1.ProtectionZone{}
+	if err := q.Get(ctx, client.ObjectKey{Namespace: spec.namespace, Name: spec.zone}, z); err != nil {
+		return err
+	}
+	before := z.DeepCopy()
+	z.Spec.DisplayName, z.Spec.Description = spec.displayName, spec.description
+	return q.Patch(ctx, z, client.MergeFrom(before))
 }
 
 // protectableNamespace is the one application namespace whose VMs each DR
-// namespace of the sandbox protects: its quorum-manager's
-// --protection-allowed-namespaces and its quorum chart's
-// protection.allowedNamespaces.
+// namespace of the sandbox protects: its quorum chart's
+// protection.allowedNamespaces and the workload chart's
+// quorumAccess.applicationNamespaces.
 func protectableNamespace(drNS string) string {
 	return map[string]string{drNamespace: appNS, vsNamespace: vsAppNS, ofNamespace: ofAppNS}[drNS]
-}
-
-func protectionArg(drNS string) string {
-	return "--protection-allowed-namespaces=" + protectableNamespace(drNS)
 }
 
 // getDRPC reads a DRPC on the quorum cluster.

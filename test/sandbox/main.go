@@ -1,8 +1,12 @@
 // Command sandbox runs a whole siterecovery zone on one machine: quorum, primary
-// and DR clusters (real kube-apiserver + etcd), quorum-manager, pg-controller on
-// both workload clusters and a drbd-node-agent per simulated node — the project's
-// own binaries as processes — with the KubeVirt, storage and DRBD simulators
-// standing in for what no laptop runs. It protects three demo VMs and waits for
+// and DR clusters (whole control planes), with the product installed as
+// docs/install.md says: helm installs of the three charts,
+// scripts/bootstrap-zone.sh connecting each zone, and the charts' pods
+// (quorum-manager and its zone webhook, pg-controller on both workload
+// clusters, a drbd-node-agent per node) run as processes of the project's own
+// binaries, each with its container's args and a token of its own
+// ServiceAccount (test/installed). The KubeVirt, storage, snapshot-driver and
+// DRBD simulators, standing in for what no laptop runs, keep admin rights. It protects three demo VMs and waits for
 // Ctrl-C; with -demo it then runs planned failover, failback and an unplanned
 // failover with the primary's API server stopped, printing a timeline.
 //

@@ -43,16 +43,15 @@ const (
 // offloadedSims is the Offloaded zone's simulated array: one replication
 // link between the two sites.
 type offloadedSims struct {
-	link        *storagearray.Sync
-	webhookArgs []string
+	link *storagearray.Sync
 }
 
-// seedOffloaded adds the Offloaded zone's DR namespace; each workload cluster
+// offloadedZone is the Offloaded zone's DR namespace; each workload cluster
 // gets the application namespace, the operator namespace of the global
 // VolumeGroupReplications, and the array's StorageClass and global
 // VolumeGroupReplicationClass (one storage ID per site, one group ID).
-func (sb *sandbox) seedOffloaded(ctx context.Context) error {
-	return sb.seedDRNamespace(ctx, drNamespaceSpec{
+func offloadedZone() drNamespaceSpec {
+	return drNamespaceSpec{
 		namespace: ofNamespace, zone: ofZoneName,
 		displayName: "Sandbox (Offloaded)", description: "the same two sites, replicated by a storage array",
 		backend: srv1alpha1.BackendOffloaded, storageClass: ofClass, policy: ofPolicy, interval: "1m",
@@ -67,7 +66,7 @@ func (sb *sandbox) seedOffloaded(ctx context.Context) error {
 					Spec: replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: ofProvisioner,
 						Parameters: map[string]string{"schedulingInterval": "1m"}}}}
 		},
-	})
+	}
 }
 
 // setupOffloadedSims registers the storage array simulator of a workload
@@ -142,22 +141,6 @@ func ofVM(s kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
 		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(s), Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{disk}}}},
 	}
-}
-
-// startOffloadedZone seeds the Offloaded zone and registers its DR
-// namespace's admission webhooks; its simulators and quorum-manager start
-// with the others.
-func (sb *sandbox) startOffloadedZone(ctx context.Context) error {
-	sb.of = &offloadedSims{link: &storagearray.Sync{Interval: ofCycle}}
-	if err := sb.seedOffloaded(ctx); err != nil {
-		return err
-	}
-	args, err := sb.installWebhooks(ctx, "quorum-control-plane", ofNamespace)
-	if err != nil {
-		return fmt.Errorf("registering the admission webhooks of %s: %w", ofNamespace, err)
-	}
-	sb.of.webhookArgs = args
-	return nil
 }
 
 // offloadedHelp is what printHelp says about the Offloaded zone.

@@ -12,23 +12,23 @@ import (
 	"github.com/siterecovery/siterecovery/test/alerts"
 )
 
-// metricsArgs are the metrics flags of the quorum-manager of a DR namespace:
-// with -prometheus, secure metrics (HTTPS, each scraper's token checked by
-// the quorum API server) on a port of this machine, as the quorum chart
-// configures them (metrics.secure: true); without, none.
-func (sb *sandbox) metricsArgs(namespace string) ([]string, error) {
+// metricsAddresses picks, with -prometheus, the address of each DR
+// namespace's quorum-manager metrics on this machine; they stay secure
+// (HTTPS, each scraper's token checked by the quorum API server), as the
+// quorum chart serves them (metrics.secure: true). Without it, none serve.
+func (sb *sandbox) metricsAddresses() error {
 	if sb.o.prometheus == "" {
-		return nil, nil
+		return nil
 	}
-	addr, err := alerts.FreeAddr()
-	if err != nil {
-		return nil, err
+	sb.metrics = map[string]string{}
+	for _, ns := range sb.drNamespaces() {
+		addr, err := alerts.FreeAddr()
+		if err != nil {
+			return err
+		}
+		sb.metrics[ns] = addr
 	}
-	if sb.metrics == nil {
-		sb.metrics = map[string]string{}
-	}
-	sb.metrics[namespace] = addr
-	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=true"}, nil
+	return nil
 }
 
 // startPrometheus runs the -prometheus binary: it scrapes each DR namespace's

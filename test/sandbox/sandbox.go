@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -17,12 +15,14 @@ import (
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/installed"
 	"github.com/siterecovery/siterecovery/test/oidcissuer"
 	"github.com/siterecovery/siterecovery/test/process"
 	drbdsim "github.com/siterecovery/siterecovery/test/sim/drbd"
 	kubevirtsim "github.com/siterecovery/siterecovery/test/sim/kubevirt"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
+	"github.com/siterecovery/siterecovery/test/sim/storagearray"
 )
 
 // Names of the sandbox zone.
@@ -87,41 +87,50 @@ type sandbox struct {
 	guests     *sandboxGuests
 	controlURL string
 	// metrics is each DR namespace's quorum-manager metrics address, with
-	// -prometheus (metricsArgs).
+	// -prometheus (metricsAddresses).
 	metrics map[string]string
+	// proxies front the API servers for helm, kubectl and bootstrap-zone.sh,
+	// whose shell runs the install; host runs the charts' pods.
+	proxies map[string]*installed.VersionProxy
+	shell   *installed.Shell
+	host    *installed.Host
 }
 
+// newSandbox starts the clusters and installs the product as docs/install.md
+// says (install.go): the charts with helm, the zones connected with
+// scripts/bootstrap-zone.sh, and the charts' pods run as processes with
+// their own ServiceAccounts' tokens. Only the simulators, which stand in for
+// other vendors' software, keep admin rights.
 func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 	sb := &sandbox{o: o, state: filepath.Join(o.workDir, "drbd-state")}
 	// Each cluster is a whole control plane: kube-controller-manager,
 	// kube-scheduler and kwok's nodes, with a kubeadm cluster's admission
-	// plugins, so the product meets what a real cluster does to it.
-	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: scheme.New(), ControlPlane: true, Nodes: nodeSpecs}
+	// plugins, so the product meets what a real cluster does to it. Only
+	// other vendors' CRDs are there before the install; helm installs the
+	// product's.
+	ho := harness.Options{CRDDirectoryPaths: []string{filepath.Join(harness.RepoRoot(), "test", "crds", "thirdparty")},
+		Scheme: scheme.New(), ControlPlane: true, Nodes: nodeSpecs}
 	if err := sb.startIssuer(&ho); err != nil {
 		return nil, err
 	}
 	z, err := harness.StartE(ctx, ho, "quorum", primary, dr)
 	if err != nil {
 		sb.stopIssuer()
-		if sb.devices != "" {
-			_ = os.RemoveAll(sb.devices)
-		}
 		return nil, err
 	}
 	sb.zone = z
-	sb.links = map[string]*env.LatencyProxy{}
-	for _, name := range []string{primary, dr} {
-		u, err := url.Parse(z.Clusters[name].Config.Host)
-		if err != nil {
-			return sb, err
-		}
-		if sb.links[name], err = env.NewLatencyProxy(u.Host); err != nil {
-			return sb, fmt.Errorf("starting the link from quorum-manager to %s: %w", name, err)
-		}
-	}
 	for name, c := range z.Clusters {
 		if err := os.WriteFile(sb.kubeconfig(name), c.Kubeconfig, 0o600); err != nil {
 			return sb, err
+		}
+	}
+	if err := sb.startVersionProxies(); err != nil {
+		return sb, fmt.Errorf("preparing the install: %w", err)
+	}
+	sb.links = map[string]*env.LatencyProxy{}
+	for _, name := range []string{primary, dr} {
+		if sb.links[name], err = env.NewLatencyProxy(sb.proxies[name].Address()); err != nil {
+			return sb, fmt.Errorf("starting the link from quorum-manager to %s: %w", name, err)
 		}
 	}
 	if err := os.MkdirAll(sb.state, 0o755); err != nil {
@@ -141,41 +150,39 @@ func newSandbox(ctx context.Context, o options) (*sandbox, error) {
 		return sb, err
 	}
 	sb.guests = sb.newGuests()
-	if err := sb.seed(ctx); err != nil {
-		return sb, err
-	}
-	var vsWebhookArgs []string
+	zones := []drNamespaceSpec{demoZone()}
 	if o.volsync {
 		sb.vs = newVolsyncSims()
-		if err := sb.seedVolSync(ctx); err != nil {
-			return sb, err
-		}
-		if vsWebhookArgs, err = sb.installWebhooks(ctx, "quorum-control-plane", vsNamespace); err != nil {
-			return sb, fmt.Errorf("registering the admission webhooks of %s: %w", vsNamespace, err)
-		}
+		zones = append(zones, volsyncZone())
 	}
 	if o.offloaded {
-		if err := sb.startOffloadedZone(ctx); err != nil {
-			return sb, err
-		}
+		sb.of = &offloadedSims{link: &storagearray.Sync{Interval: ofCycle}}
+		zones = append(zones, offloadedZone())
 	}
+	say("installing the charts (docs/install.md steps 2-4)")
+	if err := sb.installCharts(); err != nil {
+		return sb, err
+	}
+	// The simulators watch the product's kinds too, which the charts serve now.
 	simCtx, cancel := context.WithCancel(context.Background())
 	sb.cancel = cancel
 	if err := sb.startSimulators(simCtx); err != nil {
 		return sb, err
 	}
-	webhookArgs, err := sb.installWebhooks(ctx, "quorum-control-plane", drNamespace)
-	if err != nil {
-		return sb, fmt.Errorf("registering the admission webhooks: %w", err)
+	for _, z := range zones {
+		if err := sb.seedWorkload(ctx, z); err != nil {
+			return sb, err
+		}
 	}
-	zoneWebhookArgs, err := sb.installWebhooks(ctx, "protectionzone", zoneWebhookNamespace)
-	if err != nil {
-		return sb, fmt.Errorf("registering the ProtectionZone webhook: %w", err)
+	if err := sb.metricsAddresses(); err != nil {
+		return sb, err
 	}
-	if err := sb.installConfirmationPolicy(ctx); err != nil {
-		return sb, fmt.Errorf("creating the confirmation policy: %w", err)
+	sb.host = &installed.Host{Dir: sb.logDir(), Bin: func() (string, error) { return o.binDir, nil }, TokenTTL: tokenTTL}
+	say("connecting the zones with scripts/bootstrap-zone.sh (step 5); starting the charts' pods with their own tokens")
+	if err := sb.startInstalled(ctx, zones); err != nil {
+		return sb, err
 	}
-	if err := sb.startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs); err != nil {
+	if err := sb.seedVMs(ctx); err != nil {
 		return sb, err
 	}
 	err = sb.waitWebhooks(ctx)
@@ -191,10 +198,15 @@ func (sb *sandbox) kubeletDir(n node) string {
 }
 
 // startSimulators runs, in this process, what stands in for KubeVirt and for the
-// storage provisioner and kubelet on each workload cluster.
+// storage provisioner and kubelet on each workload cluster
+// (simulatorConfig's identity).
 func (sb *sandbox) startSimulators(ctx context.Context) error {
 	for _, cluster := range []string{primary, dr} {
-		mgr, err := ctrl.NewManager(sb.zone.Clusters[cluster].Config, ctrl.Options{
+		cfg, err := sb.simulatorConfig(ctx, cluster)
+		if err != nil {
+			return fmt.Errorf("the simulators' identity on %s: %w", cluster, err)
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:     scheme.New(),
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -239,62 +251,6 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 	return nil
 }
 
-// startProcesses runs the product's binaries against the three clusters.
-func (sb *sandbox) startProcesses(webhookArgs, zoneWebhookArgs, vsWebhookArgs []string) error {
-	b := func(name string) string { return filepath.Join(sb.o.binDir, name) }
-	common := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info"}
-	// Each DR namespace's quorum-manager: its metrics as -prometheus wants them.
-	quorumArgs := map[string][]string{}
-	namespaces := []string{drNamespace}
-	if sb.vs != nil {
-		namespaces = append(namespaces, vsNamespace)
-	}
-	if sb.of != nil {
-		namespaces = append(namespaces, ofNamespace)
-	}
-	for _, ns := range namespaces {
-		m, err := sb.metricsArgs(ns)
-		if err != nil {
-			return err
-		}
-		quorumArgs[ns] = append(slices.Clone(common), m...)
-	}
-	sb.procs = append(sb.procs,
-		&process.Process{Name: "quorum-manager", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-			Args: append(append([]string{"--namespace=" + drNamespace, "--cluster-probe-interval=2s", protectionArg(drNamespace)}, webhookArgs...), quorumArgs[drNamespace]...)},
-		&process.Process{Name: "zone-webhook", Bin: b("quorum-manager"), Kubeconfig: sb.kubeconfig("quorum"),
-			Args: append(append([]string{"--zone-webhook", "--namespace=" + zoneWebhookNamespace, "--leader-elect=false"}, zoneWebhookArgs...), common...)})
-	if sb.vs != nil {
-		sb.procs = append(sb.procs, sb.volsyncProcess(vsWebhookArgs, quorumArgs[vsNamespace]))
-	}
-	if sb.of != nil {
-		sb.procs = append(sb.procs, sb.drNamespaceProcess("quorum-manager-offloaded", ofNamespace, sb.of.webhookArgs, quorumArgs[ofNamespace]))
-	}
-	for _, cluster := range []string{primary, dr} {
-		sb.procs = append(sb.procs,
-			&process.Process{Name: "pg-controller-" + cluster, Bin: b("pg-controller"), Kubeconfig: sb.kubeconfig(cluster), Args: common})
-		for _, n := range nodes[cluster] {
-			sb.procs = append(sb.procs,
-				&process.Process{Name: "drbd-node-agent-" + n.name, Bin: b("drbd-node-agent"), Kubeconfig: sb.kubeconfig(cluster),
-					Env: []string{"DRBDSIM_NODE=" + n.name, "__DRBD_NODE__=" + n.name, "DRBDSIM_STATE_DIR=" + sb.state},
-					Args: append([]string{
-						"--node-name=" + n.name, "--replication-address=" + n.address,
-						"--resource-dir=" + filepath.Join(sb.o.workDir, "nodes", n.name, "drbd.d"),
-						"--kubelet-dir=" + sb.kubeletDir(n),
-						// Every sandbox node's address lies in it.
-						"--replication-networks=10.0.0.0/16",
-						"--drbdadm=" + b("sim/drbdadm"), "--drbdsetup=" + b("sim/drbdsetup"),
-					}, common...)})
-		}
-	}
-	for _, p := range sb.procs {
-		if err := p.Start(sb.logDir()); err != nil {
-			return fmt.Errorf("starting %s: %w (did `make build sim-binaries` run?)", p.Name, err)
-		}
-	}
-	return nil
-}
-
 // logDir holds the product's processes' logs.
 func (sb *sandbox) logDir() string { return filepath.Join(sb.o.workDir, "logs") }
 
@@ -332,15 +288,8 @@ func (sb *sandbox) shutdown() {
 	for _, l := range sb.links {
 		l.Close()
 	}
-	sb.stopIssuer()
-}
-
-// quorumKubeconfig is the kubeconfig quorum-manager reaches a workload
-// cluster with: through its link (links), which a partition cuts.
-func (sb *sandbox) quorumKubeconfig(cluster string) ([]byte, error) {
-	kc := sb.zone.Clusters[cluster].Kubeconfig
-	if l := sb.links[cluster]; l != nil {
-		return l.ViaKubeconfig(kc)
+	for _, p := range sb.proxies {
+		p.Close()
 	}
-	return kc, nil
+	sb.stopIssuer()
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -17,48 +19,38 @@ import (
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 )
 
-// seed creates what an operator would have before protecting anything: the DR
-// namespace and kubeconfig Secrets, the zone, a block StorageClass per
-// workload cluster, and the demo VMs on the primary. The nodes are kwok's.
-func (sb *sandbox) seed(ctx context.Context) error {
-	objs := map[string][]client.Object{"quorum": {ns(drNamespace)}}
-	for _, cluster := range []string{primary, dr} {
-		// The peer-auth namespace is the workload chart's (drbd-peer-auth.yaml).
-		objs[cluster] = append(objs[cluster], ns(drNamespace), ns(srv1alpha1.PeerAuthNamespace(drNamespace)), ns(appNS),
-			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver},
-			// A test failover snapshots the DR copies with the class of their driver.
-			&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "standard-snapshots"}, Driver: storagesim.Driver,
-				DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete})
-		kc, err := sb.quorumKubeconfig(cluster)
-		if err != nil {
-			return err
-		}
-		objs["quorum"] = append(objs["quorum"], &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: cluster + "-kubeconfig"},
-			Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: kc},
-		})
-	}
-	objs["quorum"] = append(objs["quorum"], &srv1alpha1.ProtectionZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: zoneName},
-		Spec: srv1alpha1.ProtectionZoneSpec{
-			DisplayName: "Sandbox", Description: "two simulated sites on this machine",
-			StorageBackend: srv1alpha1.BackendDRBD,
-			Clusters: []srv1alpha1.ZoneCluster{
-				{Name: primary, Role: srv1alpha1.ClusterRolePrimary, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: primary + "-kubeconfig"}, Client: srv1alpha1.ClientSettings{TimeoutSeconds: 3}},
-				{Name: dr, Role: srv1alpha1.ClusterRoleDR, KubeconfigSecretRef: srv1alpha1.SecretKeyReference{Name: dr + "-kubeconfig"}, Client: srv1alpha1.ClientSettings{TimeoutSeconds: 3}},
-			},
-			StorageMappings: []srv1alpha1.StorageMapping{{SourceStorageClass: "standard", TargetStorageClass: "standard"}},
+// demoZone is the DRBD zone of dr-demo; each workload cluster holds the
+// application namespace, a block StorageClass of the storage simulator and
+// its VolumeSnapshotClass (a test failover snapshots the DR copies with the
+// class of their driver). The nodes are kwok's.
+func demoZone() drNamespaceSpec {
+	return drNamespaceSpec{
+		namespace: drNamespace, zone: zoneName,
+		displayName: "Sandbox", description: "two simulated sites on this machine",
+		backend: srv1alpha1.BackendDRBD, storageClass: "standard",
+		workload: func(string) []client.Object {
+			return []client.Object{ns(appNS),
+				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver},
+				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "standard-snapshots"}, Driver: storagesim.Driver,
+					DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
 		},
-	})
+	}
+}
+
+// seedVMs creates the demo VMs and their disks on the primary. Every VM write
+// of a protectable namespace passes pg-controller's webhook, which may take a
+// moment after its start to serve with the CA it injected.
+func (sb *sandbox) seedVMs(ctx context.Context) error {
+	c := sb.zone.Clusters[primary].Client
 	for i := range sb.o.vms {
 		name := fmt.Sprintf("vm-%d", i+1)
-		objs[primary] = append(objs[primary], blockPVC(name+"-rootdisk"), demoVM(name))
-	}
-	for _, cluster := range []string{"quorum", primary, dr} {
-		c := sb.zone.Clusters[cluster].Client
-		for _, obj := range objs[cluster] {
-			if err := c.Create(ctx, obj); err != nil {
-				return fmt.Errorf("creating %T %s on %s: %w", obj, obj.GetName(), cluster, err)
+		for _, obj := range []client.Object{blockPVC(name + "-rootdisk"), demoVM(name)} {
+			err := poll(ctx, time.Minute, func() (bool, error) {
+				err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
+				return err == nil || apierrors.IsAlreadyExists(err), nil
+			})
+			if err != nil {
+				return fmt.Errorf("creating %T %s on %s: %w", obj, obj.GetName(), primary, err)
 			}
 		}
 	}

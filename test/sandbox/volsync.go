@@ -16,7 +16,6 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/test/process"
 	"github.com/siterecovery/siterecovery/test/sim/blockstore"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
@@ -64,11 +63,11 @@ func (sb *sandbox) setupVolSyncSims(mgr ctrl.Manager, cluster string) error {
 	return sb.vs.mover.SetupWithManager(mgr, cluster)
 }
 
-// seedVolSync adds the VolSync zone's DR namespace; each workload cluster
+// volsyncZone is the VolSync zone's DR namespace; each workload cluster
 // gets the application namespace, StorageClass and snapshot classes of the
 // simulated CSI driver.
-func (sb *sandbox) seedVolSync(ctx context.Context) error {
-	return sb.seedDRNamespace(ctx, drNamespaceSpec{
+func volsyncZone() drNamespaceSpec {
+	return drNamespaceSpec{
 		namespace: vsNamespace, zone: vsZoneName,
 		displayName: "Sandbox (VolSync)", description: "the same two sites, replicated by VolSync snapshots",
 		backend: srv1alpha1.BackendVolSync, storageClass: vsClass, policy: vsPolicy, interval: "1m",
@@ -83,12 +82,7 @@ func (sb *sandbox) seedVolSync(ctx context.Context) error {
 					Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
 					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
 		},
-	})
-}
-
-// volsyncProcess is the VolSync DR namespace's quorum-manager.
-func (sb *sandbox) volsyncProcess(webhookArgs, common []string) *process.Process {
-	return sb.drNamespaceProcess("quorum-manager-volsync", vsNamespace, webhookArgs, common)
+	}
 }
 
 func vsPVCName() string { return vsGroup + "-disk" }
