@@ -1,6 +1,7 @@
 // Package admission holds quorum-manager's validating admission webhooks for
 // the kinds of its DR namespace: FailoverRequest, TestFailover,
-// ProtectionRequest, ProtectionGroup (its boot plan), ProtectionZone and
+// ProtectionRequest, ProtectionGroup (its boot plan, networks, drill and
+// consistency), ProtectionZone and
 // DRPlacementControl. They refuse, with
 // a message that says what to fix, what the controllers would otherwise accept
 // and fail later: references to objects that do not exist, targets outside the

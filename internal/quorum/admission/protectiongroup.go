@@ -37,9 +37,15 @@ const labelsTimeout = 5 * time.Second
 // has an invalid selector or step.
 // It also refuses a group whose VMs use a network that a cluster the group
 // may move to lacks and that no network mapping maps (v.networks).
-// And it refuses a drill whose schedule or target is wrong (checkDrill).
+// And it refuses a drill whose schedule or target is wrong (checkDrill), and
+// application consistency the zone's backend cannot give (checkConsistency).
 func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
 	warnings, err := checkDrill(ctx, v.client, g)
+	if err != nil {
+		return warnings, err
+	}
+	consistencyWarnings, err := checkConsistency(ctx, v.client, g)
+	warnings = append(warnings, consistencyWarnings...)
 	if err != nil {
 		return warnings, err
 	}
@@ -52,12 +58,20 @@ func (v *protectionGroups) ValidateCreate(ctx context.Context, g *srv1alpha1.Pro
 }
 
 // ValidateUpdate checks the plan only when it changed, the networks only
-// when the group's network mappings changed, the drill only when it changed.
+// when the group's network mappings changed, the drill and the consistency
+// only when they changed.
 func (v *protectionGroups) ValidateUpdate(ctx context.Context, old, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
 	var warnings admission.Warnings
 	if !equality.Semantic.DeepEqual(old.Spec.Drill, g.Spec.Drill) {
 		var err error
 		if warnings, err = checkDrill(ctx, v.client, g); err != nil {
+			return warnings, err
+		}
+	}
+	if !equality.Semantic.DeepEqual(old.Spec.Consistency, g.Spec.Consistency) {
+		consistencyWarnings, err := checkConsistency(ctx, v.client, g)
+		warnings = append(warnings, consistencyWarnings...)
+		if err != nil {
 			return warnings, err
 		}
 	}

@@ -263,6 +263,7 @@ users: [{name: u, user: {token: s3cret-token}}]
 	t.Run("ProtectionGroup boot plan", func(t *testing.T) { bootPlans(t, e, admin) })
 	t.Run("ProtectionGroup networks", func(t *testing.T) { groupNetworks(t, e, admin) })
 	t.Run("ProtectionGroup drill", func(t *testing.T) { drills(t, e, admin) })
+	t.Run("ProtectionGroup consistency", func(t *testing.T) { consistency(t, e, admin) })
 
 	t.Run("webhook down", func(t *testing.T) {
 		webhooks.Stop(t)
