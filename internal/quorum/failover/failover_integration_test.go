@@ -39,6 +39,7 @@ func TestPlannedFailoverAndFailback(t *testing.T) {
 		require.False(t, z.drbd(env.DR, vm).Spec.ForcePromotion, "a planned failover never forces")
 		require.True(t, rec.SawOn(env.DR, vm), "%s ran on the DR cluster", vm)
 	}
+	z.assertOnReplicaNodes(env.DR)
 	z.assertLockReleased()
 
 	// The group now lives on the DR cluster: a request back is a failback.
@@ -64,6 +65,20 @@ func (z *zone) assertActive(cluster string) {
 		require.NoError(z.t, z.Client(cluster).Get(z.ctx, types.NamespacedName{Namespace: env.AppNS, Name: name}, vm))
 		require.Equal(z.t, kubevirtv1.VirtualMachineStatusRunning, vm.Status.PrintableStatus)
 	}
+}
+
+// assertOnReplicaNodes checks that each VM of the group runs on a cluster's
+// node holding its replica, and that the replicas there are spread over more
+// than one node, so a failover does not fit the whole group onto one node.
+func (z *zone) assertOnReplicaNodes(cluster string) {
+	z.t.Helper()
+	nodes := map[string]bool{}
+	for _, vm := range z.vms {
+		node := z.drbd(cluster, vm).Spec.NodeName
+		nodes[node] = true
+		require.Equal(z.t, node, z.VMINode(z.t, cluster, vm), "%s runs on the node of its replica on %s", vm, cluster)
+	}
+	require.Greater(z.t, len(nodes), 1, "the replicas on %s are spread over nodes: %v", cluster, nodes)
 }
 
 func (z *zone) assertLockReleased() {

@@ -90,10 +90,22 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 		name := fmt.Sprintf("vm-%02d", i)
 		z.vms = append(z.vms, name)
 		refs = append(refs, srv1alpha1.VirtualMachineReference{Name: name, Namespace: env.AppNS})
-		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
-		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
-		z.CreateReplica(z.t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
-		z.CreateReplica(z.t, env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+		vms := map[string]*kubevirtv1.VirtualMachine{env.Primary: vm(name, kubevirtv1.RunStrategyAlways), env.DR: vm(name, kubevirtv1.RunStrategyHalted)}
+		on := map[string]env.Node{env.Primary: env.Nodes[env.Primary], env.DR: env.Nodes[env.DR]}
+		if o.controlPlane {
+			// The DR replicas spread over the DR cluster's nodes, as
+			// protection's holder pods place them, and each VM's disk is its
+			// frontend on its replica's node, as protection leaves it.
+			workers := z.WorkerNodes(env.DR)
+			on[env.DR] = workers[i%len(workers)]
+			for cluster, v := range vms {
+				z.CreateFrontend(t, cluster, v, name+"-disk", int32(1000+i), on[cluster].Name)
+			}
+		}
+		z.create(env.Primary, vms[env.Primary])
+		z.create(env.DR, vms[env.DR])
+		z.CreateReplica(z.t, env.Primary, env.DRBDReplicaOn(group, name, env.Primary, env.DR, on[env.Primary], on[env.DR], 0, int32(7000+i)))
+		z.CreateReplica(z.t, env.DR, env.DRBDReplicaOn(group, name, env.DR, env.Primary, on[env.DR], on[env.Primary], 1, int32(7000+i)))
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
