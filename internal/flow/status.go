@@ -2,8 +2,10 @@ package flow
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,4 +142,32 @@ type Pacer interface {
 	Written(key string, c Change, now time.Time)
 	// Forget drops key.
 	Forget(key string)
+}
+
+// PatchStatus writes the status fields a controller owns on an object whose
+// status another controller writes whole (a group's history, its stand-down
+// conditions): change alters obj, and only what it altered goes out, as a
+// merge patch carrying the resourceVersion obj was read with. A stale read
+// fails with a conflict and is retried with a fresh copy, so the other
+// writer's fields are never overwritten. Events are recorded once the patch
+// succeeded. It reports whether it wrote; a change that alters nothing writes
+// nothing, and an object deleted meanwhile is not an error.
+func PatchStatus[T client.Object](ctx context.Context, c client.Client, rec record.EventRecorder, obj T, change func(T), events ...Event) (bool, error) {
+	before, ok := obj.DeepCopyObject().(T)
+	if !ok {
+		return false, fmt.Errorf("copying %T: the copy is of another type", obj)
+	}
+	change(obj)
+	if equality.Semantic.DeepEqual(before, obj) {
+		return false, nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if rec != nil {
+		for _, e := range events {
+			rec.Event(obj, e.Type, e.Reason, e.Message)
+		}
+	}
+	return true, nil
 }

@@ -37,12 +37,13 @@ func (r *Reconciler) recordHistory(ctx context.Context, fr *srv1alpha1.FailoverR
 	if hasRecord(group, fr) {
 		return nil
 	}
-	before := group.DeepCopy()
-	group.Status.History = append([]srv1alpha1.RequestRecord{recordOf(fr)}, group.Status.History...)
-	if len(group.Status.History) > srv1alpha1.GroupHistoryLength {
-		group.Status.History = group.Status.History[:srv1alpha1.GroupHistoryLength]
-	}
-	return r.Client.Status().Patch(ctx, group, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	_, err := flow.PatchStatus(ctx, r.Client, nil, group, func(g *srv1alpha1.ProtectionGroup) {
+		g.Status.History = append([]srv1alpha1.RequestRecord{recordOf(fr)}, g.Status.History...)
+		if len(g.Status.History) > srv1alpha1.GroupHistoryLength {
+			g.Status.History = g.Status.History[:srv1alpha1.GroupHistoryLength]
+		}
+	})
+	return err
 }
 
 func hasRecord(g *srv1alpha1.ProtectionGroup, fr *srv1alpha1.FailoverRequest) bool {

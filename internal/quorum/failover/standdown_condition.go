@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/flow"
 )
 
 // The stand-down's state lives in the group's StoodDown condition, not in
@@ -115,15 +114,12 @@ func (r *StandDown) setCondition(ctx context.Context, g *srv1alpha1.ProtectionGr
 }
 
 // patchStatus applies change to the group's status and writes what changed,
-// if anything, with the resourceVersion the group was read with.
+// if anything, with the resourceVersion the group was read with: pg-sync
+// writes the rest of the group's status.
 func (r *StandDown) patchStatus(ctx context.Context, g *srv1alpha1.ProtectionGroup, change func(*srv1alpha1.ProtectionGroupStatus)) (bool, error) {
-	before := g.DeepCopy()
-	change(&g.Status)
-	if equality.Semantic.DeepEqual(before.Status, g.Status) {
-		return false, nil
-	}
-	if err := r.Client.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	wrote, err := flow.PatchStatus(ctx, r.Client, nil, g, func(g *srv1alpha1.ProtectionGroup) { change(&g.Status) })
+	if err != nil {
 		return false, fmt.Errorf("writing the stand-down's status of ProtectionGroup %s: %w", g.Name, err)
 	}
-	return true, nil
+	return wrote, nil
 }
