@@ -23,8 +23,10 @@ type drNamespaceSpec struct {
 	backend                  srv1alpha1.StorageBackend
 	// storageClass is mapped to itself on the other cluster.
 	storageClass string
-	// policy, when set, names the DRPolicy over both clusters, every interval.
+	// policy, when set, names the DRPolicy over both clusters, every interval;
+	// its snapshot classes are those labelled snapshotClasses.
 	policy, interval string
+	snapshotClasses  map[string]string
 	// workload are the objects each workload cluster needs besides what the
 	// workload chart installs: the application namespace and the storage's
 	// classes.
@@ -41,7 +43,8 @@ func (sb *sandbox) seedWorkload(ctx context.Context, spec drNamespaceSpec) error
 	}
 	if spec.policy != "" {
 		objs["quorum"] = []client.Object{&drv1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: spec.namespace, Name: spec.policy},
-			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{primary, dr}, SchedulingInterval: spec.interval}}}
+			Spec: drv1alpha1.DRPolicySpec{DRClusters: []string{primary, dr}, SchedulingInterval: spec.interval,
+				VolumeSnapshotClassSelector: metav1.LabelSelector{MatchLabels: spec.snapshotClasses}}}}
 	}
 	for _, cluster := range []string{"quorum", primary, dr} {
 		c := sb.zone.Clusters[cluster].Client

@@ -41,6 +41,11 @@ const (
 	vsBlocks    = 1024
 )
 
+// vsSnapshotClasses label the zone's snapshot classes, which its DRPolicy
+// selects: the ProtectionZone webhook refuses a VolSync zone whose policy
+// selects none.
+var vsSnapshotClasses = map[string]string{"siterecovery.trilio.io/volsync": "true"}
+
 // volsyncSims are the VolSync zone's simulators, shared by both workload
 // clusters: the volumes' blocks and the mover between them.
 type volsyncSims struct {
@@ -70,15 +75,15 @@ func volsyncZone() drNamespaceSpec {
 	return drNamespaceSpec{
 		namespace: vsNamespace, zone: vsZoneName,
 		displayName: "Sandbox (VolSync)", description: "the same two sites, replicated by VolSync snapshots",
-		backend: srv1alpha1.BackendVolSync, storageClass: vsClass, policy: vsPolicy, interval: "1m",
+		backend: srv1alpha1.BackendVolSync, storageClass: vsClass, policy: vsPolicy, interval: "1m", snapshotClasses: vsSnapshotClasses,
 		workload: func(string) []client.Object {
 			return []client.Object{ns(vsAppNS),
 				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: vsClass}, Provisioner: vsProvisioner},
-				&groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass},
+				&groupsnapshotv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass, Labels: vsSnapshotClasses},
 					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete},
 				// The driver's default class: the mover snapshots its
 				// destinations without naming one, as VolSync does.
-				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass,
+				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: vsSnapClass, Labels: vsSnapshotClasses,
 					Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
 					Driver: vsProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
 		},
