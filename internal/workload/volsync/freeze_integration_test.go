@@ -37,8 +37,8 @@ import (
 const (
 	// freezeDRNamespace holds the local ProtectionGroups of the groups.
 	freezeDRNamespace = "dr-freeze"
-	// unservedClass is a group snapshot class of a driver nobody serves:
-	// its snapshots are never cut.
+	// unservedClass is a group snapshot class of a driver other than the
+	// volumes': the snapshot-controller refuses its snapshots.
 	unservedClass = "unserved-vgsc"
 	// guestDisk holds 1024 blocks: 128 records of recordBlocks, more than
 	// the test writes, so no write wraps around (guest.CheckImage).
@@ -276,14 +276,16 @@ func (f *freezeFixture) testSilentAgent(t *testing.T) {
 	require.Equal(t, []string{quiet.String()}, p.CrashConsistentVMs)
 	require.Contains(t, p.Message, quiet.String()+" not frozen")
 	require.Contains(t, p.Message, "Guest agent is not responding")
+	t.Logf("point: %s", p.Message)
 	require.NotNil(t, f.cycleSnapshot(app.Namespace), "the snapshot was cut")
 	require.False(t, f.guests.Frozen(app))
 	require.Empty(t, f.fsFreezeStatus(app))
 }
 
-// testFailedCut: the storage does not cut the snapshot within the bound;
-// the guest is thawed, the point is Crash with the reason, and the guest
-// writes on.
+// testFailedCut: the cycle's snapshot is refused (its class is of another
+// driver); the guest is thawed, the point is Crash with the reason, and the
+// guest writes on. (A cut beyond the bound takes the same path: the wait
+// for creationTime ends at the bound, internal/freeze's tests.)
 func (f *freezeFixture) testFailedCut(t *testing.T) {
 	f.t = t
 	vm := types.NamespacedName{Namespace: "uncut", Name: "db"}
@@ -292,7 +294,9 @@ func (f *freezeFixture) testFailedCut(t *testing.T) {
 	f.startCycle(vm.Namespace, unservedClass)
 	p := f.point(vm.Namespace)
 	require.Equal(t, srv1alpha1.ConsistencyCrash, p.Consistency)
-	require.Contains(t, p.Message, "thawed before VolumeGroupSnapshot")
+	require.Contains(t, p.Message, "was not cut while the guests were frozen")
+	require.Contains(t, p.Message, "mismatch with VolumeGroupSnapshotClass")
+	t.Logf("point: %s", p.Message)
 	require.False(t, f.guests.Frozen(vm))
 	require.Empty(t, f.fsFreezeStatus(vm))
 	require.Equal(t, 1, f.api.Calls("unfreeze")-thaws, "one thaw call")

@@ -88,7 +88,7 @@ func (r *Reconciler) takeSnapshot(ctx context.Context, s *scope) (*groupsnapshot
 		}
 		// The guests are thawed; the storage cuts the snapshot whenever it
 		// gets to it, and the cycle goes on with it rather than freezing again.
-		p = freeze.CrashPoint(PointSource, r.Clock.Now(), fmt.Sprintf("the guests were frozen for at most %s (freezeTimeoutSeconds) and thawed before VolumeGroupSnapshot %s was cut: %v", bound, created.Name, err))
+		p = freeze.CrashPoint(PointSource, r.Clock.Now(), fmt.Sprintf("VolumeGroupSnapshot %s was not cut while the guests were frozen (at most %s, freezeTimeoutSeconds); they were thawed: %v", created.Name, bound, err))
 	}
 	if err := r.recordPoint(ctx, g, &p); err != nil {
 		// The snapshot stands; losing its record must not hold the cycle.
