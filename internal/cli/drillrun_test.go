@@ -13,7 +13,7 @@ import (
 // labels for any group name, and never have the shape of a scheduled drill's
 // name ("<group>-drill-" and twelve digits), whatever the group is called.
 func TestManualDrillNames(t *testing.T) {
-	scheduled := regexp.MustCompile(`-drill-[0-9]{12}$`)
+	scheduled := regexp.MustCompile(`-drill-\d{12}$`)
 	long := strings.Repeat("a", 60) + ".b"
 	for _, g := range []string{"db", "x-drill-manual", "db-drill-2026", long, long + "c"} {
 		name := manualDrillName(g, "20261206163005")
