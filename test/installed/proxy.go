@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -70,7 +72,7 @@ func NewVersionProxy(name string, admin *rest.Config, logf func(format string, a
 	if err != nil {
 		return nil, err
 	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/version" {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(info)
@@ -78,6 +80,10 @@ func NewVersionProxy(name string, admin *rest.Config, logf func(format string, a
 		}
 		proxy.ServeHTTP(w, r)
 	}))
+	// A partition cut in front of the proxy (the sandbox's links) ends
+	// handshakes midway; the server would log each to stderr.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	kc := fmt.Appendf(nil, `apiVersion: v1
 kind: Config
