@@ -66,6 +66,10 @@ func (e *Env) WorkerNodes(cluster string) []Node {
 	return workers(cluster)
 }
 
+// ControlPlaneNodes are a workload cluster's nodes on a full control plane
+// (NodeSpecs), for a test that starts its clusters itself.
+func ControlPlaneNodes(cluster string) []Node { return workers(cluster) }
+
 // workers are a workload cluster's three nodes on a full control plane: its
 // node of Nodes first, then "-worker-2" and "-worker-3" on the next addresses.
 func workers(cluster string) []Node {

@@ -49,15 +49,18 @@ func workloadPrerequisites(t *testing.T, e *env.Env, cluster string) {
 }
 
 // startWorkload runs the pods of the workload chart on a cluster:
-// pg-controller, serving the webhooks helm installed, and the agent of the
-// node on the DRBD simulator (drbdsim in place of drbdadm and drbdsetup,
-// sharing the simulated network's state). KubeVirt and the storage
-// provisioner are simulators with admin rights, in the test process; kwok is
-// the kubelet.
+// pg-controller, serving the webhooks helm installed, and the agent of each
+// of kwok's nodes (env.ControlPlaneNodes) on the DRBD simulator (drbdsim in
+// place of drbdadm and drbdsetup, sharing the simulated network's state).
+// KubeVirt and the storage provisioner are simulators with admin rights, in
+// the test process; kwok is the kubelet.
 func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string) {
 	t.Helper()
-	n := env.Nodes[cluster]
-	kubeletDir := filepath.Join(dir, n.Name, "kubelet")
+	nodes := env.ControlPlaneNodes(cluster)
+	kubeletDirs := map[string]string{}
+	for _, n := range nodes {
+		kubeletDirs[n.Name] = filepath.Join(dir, n.Name, "kubelet")
+	}
 	// The simulators stand for Kubernetes' own controllers (the volume
 	// binder, the kubelet) and KubeVirt's: an identity in kube-system, which
 	// the workload webhooks let bind the replication stack's PVCs, with the
@@ -72,18 +75,20 @@ func startWorkload(t *testing.T, e *env.Env, h *host, state, dir, cluster string
 		if err := kubevirtsim.SetupWithManager(mgr, kubevirtsim.Options{StartDelay: 100 * time.Millisecond, StopDelay: 100 * time.Millisecond, LauncherPods: true}); err != nil {
 			return err
 		}
-		return storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: map[string]string{n.Name: kubeletDir}, DeviceDir: storagesim.TempDeviceDir(t)})
+		return storagesim.SetupWithManager(mgr, storagesim.Options{KubeletDirs: kubeletDirs, DeviceDir: storagesim.TempDeviceDir(t)})
 	})
 	h.start(t, pod{cluster: cluster, Pod: installed.Pod{Name: "pg-controller-" + cluster, Bin: "pg-controller",
 		Kind: "Deployment", Namespace: systemNamespace, Workload: "pg-controller", Set: serveWebhooks(t, e, cluster, release, systemNamespace)}})
 	drbdadm, drbdsetup := drbdsim.Build(t, filepath.Join(dir, "sim"))
-	h.start(t, pod{cluster: cluster, Pod: installed.Pod{Name: "drbd-node-agent-" + n.Name, Bin: "drbd-node-agent",
-		Kind: "DaemonSet", Namespace: systemNamespace, Workload: "drbd-node-agent",
-		Fields: map[string]string{"spec.nodeName": n.Name, "status.hostIP": n.Address},
-		// The host folders the DaemonSet mounts, and the image's drbd-utils.
-		Set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDir,
-			"--drbdadm": drbdadm, "--drbdsetup": drbdsetup},
-		Env: []string{"DRBDSIM_NODE=" + n.Name, "__DRBD_NODE__=" + n.Name, "DRBDSIM_STATE_DIR=" + state}}})
+	for _, n := range nodes {
+		h.start(t, pod{cluster: cluster, Pod: installed.Pod{Name: "drbd-node-agent-" + n.Name, Bin: "drbd-node-agent",
+			Kind: "DaemonSet", Namespace: systemNamespace, Workload: "drbd-node-agent",
+			Fields: map[string]string{"spec.nodeName": n.Name, "status.hostIP": n.Address},
+			// The host folders the DaemonSet mounts, and the image's drbd-utils.
+			Set: map[string]string{"--resource-dir": filepath.Join(dir, n.Name, "drbd.d"), "--kubelet-dir": kubeletDirs[n.Name],
+				"--drbdadm": drbdadm, "--drbdsetup": drbdsetup},
+			Env: []string{"DRBDSIM_NODE=" + n.Name, "__DRBD_NODE__=" + n.Name, "DRBDSIM_STATE_DIR=" + state}}})
+	}
 }
 
 // createWebVM is what step 6 says apps/web must be: a running VM whose disk
