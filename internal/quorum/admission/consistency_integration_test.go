@@ -39,7 +39,13 @@ func consistency(t *testing.T, e *env.Env, admin user) {
 		require.ErrorContains(t, err, "spec.consistency.freezeTimeoutSeconds", "freeze bound %d", s)
 		require.NotContains(t, err.Error(), "denied the request", "the schema refuses it before the webhook")
 	}
-	require.NoError(t, admin.Create(ctx, group("drbd-app", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30), dry))
+	synchronous := group("drbd-app", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30)
+	synchronous.Spec.Replication.Protocol = srv1alpha1.ProtocolC
+	require.NoError(t, admin.Create(ctx, synchronous, dry))
+	// Protocol A (the default): the DR replicas may lag the frozen source.
+	denied(t, admin.Create(ctx, group("drbd-async", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30), dry),
+		"spec.consistency.mode of ProtectionGroup drbd-async is Application, but the group replicates with DRBD protocol A in zone "+env.ZoneName+
+			": a test failover cuts its snapshots on the DR replicas while the source guests are frozen, and under protocol A the writes made just before the freeze may still be on their way to the DR replica, so no point would be application-consistent; write mode: Crash (or remove spec.consistency), or protect the group's VMs with spec.replication.protocol C")
 
 	const want = "spec.consistency.mode of ProtectionGroup array-app is Application, but zone array replicates with storageBackend Offloaded: the array cuts its points on its own schedule, with no moment to freeze the guests around, so each one is crash-consistent anyway; write mode: Crash (or remove spec.consistency), or protect the group in a DRBD or VolSync zone"
 	denied(t, admin.Create(ctx, group("array-app", "array", "c", srv1alpha1.ConsistencyApplication, 30), dry), want)

@@ -27,10 +27,10 @@ const cutPollInterval = 100 * time.Millisecond
 
 // cut requests the snapshots of disks and records the consistency they
 // reach. A group that asks for Application consistency has them cut while its
-// running guests are frozen on the source cluster (the group's active one):
-// the DR replicas a test failover snapshots are DRBD's, which replicates every
-// write synchronously, so the replicas hold what the frozen source holds, and
-// a snapshot cut during the freeze holds no half-written file system state.
+// running guests are frozen on the source cluster (the group's active one),
+// when its DR copies are DRBD replicas of protocol C, which hold every write
+// the source completed (unfreezable): a snapshot cut during the freeze then
+// holds no half-written file system state.
 // The freeze lasts until each snapshot is cut (status.creationTime), not
 // until it is ready. A group that does not ask, or whose source cannot be
 // reached, gets crash-consistent snapshots, recorded as such.
@@ -46,6 +46,9 @@ func (r *Reconciler) cut(ctx context.Context, s *scope, rc *remote.Remote, disks
 	spec := s.group.Spec.Consistency
 	if spec == nil || spec.Mode != srv1alpha1.ConsistencyApplication {
 		return crash("")
+	}
+	if why := r.unfreezable(ctx, s, rc, disks); why != "" {
+		return crash(why)
 	}
 	vms, fc, why := r.sourceGuests(ctx, s)
 	if fc == nil {

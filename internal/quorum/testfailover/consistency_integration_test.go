@@ -24,7 +24,9 @@ import (
 // quorum identity is the chart's (minted kubeconfigs), so the freeze rights
 // are proven too.
 func TestTestFailoverConsistency(t *testing.T) {
-	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}})
+	// Protocol C: only a synchronous replica holds what the frozen source
+	// completed (TestWhyUnfreezable covers protocol A and VolSync copies).
+	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}, protocol: srv1alpha1.ProtocolC})
 	guests := guest.New()
 	api := virtapi.Start(t, z.Clusters[env.Primary], guests)
 	vm0 := types.NamespacedName{Namespace: env.AppNS, Name: z.vms[0]}

@@ -56,6 +56,8 @@ type zoneOptions struct {
 	env env.Options
 	// quorum are quorum-manager's options; a probe every second if zero.
 	quorum setup.QuorumOptions
+	// protocol is the replicas' DRBD protocol; env.DRBDReplica's (A) if empty.
+	protocol srv1alpha1.ReplicationProtocol
 }
 
 // newZoneWith builds the group as the protection flow leaves it, tuned by o:
@@ -102,8 +104,16 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		}
 		z.create(env.Primary, vm(name, kubevirtv1.RunStrategyAlways))
 		z.create(env.DR, vm(name, kubevirtv1.RunStrategyHalted))
-		z.CreateReplica(t, env.Primary, env.DRBDReplica(group, name, env.Primary, env.DR, 0, int32(7000+i)))
-		z.CreateReplica(t, env.DR, env.DRBDReplica(group, name, env.DR, env.Primary, 1, int32(7000+i)))
+		for _, side := range []struct {
+			local, peer string
+			nodeID      int32
+		}{{env.Primary, env.DR, 0}, {env.DR, env.Primary, 1}} {
+			res := env.DRBDReplica(group, name, side.local, side.peer, side.nodeID, int32(7000+i))
+			if o.protocol != "" {
+				res.Spec.Protocol = o.protocol
+			}
+			z.CreateReplica(t, side.local, res)
+		}
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
