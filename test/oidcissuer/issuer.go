@@ -16,9 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // User is someone who can sign in at the issuer.
@@ -196,8 +193,7 @@ func (is *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (is *Issuer) keys(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-		{Key: &is.key.PublicKey, KeyID: "test", Algorithm: string(jose.RS256), Use: "sig"}}})
+	writeJSON(w, http.StatusOK, jwks(&is.key.PublicKey))
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -340,11 +336,6 @@ func (is *Issuer) token(w http.ResponseWriter, r *http.Request) {
 }
 
 func (is *Issuer) sign(g grant) (string, error) {
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "test"))
-	if err != nil {
-		return "", err
-	}
 	is.mu.Lock()
 	aud, lifetime := is.audience, is.lifetime
 	is.mu.Unlock()
@@ -354,14 +345,15 @@ func (is *Issuer) sign(g grant) (string, error) {
 	now := time.Now()
 	claims := map[string]any{
 		"iss": is.URL, "sub": "user-" + g.user.Name, "aud": aud,
-		"iat": jwt.NewNumericDate(now), "exp": jwt.NewNumericDate(now.Add(lifetime)),
+		// NumericDate: seconds since the epoch (RFC 7519 section 2).
+		"iat": now.Unix(), "exp": now.Add(lifetime).Unix(),
 		"email": g.user.Email, "email_verified": true,
 		"preferred_username": g.user.Name, "groups": g.user.Groups,
 	}
 	if g.nonce != "" {
 		claims["nonce"] = g.nonce
 	}
-	return jwt.Signed(signer).Claims(claims).Serialize()
+	return signRS256(is.key, claims)
 }
 
 func tokenError(w http.ResponseWriter, code string) {
