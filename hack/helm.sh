@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds helm for the test of docs/install.md from the Go module proxy, into a
+# Builds helm for the test of docs/install.md and the charts' renders in tests
+# and the sandbox (test/chartrender) from the Go module proxy, into a
 # per-version cache folder outside the repository (as kubectl.sh does), and
 # prints the binary's path.
 #

@@ -1,26 +1,20 @@
-// Package chartrender renders this repository's Helm charts as `helm template`
-// would, for tests and the sandbox that create what a chart installs without a
-// cluster's kubelet or Helm: roles, and webhook configurations pointed at a
+// Package chartrender renders this repository's Helm charts with `helm
+// template` (the helm binary hack/helm.sh builds, at the version tools/helm
+// pins), for tests and the sandbox that create what a chart installs without
+// a cluster's kubelet or Helm: roles, and webhook configurations pointed at a
 // process on this machine.
 package chartrender
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
-	"github.com/siterecovery/siterecovery/test/harness"
 )
 
 // Render renders a chart of this repository with its default values for a
@@ -31,21 +25,19 @@ func Render(chart, namespace string) ([]*unstructured.Unstructured, error) {
 
 // RenderValues is Render with values over the chart's defaults.
 func RenderValues(chart, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", chart))
-	if err != nil {
-		return nil, err
-	}
-	install := action.NewInstall(&action.Configuration{})
-	install.ClientOnly, install.DryRun = true, true
-	install.ReleaseName, install.Namespace = "sr", namespace
-	parts := strings.SplitN(strings.TrimPrefix(harness.KubeVersion, "v"), ".", 3)
-	install.KubeVersion = &chartutil.KubeVersion{Version: harness.KubeVersion, Major: parts[0], Minor: parts[1]}
-	rel, err := install.Run(chrt, WithReplicationNetworks(chart, values))
+	return RenderAPIVersions(chart, namespace, values)
+}
+
+// RenderAPIVersions is RenderValues on a cluster that serves apiVersions
+// (group/version or group/version/Kind) besides the built-in ones, as
+// `helm template --api-versions` assumes.
+func RenderAPIVersions(chart, namespace string, values map[string]any, apiVersions ...string) ([]*unstructured.Unstructured, error) {
+	manifest, err := template(chart, namespace, WithReplicationNetworks(chart, values), apiVersions)
 	if err != nil {
 		return nil, err
 	}
 	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rel.Manifest), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); err != nil {

@@ -2,18 +2,12 @@ package charts
 
 import (
 	"context"
-	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/kube"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +17,9 @@ import (
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/scheme"
+	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/installed"
 )
 
 // upstreamDRPolicy is the kind upstream Ramen (and OpenShift Data Foundation)
@@ -46,7 +42,7 @@ func TestProtectionZoneBesideUpstreamRamen(t *testing.T) {
 	ensureNamespace(t, ctx, c, releaseNamespace)
 	ensureNamespace(t, ctx, c, drNamespace)
 
-	helmLog := helmInstall(t, cluster.Kubeconfig, "protectionzone", releaseNamespace)
+	helmLog := helmInstall(t, cluster, "protectionzone", releaseNamespace)
 	require.NotContains(t, helmLog, "already present", "Helm skipped a CRD of the chart")
 
 	upstreamCRD := established(t, ctx, c, "drpolicies.ramendr.openshift.io")
@@ -93,48 +89,27 @@ func TestProtectionZoneBesideUpstreamRamen(t *testing.T) {
 	require.Equal(t, upstream.GetUID(), got.GetUID(), "reading the upstream DRPolicy returned another object")
 }
 
-// helmInstall installs a chart of this repository with Helm's install action
-// against the cluster of kubeconfig, as `helm install sr charts/<dir>` would,
-// and returns what Helm logged.
-func helmInstall(t *testing.T, kubeconfig []byte, dir, namespace string) string {
+// helmInstall runs `helm install sr charts/<dir> --debug` against cluster
+// and returns what helm printed, its log included.
+func helmInstall(t *testing.T, cluster *harness.Cluster, dir, namespace string) string {
 	t.Helper()
+	// The harness builds kube-apiserver from source without version stamps, so
+	// it reports v0.0.0; the proxy answers with the version it is, which the
+	// charts' kubeVersion constraint needs.
+	proxy, err := installed.NewVersionProxy(cluster.Name, cluster.Config, t.Logf)
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
 	tmp := t.TempDir()
-	path := filepath.Join(tmp, "kubeconfig")
-	require.NoError(t, os.WriteFile(path, kubeconfig, 0o600))
-	getter := kube.GetConfig(path, "", namespace)
-	cacheDir := filepath.Join(tmp, "cache")
-	getter.CacheDir = &cacheDir
-
-	var mu sync.Mutex
-	var lines []string
-	logf := func(format string, v ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, v...))
-	}
-	cfg := &action.Configuration{}
-	require.NoError(t, cfg.Init(getter, namespace, "secret", logf))
-	// The harness builds kube-apiserver from source without version stamps, so it
-	// reports v0.0.0; the charts' kubeVersion constraint needs the version it is.
-	dc, err := getter.ToDiscoveryClient()
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, proxy.Kubeconfig, 0o600))
+	helm, err := chartrender.Helm()
 	require.NoError(t, err)
-	apiVersions, err := action.GetVersionSet(dc)
-	require.NoError(t, err)
-	cfg.Capabilities = chartutil.DefaultCapabilities.Copy()
-	cfg.Capabilities.APIVersions = apiVersions
-	cfg.Capabilities.KubeVersion = kubeVersion()
-
-	chrt, err := loader.Load(chartPath(dir))
-	require.NoError(t, err)
-	install := action.NewInstall(cfg)
-	install.ReleaseName = "sr"
-	install.Namespace = namespace
-	_, err = install.Run(chrt, nil)
-	require.NoError(t, err, "helm install %s", dir)
-
-	mu.Lock()
-	defer mu.Unlock()
-	return strings.Join(lines, "\n")
+	cmd := exec.Command(helm, "install", "sr", chartPath(dir), "--namespace", namespace, "--kubeconfig", kubeconfig, "--debug")
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(tmp, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(tmp, "config"), "HELM_DATA_HOME="+filepath.Join(tmp, "data"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "helm install %s:\n%s", dir, out)
+	return string(out)
 }
 
 // established returns the named CRD, failing the test unless the API server

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/siterecovery/siterecovery/test/chartrender"
 )
@@ -28,9 +28,12 @@ func TestImagesPinByTagAndDigest(t *testing.T) {
 			}
 			objs, err := chartrender.RenderValues(chart, "dr-production", v)
 			require.NoError(t, err)
-			chrt, err := loader.Load(chartPath(chart))
+			meta, err := chartrender.RunHelm(nil, "show", "chart", chartPath(chart))
 			require.NoError(t, err)
-			tag := ":" + chrt.Metadata.AppVersion
+			var chartYAML struct{ AppVersion string }
+			require.NoError(t, yaml.Unmarshal([]byte(meta), &chartYAML))
+			require.NotEmpty(t, chartYAML.AppVersion, "%s: Chart.yaml's appVersion", chart)
+			tag := ":" + chartYAML.AppVersion
 			n := 0
 			for _, o := range objs {
 				if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/siterecovery/siterecovery/test/chartrender"
 )
@@ -50,13 +48,6 @@ func TestChartsRejectBadValues(t *testing.T) {
 
 func renderErr(t *testing.T, dir string, values map[string]any) error {
 	t.Helper()
-	chrt, err := loader.Load(chartPath(dir))
-	require.NoError(t, err)
-	install := action.NewInstall(&action.Configuration{})
-	install.ClientOnly, install.DryRun = true, true
-	install.ReleaseName, install.Namespace = "sr", "dr-production"
-	kv := kubeVersion()
-	install.KubeVersion = &kv
-	_, err = install.Run(chrt, chartrender.WithReplicationNetworks(dir, values))
+	_, err := chartrender.RenderValues(dir, "dr-production", values)
 	return err
 }

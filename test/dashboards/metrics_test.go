@@ -1,11 +1,7 @@
 package dashboards
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,11 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	// The packages whose metrics the chart's alerts and dashboards use.
@@ -27,7 +19,7 @@ import (
 	_ "github.com/siterecovery/siterecovery/internal/quorum/monitor"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/protection"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/testfailover"
-	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/chartrender"
 )
 
 // metricName matches the identifiers of our metrics in PromQL. A label matcher
@@ -184,28 +176,7 @@ func render(t *testing.T, values map[string]any, apiVersions ...string) []*unstr
 // renderIn renders the chart for a release in namespace.
 func renderIn(t *testing.T, namespace string, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
-	chrt, err := loader.Load(filepath.Join(harness.RepoRoot(), "charts", "quorum-control-plane"))
+	objs, err := chartrender.RenderAPIVersions("quorum-control-plane", namespace, values, apiVersions...)
 	require.NoError(t, err)
-	install := action.NewInstall(&action.Configuration{})
-	install.ClientOnly, install.DryRun = true, true
-	install.ReleaseName, install.Namespace = "sr", namespace
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
-	install.APIVersions = apiVersions
-	rel, err := install.Run(chrt, values)
-	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rel.Manifest), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 	return objs
 }

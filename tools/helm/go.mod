@@ -1,6 +1,7 @@
-// Module helm builds helm.sh/helm/v3/cmd/helm from the module proxy for the
-// test of docs/install.md (hack/helm.sh), at the version the main
-// module's chart tests use.
+// Module helm builds helm.sh/helm/v3/cmd/helm from the module proxy
+// (hack/helm.sh) for the test of docs/install.md and for every chart render
+// of the tests and the sandbox (test/chartrender); the main module does not
+// link helm.
 module github.com/siterecovery/siterecovery/tools/helm
 
 go 1.26.0
