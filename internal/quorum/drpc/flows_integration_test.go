@@ -26,9 +26,12 @@ var globalVGR = drv1alpha1.GlobalVGRName(grID)
 // consensus gate, app-3 joining later, a mismatched preferredCluster that
 // never reaches consensus, and disable. The workload clusters run the real VRG
 // controller (internal/workload/vrg) and a storage array simulator. Relocate is
-// TestGlobalVGRRelocate.
+// TestGlobalVGRRelocate. quorum-manager reaches the workload clusters as the
+// workload chart's quorum identity (minted kubeconfigs, the guard policy
+// installed), so the DRPC flows' rights on the workload clusters are proven:
+// creating a VRG by server-side apply needs create besides patch.
 func TestGlobalVGRFlows(t *testing.T) {
-	z := newZone(t)
+	z := newZoneOn(t, env.Options{MintedKubeconfigs: true}, env.OffloadedZone{Policy: policyName})
 	P, D := env.Primary, env.DR
 
 	// Enable: both apps deploy on the primary; the label flows from the

@@ -8,7 +8,7 @@ package drpc
 // every remote call of a new kind or verb; the integration zones built with
 // minted kubeconfigs fail with Forbidden otherwise.
 //
-// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=list;watch;patch;delete,namespace=workload-cluster
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=patch,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=create,namespace=workload-dr-namespace
