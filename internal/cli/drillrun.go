@@ -118,23 +118,7 @@ func (o *Options) drill(ctx context.Context, group string, df *drillFlags, given
 	if !wait {
 		return wf.done(o, tf, "created")
 	}
-	p := &progress{w: o.stream(wf.print)}
-	err = poll(ctx, timeout, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(tf), tf); err != nil {
-			return false, err
-		}
-		p.update(tf.Status.PhaseHistory, "")
-		return testFailoverDone(tf.Status.Phase), nil
-	})
-	if err != nil {
-		return stillRunning(err, "drill (TestFailover)", ns, tf.Name, string(tf.Status.Phase))
-	}
-	if wf.print.human() {
-		err = checkTable(o.Out, tf)
-	} else {
-		err = wf.print.printObj(tf, o.Out)
-	}
-	if err != nil {
+	if err := o.followTestFailover(ctx, c, tf, "drill (TestFailover)", timeout, wf); err != nil {
 		return err
 	}
 	if tf.Status.Phase == srv1alpha1.TestFailoverFailed {
