@@ -11,8 +11,9 @@ import (
 // Drill is one TestFailover of the group.
 type Drill struct {
 	Name string `json:"name"`
-	// Scheduled is true for a drill the group's schedule created (srv1alpha1.DrillLabel),
-	// false for a manual test failover.
+	// Scheduled is true for a drill the group's schedule created
+	// (srv1alpha1.DrillLabel and the slot it ran for), false for a drill
+	// started by hand or any other test failover.
 	Scheduled      bool         `json:"scheduled"`
 	Phase          string       `json:"phase"`
 	TargetCluster  string       `json:"targetCluster"`
@@ -66,8 +67,17 @@ func drillsOf(pg *srv1alpha1.ProtectionGroup, tfs []srv1alpha1.TestFailover) (*D
 	return drillOf(pg.Name, last), success
 }
 
+// scheduled reports whether the group's schedule created tf: the drill
+// controller labels its drills and names the slot each ran for. A drill
+// started by hand (kubectl siterecovery drill) carries the label, so that
+// retention counts it, but no slot.
+func scheduled(group string, tf *srv1alpha1.TestFailover) bool {
+	_, slot := tf.Annotations[srv1alpha1.DrillScheduledTimeAnnotation]
+	return tf.Labels[srv1alpha1.DrillLabel] == group && slot
+}
+
 func drillOf(group string, tf *srv1alpha1.TestFailover) *Drill {
-	d := &Drill{Name: tf.Name, Scheduled: tf.Labels[srv1alpha1.DrillLabel] == group, Phase: string(tf.Status.Phase),
+	d := &Drill{Name: tf.Name, Scheduled: scheduled(group, tf), Phase: string(tf.Status.Phase),
 		TargetCluster: tf.Spec.TargetCluster, StartTime: tf.Status.StartTime.DeepCopy(),
 		CompletionTime: tf.Status.CompletionTime.DeepCopy(), Passed: tf.Status.Phase == srv1alpha1.TestFailoverSucceeded,
 		Checks: []Check{}}

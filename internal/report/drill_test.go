@@ -37,12 +37,15 @@ func TestLastDrillScheduledPassed(t *testing.T) {
 func TestLastDrillFailedCheck(t *testing.T) {
 	ok := drill("db-drill-1", "db", true, srv1alpha1.TestFailoverSucceeded, 2*h)
 	ok.Status.CompletionTime = mt(2*h + 60*s)
-	bad := drill("db-manual", "db", false, srv1alpha1.TestFailoverFailed, 6*h)
+	// Started with kubectl siterecovery drill: the drill label (retention
+	// counts it), but no schedule slot.
+	bad := drill("db-drill-manual-20261206060000", "db", false, srv1alpha1.TestFailoverFailed, 6*h)
+	bad.Labels = map[string]string{srv1alpha1.DrillLabel: "db"}
 	bad.Status.Results = []srv1alpha1.CheckResult{result("VMReady", true, 6*h+30*s), result("Probe", false, 6*h+90*s)}
 	g := Build(Input{From: t0, To: at(24 * h), Now: at(24 * h), Groups: []srvGroup{group("db", -h)},
 		TestFailovers: []srv1alpha1.TestFailover{ok, bad}}).Groups[0]
 	l := g.LastDrill
-	if l.Name != "db-manual" || l.Scheduled || l.Passed || l.RTOSeconds != nil || l.Note != "no RTO: a check failed" {
+	if l.Name != "db-drill-manual-20261206060000" || l.Scheduled || l.Passed || l.RTOSeconds != nil || l.Note != "no RTO: a check failed" {
 		t.Fatalf("last drill %+v, want the failed manual one without RTO", l)
 	}
 	if c := l.Checks[1]; c.Check != "Probe" || c.Passed || c.Message != "Probe on db-vm" {

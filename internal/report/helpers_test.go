@@ -44,6 +44,7 @@ func drill(name, pg string, scheduled bool, phase srv1alpha1.TestFailoverPhase, 
 		Status: srv1alpha1.TestFailoverStatus{Phase: phase, StartTime: mt(start)}}
 	if scheduled {
 		tf.Labels = map[string]string{srv1alpha1.DrillLabel: pg}
+		tf.Annotations = map[string]string{srv1alpha1.DrillScheduledTimeAnnotation: at(start).UTC().Format(time.RFC3339)}
 	}
 	return tf
 }

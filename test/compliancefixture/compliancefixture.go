@@ -119,7 +119,9 @@ func (w *writer) drill(name string, scheduled bool, start time.Duration, phase s
 	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
 		Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: Group}, TargetCluster: "dr"}}
 	if scheduled {
+		// As the drill controller creates them: labelled, and the slot named.
 		tf.Labels = map[string]string{srv1alpha1.DrillLabel: Group}
+		tf.Annotations = map[string]string{srv1alpha1.DrillScheduledTimeAnnotation: w.atp(start).UTC().Format(time.RFC3339)}
 	}
 	w.create(tf, func() {
 		tf.Status = srv1alpha1.TestFailoverStatus{Phase: phase, StartTime: w.atp(start), CompletionTime: w.atp(start + 5*time.Minute), Results: results}

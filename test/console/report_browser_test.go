@@ -54,7 +54,9 @@ func TestReportInBrowser(t *testing.T) {
 		ev.Status = srv1alpha1.RPOEventStatus{State: srv1alpha1.RPOEventResolved, EndTime: at(start + time.Hour), PeakLagSeconds: int64(300 * (i + 1))}
 		require.NoError(t, c.Client.Status().Update(ctx, ev))
 	}
-	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drill-1", Labels: map[string]string{srv1alpha1.DrillLabel: group}},
+	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drill-1", Labels: map[string]string{srv1alpha1.DrillLabel: group},
+		// The slot the drill controller names on the drills it starts.
+		Annotations: map[string]string{srv1alpha1.DrillScheduledTimeAnnotation: at(7 * time.Hour).UTC().Format(time.RFC3339)}},
 		Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group}, TargetCluster: env.DR}}
 	require.NoError(t, c.Client.Create(ctx, tf))
 	tf.Status = srv1alpha1.TestFailoverStatus{Phase: srv1alpha1.TestFailoverSucceeded, StartTime: at(7 * time.Hour), CompletionTime: at(7*time.Hour + 4*time.Minute),

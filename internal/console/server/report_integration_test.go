@@ -41,7 +41,9 @@ func TestReport(t *testing.T) {
 		ev.Status = srv1alpha1.RPOEventStatus{State: srv1alpha1.RPOEventResolved, EndTime: at(start + time.Hour), PeakLagSeconds: int64(300 * (i + 1))}
 		require.NoError(t, q.admin.Status().Update(ctx, ev))
 	}
-	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "drill-1", Labels: map[string]string{srv1alpha1.DrillLabel: groupName}},
+	tf := &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "drill-1", Labels: map[string]string{srv1alpha1.DrillLabel: groupName},
+		// The slot the drill controller names on the drills it starts.
+		Annotations: map[string]string{srv1alpha1.DrillScheduledTimeAnnotation: at(7 * time.Hour).UTC().Format(time.RFC3339)}},
 		Spec: srv1alpha1.TestFailoverSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName}, TargetCluster: "dr-cluster"}}
 	q.create(tf)
 	tf.Status = srv1alpha1.TestFailoverStatus{Phase: srv1alpha1.TestFailoverSucceeded, StartTime: at(7 * time.Hour), CompletionTime: at(7*time.Hour + 4*time.Minute),
