@@ -27,6 +27,7 @@ import (
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
+	"github.com/siterecovery/siterecovery/test/env"
 	"github.com/siterecovery/siterecovery/test/harness"
 	"github.com/siterecovery/siterecovery/test/sim/guest"
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
@@ -277,7 +278,14 @@ func (f *freezeFixture) testSilentAgent(t *testing.T) {
 	require.Contains(t, p.Message, quiet.String()+" not frozen")
 	require.Contains(t, p.Message, "Guest agent is not responding")
 	t.Logf("point: %s", p.Message)
-	require.NotNil(t, f.cycleSnapshot(app.Namespace), "the snapshot was cut")
+	// The source names its snapshot in its status after the point is
+	// recorded: wait for it rather than read it once.
+	env.Eventually(t, time.Minute, "the cycle's snapshot cut and named by the source", func() error {
+		if f.cycleSnapshot(app.Namespace) == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	require.False(t, f.guests.Frozen(app))
 	require.Empty(t, f.fsFreezeStatus(app))
 }
