@@ -106,6 +106,13 @@ func groupNetworks(t *testing.T, e *env.Env, admin user) {
 		require.NoError(t, admin.Patch(ctx, z, client.MergeFrom(before)))
 	}
 	patchZone([]srv1alpha1.NetworkMapping{backupTo("infra/dr-backup")})
+	// The webhook reads the zone from its cache, which sees the patch a
+	// moment later; until then it refuses as before.
+	env.Eventually(t, 30*time.Second, "the zone's mapping admits the group", func() error {
+		err := admin.Create(ctx, newGroup("zone-mapped"), client.DryRunAll)
+		admin.warnings.take()
+		return err
+	})
 	require.NoError(t, admin.Create(ctx, newGroup("zone-mapped")))
 	require.Empty(t, admin.warnings.take())
 
