@@ -59,6 +59,12 @@ type ConsistencyPoint struct {
 	// +kubebuilder:validation:MaxItems=256
 	CrashConsistentVMs []string `json:"crashConsistentVMs,omitempty"`
 
+	// frozenVMs are the VMs that were frozen for the point, as namespace/name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	FrozenVMs []string `json:"frozenVMs,omitempty"`
+
 	// frozenMilliseconds is the longest time a guest stayed frozen.
 	// +optional
 	FrozenMilliseconds int64 `json:"frozenMilliseconds,omitempty"`

@@ -260,6 +260,17 @@ type DRBDPeerVolumeStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	OutOfSyncBytes int64 `json:"outOfSyncBytes,omitempty"`
+	// pending is the number of requests sent to this peer whose answer has
+	// not come back yet (DRBD's pending: application and resync packets on
+	// the wire).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Pending int64 `json:"pending,omitempty"`
+	// unacked is the number of this peer's requests this node has yet to
+	// answer (DRBD's unacked).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Unacked int64 `json:"unacked,omitempty"`
 }
 
 // DRBDPeerStatus is the connection to one peer.
@@ -276,6 +287,13 @@ type DRBDPeerStatus struct {
 	// peerRole (Primary, Secondary, Unknown).
 	// +optional
 	PeerRole string `json:"peerRole,omitempty"`
+	// apInFlightBytes are the application writes sent to this peer that it
+	// has not yet confirmed written (DRBD's ap-in-flight, over every volume).
+	// Under protocol A a write completes before that confirmation, so these
+	// are writes the guest saw complete that the peer may not hold yet.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	APInFlightBytes int64 `json:"apInFlightBytes,omitempty"`
 	// volumes holds the per-volume replication state towards this peer.
 	// +optional
 	// +listType=map

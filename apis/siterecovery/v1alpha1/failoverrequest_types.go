@@ -16,12 +16,17 @@ const (
 )
 
 // FailoverPhase is a step of the failover flow.
-// +kubebuilder:validation:Enum=Pending;StoppingOnSource;WaitingForDRBD;StartingOnTarget;Completed;Failed
+// +kubebuilder:validation:Enum=Pending;FreezingOnSource;StoppingOnSource;WaitingForDRBD;StartingOnTarget;Completed;Failed
 type FailoverPhase string
 
 // Phases of a FailoverRequest, in order.
 const (
-	FailoverPending          FailoverPhase = "Pending"
+	FailoverPending FailoverPhase = "Pending"
+	// FailoverFreezingOnSource is entered only by a planned failover of a
+	// DRBD group whose spec.consistency.mode is Application: the source
+	// guests are frozen until the DR replicas hold every write, then asked
+	// to stop while still frozen.
+	FailoverFreezingOnSource FailoverPhase = "FreezingOnSource"
 	FailoverStoppingOnSource FailoverPhase = "StoppingOnSource"
 	FailoverWaitingForDRBD   FailoverPhase = "WaitingForDRBD"
 	FailoverStartingOnTarget FailoverPhase = "StartingOnTarget"
@@ -225,6 +230,13 @@ type FailoverRequestStatus struct {
 	// as the target's copy of the group reported it.
 	// +optional
 	Boot *BootStatus `json:"boot,omitempty"`
+	// consistency is the point the target was promoted from, for a planned
+	// failover of a group that asks for Application consistency (source
+	// PlannedFailover): Application when every running source guest was
+	// frozen until the DR replicas held its writes and then stopped frozen;
+	// Crash, naming the VMs and why, otherwise.
+	// +optional
+	Consistency *ConsistencyPoint `json:"consistency,omitempty"`
 }
 
 // PhaseTiming is where the time of one phase went.
@@ -329,7 +341,7 @@ func FailoverDeletionEffect(p FailoverPhase) string {
 	switch p {
 	case "", FailoverPending:
 		return "the request had not started; it goes at once and the group stays where it runs"
-	case FailoverStoppingOnSource:
+	case FailoverFreezingOnSource, FailoverStoppingOnSource:
 		return "the group is asked to run on its source again (nothing was promoted), then the request goes"
 	case FailoverStartingOnTarget:
 		return "the target is already promoted; the request finishes starting the group there, records the outcome, then goes"
