@@ -162,6 +162,7 @@ func (r *reconciler) runLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMac
 	return r.setVMIStatus(ctx, vmi, func(s *kubevirtv1.VirtualMachineInstanceStatus) {
 		s.Phase = kubevirtv1.Running
 		s.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		s.Interfaces = interfaceStatuses(vmi, pod)
 		s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps, kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: now})
 	})
 }
@@ -251,4 +252,33 @@ func (r *reconciler) launch(ctx context.Context, vm *kubevirtv1.VirtualMachine, 
 		return perr
 	}
 	return err
+}
+
+// interfaceStatuses is what KubeVirt reports of a running VMI's interfaces:
+// the pod network's first, with the launcher pod's IP (virt-handler's
+// NetStat.UpdateStatus, kubevirt pkg/network/netstat, puts the pod network's
+// interface first and gives it the pod interface's address), then each
+// Multus network's with its MAC (virt-controller's UpdateVMIStatus, kubevirt
+// pkg/network/controllers/vmi.go: primary, then secondary interfaces). A
+// secondary's IP would come from the guest agent, which plays no part here.
+func interfaceStatuses(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	macs := map[string]string{}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		macs[iface.Name] = iface.MacAddress
+	}
+	var primary, secondary []kubevirtv1.VirtualMachineInstanceNetworkInterface
+	for _, n := range vmi.Spec.Networks {
+		st := kubevirtv1.VirtualMachineInstanceNetworkInterface{Name: n.Name, MAC: macs[n.Name]}
+		switch {
+		case n.Pod != nil || (n.Multus != nil && n.Multus.Default):
+			st.IP, st.PodInterfaceName = pod.Status.PodIP, "eth0"
+			for _, ip := range pod.Status.PodIPs {
+				st.IPs = append(st.IPs, ip.IP)
+			}
+			primary = append(primary, st)
+		case n.Multus != nil:
+			secondary = append(secondary, st)
+		}
+	}
+	return append(primary, secondary...)
 }

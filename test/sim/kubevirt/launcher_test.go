@@ -44,6 +44,14 @@ func TestVMIRunsInItsLauncherPod(t *testing.T) {
 	vm := newVM("web")
 	vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyAlways)
 	vm.Spec.Template.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}
+	// A Multus network listed before the pod network: KubeVirt still reports
+	// the pod network's interface first.
+	vm.Spec.Template.Spec.Networks = []kubevirtv1.Network{
+		{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage"}}},
+		{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}
+	vm.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
+		{Name: "storage", MacAddress: "02:00:00:00:00:0b", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
+		{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}}
 	require.NoError(t, c.Create(t.Context(), vm))
 	var pod corev1.Pod
 	waitFor(t, "web's VMI running on its launcher pod's node", func() string {
@@ -62,6 +70,13 @@ func TestVMIRunsInItsLauncherPod(t *testing.T) {
 		return ""
 	})
 	require.Equal(t, "web", pod.Labels["app"], "labels of the VM template reach the pod")
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(vm), vmi))
+	require.NotEmpty(t, pod.Status.PodIP)
+	require.Equal(t, []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+		{Name: "default", IP: pod.Status.PodIP, IPs: []string{pod.Status.PodIP}, PodInterfaceName: "eth0"},
+		{Name: "storage", MAC: "02:00:00:00:00:0b"},
+	}, vmi.Status.Interfaces, "the pod network's interface first, with the launcher pod's address")
 	require.Equal(t, "4352Mi", pod.Spec.Containers[0].Resources.Requests.Memory().String(), "the guest's memory and the launcher's overhead")
 
 	big := newVM("big")

@@ -56,22 +56,33 @@ func (s *Server) Calls(action string) int {
 // backend outside it.
 func Start(t testing.TB, c *harness.Cluster, guests *guest.Guests) *Server {
 	t.Helper()
+	s, stop, err := StartE(t.Context(), c, guests)
+	if err != nil {
+		t.Fatalf("virt-api simulator: %v", err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// StartE is Start for a caller that is not a test (the sandbox): it returns
+// the function that stops the server.
+func StartE(ctx context.Context, c *harness.Cluster, guests *guest.Guests) (*Server, func(), error) {
 	h := &handler{client: c.Client, guests: guests, safety: map[types.NamespacedName]*time.Timer{}, calls: map[string]int{}}
 	caPEM, cert, err := servingCert(ServiceName + "." + Namespace + ".svc")
 	if err != nil {
-		t.Fatalf("virt-api simulator: %v", err)
+		return nil, nil, err
 	}
 	frontProxyCA, err := c.FrontProxyCA()
 	if err != nil {
-		t.Fatalf("virt-api simulator: %v", err)
+		return nil, nil, err
 	}
 	callers := x509.NewCertPool()
 	if !callers.AppendCertsFromPEM(frontProxyCA) {
-		t.Fatalf("virt-api simulator: no certificate in cluster %s's front-proxy CA", c.Name)
+		return nil, nil, fmt.Errorf("no certificate in cluster %s's front-proxy CA", c.Name)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("virt-api simulator: %v", err)
+		return nil, nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
@@ -84,17 +95,16 @@ func Start(t testing.TB, c *harness.Cluster, guests *guest.Guests) *Server {
 		},
 	}}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() {
+	stop := func() {
 		h.stop()
 		_ = srv.Close()
-	})
-
-	ctx := t.Context()
+	}
 	port := int32(ln.Addr().(*net.TCPAddr).Port)
 	if err := register(ctx, c.Client, port, caPEM); err != nil {
-		t.Fatalf("virt-api simulator on cluster %s: %v", c.Name, err)
+		stop()
+		return nil, nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
-	return &Server{h: h}
+	return &Server{h: h}, stop, nil
 }
 
 func register(ctx context.Context, cl client.Client, port int32, caPEM []byte) error {
