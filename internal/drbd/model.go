@@ -41,7 +41,11 @@ type ConnectionStatus struct {
 	ConnectionState string
 	PeerRole        string
 	Congested       bool
-	PeerDevices     map[int]PeerDeviceStatus // by volume number
+	// APInFlightSectors are the application writes sent to the peer and not
+	// yet confirmed by it (ap-in-flight, 512-byte sectors: the kernel's
+	// connection->ap_in_flight, drbd_int.h in LINBIT/drbd).
+	APInFlightSectors uint64
+	PeerDevices       map[int]PeerDeviceStatus // by volume number
 }
 
 // PeerDeviceStatus is one volume as replicated to one peer.

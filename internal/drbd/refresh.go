@@ -24,6 +24,7 @@ func (t *Tracker) Refresh(read ResourceStatus) bool {
 		if !ok {
 			continue
 		}
+		cur.APInFlightSectors = c.APInFlightSectors
 		for v, pd := range c.PeerDevices {
 			old, ok := cur.PeerDevices[v]
 			if !ok {

@@ -232,6 +232,9 @@ func applyConnection(r *ResourceStatus, ev *Event) {
 	if ev.Has(FieldCongested) {
 		c.Congested = ev.Congested
 	}
+	if ev.Has(FieldAPInFlight) {
+		c.APInFlightSectors = ev.APInFlight
+	}
 	r.Connections[ev.PeerNodeID] = c
 }
 

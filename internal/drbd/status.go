@@ -130,7 +130,7 @@ func (j *JSONResource) ToStatus() ResourceStatus {
 	for _, c := range j.Connections {
 		cs := ConnectionStatus{
 			PeerNodeID: c.PeerNodeID, Name: c.Name, ConnectionState: c.ConnectionState,
-			PeerRole: c.PeerRole, Congested: c.Congested,
+			PeerRole: c.PeerRole, Congested: c.Congested, APInFlightSectors: c.APInFlight,
 			PeerDevices: make(map[int]PeerDeviceStatus, len(c.PeerDevices)),
 		}
 		for _, p := range c.PeerDevices {

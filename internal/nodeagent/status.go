@@ -68,7 +68,8 @@ func setDRBDState(_ *Reconciler, s *scope) {
 	peerPrimary := false
 	for _, p := range peers {
 		c, known := t.Connections[int(p.NodeID)]
-		ps := srv1alpha1.DRBDPeerStatus{NodeName: p.NodeName, NodeID: p.NodeID, ConnectionState: c.ConnectionState, PeerRole: c.PeerRole}
+		ps := srv1alpha1.DRBDPeerStatus{NodeName: p.NodeName, NodeID: p.NodeID, ConnectionState: c.ConnectionState, PeerRole: c.PeerRole,
+			APInFlightBytes: sectorBytes(c.APInFlightSectors)}
 		peerPrimary = peerPrimary || (c.ConnectionState == "Connected" && c.PeerRole == string(srv1alpha1.RolePrimary))
 		if known {
 			for _, v := range vols {
@@ -76,7 +77,8 @@ func setDRBDState(_ *Reconciler, s *scope) {
 				ps.Volumes = append(ps.Volumes, srv1alpha1.DRBDPeerVolumeStatus{Number: v.Number,
 					ReplicationState: pd.ReplicationState, PeerDiskState: pd.PeerDiskState,
 					PercentInSync:  fmt.Sprintf("%.2f", pd.PercentInSync),
-					OutOfSyncBytes: int64(min(pd.OutOfSyncBytes, math.MaxInt64))})
+					OutOfSyncBytes: int64(min(pd.OutOfSyncBytes, math.MaxInt64)),
+					Pending:        int64(min(pd.Pending, math.MaxInt64)), Unacked: int64(min(pd.Unacked, math.MaxInt64))})
 			}
 		}
 		st.Peers = append(st.Peers, ps)
@@ -168,4 +170,9 @@ func setReadyCondition(_ *Reconciler, s *scope) {
 // peer address or backing device, a spec the agent cannot render) is Stalled.
 func setKStatus(_ *Reconciler, s *scope) {
 	flow.DeriveKStatus(&s.obj.Status.Conditions, s.obj.Generation, s.stalled)
+}
+
+// sectorBytes is a count of DRBD's 512-byte sectors in bytes, saturating.
+func sectorBytes(sectors uint64) int64 {
+	return int64(min(sectors, math.MaxInt64/512) * 512)
 }

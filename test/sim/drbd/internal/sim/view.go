@@ -24,7 +24,15 @@ type ConnView struct {
 	State     string
 	PeerRole  string
 	Connected bool
-	Peers     []PeerView
+	// APInFlight is ap-in-flight in 512-byte sectors: the protocol A writes
+	// this node completed and sent but the peer has not confirmed on its disk
+	// (drbd_req.c in LINBIT/drbd adds a request's sectors to the connection's
+	// ap_in_flight when it is handed to the network and takes them off when
+	// it is done, for protocol A at the epoch's barrier ack). Here: the
+	// window not yet delivered (inFlightKiB). Protocol C writes complete on
+	// the peer's ack, so none is left in flight after they complete.
+	APInFlight uint64
+	Peers      []PeerView
 }
 
 // DiskView returns the disk state node n reports for volume v: the
@@ -54,6 +62,9 @@ func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
 		c := ConnView{Peer: m, State: "Connecting", PeerRole: "Unknown", Connected: r.Connected(n, m)}
 		if c.Connected {
 			c.State, c.PeerRole = "Connected", m.Role
+			if r.Protocol == "A" {
+				c.APInFlight = 2 * r.inFlightKiB(n, m)
+			}
 		}
 		if n.StandAlone[m.Host] {
 			c.State = "StandAlone" // split brain or drbdadm disconnect: not even trying
