@@ -7,11 +7,11 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # golangci-lint is pinned in its own modfile: required from go.mod it would raise
 # product dependencies (golang.org/x/*, grpc, otel, logr) to the versions it
 # wants. `go tool` builds it from the module proxy on first use (cached after).
-GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
+GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/tools/golangci-lint/go.mod golangci-lint
 # gotestsum runs the integration tier: go test's own output (standard-quiet),
 # plus a JSON record of every test from which it prints the slowest, so that
 # each CI log says where its time went. Pinned in its own modfile too.
-GOTESTSUM := $(GO) tool -modfile=tools/gotestsum/go.mod gotestsum
+GOTESTSUM := $(GO) tool -modfile=$(CURDIR)/tools/gotestsum/go.mod gotestsum
 BIN := bin
 # Integration tests start real kube-apiserver + etcd processes found here.
 KUBE_ASSETS = $(shell hack/kube-binaries.sh)
@@ -19,6 +19,12 @@ GO_TEST_FLAGS ?= -timeout 40m
 PKGS ?= ./...
 SLOWEST_THRESHOLD ?= 15s
 INTEGRATION_P ?= 2
+# The browser tests (test/console) are a module of their own, so that chromedp
+# stays out of the product's go.mod. The test targets run them beside PKGS:
+# all of them for ./..., and those PKGS names under test/console.
+BROWSER_MOD := test/console
+ROOT_PKGS = $(filter-out ./$(BROWSER_MOD) ./$(BROWSER_MOD)/%,$(PKGS))
+BROWSER_PKGS = $(if $(filter ./...,$(PKGS)),./...,$(patsubst ./$(BROWSER_MOD)%,.%,$(filter ./$(BROWSER_MOD) ./$(BROWSER_MOD)/%,$(PKGS))))
 
 .PHONY: all help build images images-lock console sim-binaries sandbox demo generate kubevirt-crds verify tidy-check kube-binaries kubectl kwok snapshot-controller prometheus test-alerts-e2e test test-unit test-integration test-chart-rbac lint fmt clean
 
@@ -117,6 +123,7 @@ tidy-check: ## Fail when `go mod tidy` would change go.mod or go.sum (of the mod
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/kubevirt-crds && $(GO) mod tidy -diff
 	cd tools/gotestsum && $(GO) mod tidy -diff
+	cd $(BROWSER_MOD) && $(GO) mod tidy -diff
 
 kube-binaries: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration tests (cached).
 	hack/kube-binaries.sh
@@ -147,6 +154,7 @@ lint: ## gofmt, golangci-lint (.golangci.yml: go vet's analyzers, import rules b
 	@# golangci-lint's govet runs go vet's default analyzers, tests included:
 	@# a separate go vet would type-check the whole tree a second time.
 	$(GOLANGCI_LINT) run ./...
+	cd $(BROWSER_MOD) && $(GOLANGCI_LINT) run ./...
 	shellcheck -x $$(git ls-files 'scripts/*.sh' 'hack/*.sh')
 
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
@@ -155,7 +163,8 @@ fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped
 test: lint test-unit test-integration test-chart-rbac ## Lint, the unit tier with -race, every test on real API servers, and the flows under the charts' roles.
 
 test-unit: ## The unit tier: no API server starts (the harness skips under -short), with the race detector.
-	$(GO) test -short -race -count=1 $(PKGS)
+	$(if $(ROOT_PKGS),$(GO) test -short -race -count=1 $(ROOT_PKGS))
+	$(if $(BROWSER_PKGS),cd $(BROWSER_MOD) && $(GO) test -short -race -count=1 $(BROWSER_PKGS))
 
 test-integration: ## Every test, including those on real kube-apiserver + etcd processes.
 	@# Compile every test binary in parallel first, then run INTEGRATION_P
@@ -164,14 +173,22 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	@# waiting (timers of the simulated VMs and DRBD, requeues, watches), so two
 	@# packages share a 2-core machine without starving each other: the flows'
 	@# waits are bounded in tens of seconds, and they pass at far higher load.
-	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
+	$(if $(ROOT_PKGS),$(GO) test -count=1 -run '^$$' $(ROOT_PKGS) >/dev/null)
+	$(if $(BROWSER_PKGS),cd $(BROWSER_MOD) && $(GO) test -count=1 -run '^$$' $(BROWSER_PKGS) >/dev/null)
 	@# The flows of CHART_RBAC_TESTS run once, in test-chart-rbac, under the
 	@# charts' roles: an admin run of them would prove nothing more.
 	@# The slowest tests (over SLOWEST_THRESHOLD) are printed after the run,
 	@# whether it passed or not.
 	@mkdir -p $(BIN)
-	@rc=0; KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GOTESTSUM) --format standard-quiet --jsonfile $(BIN)/test-integration.json -- \
-		-p $(INTEGRATION_P) $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(PKGS) || rc=$$?; \
+	@# The browser module's run goes alongside the root's (as its package did in
+	@# one run before it became a module); its output follows the root's.
+	@rc=0; : >$(BIN)/test-integration.json; export KUBEBUILDER_ASSETS="$(KUBE_ASSETS)"; \
+	$(if $(BROWSER_PKGS),(cd $(BROWSER_MOD) && $(GOTESTSUM) --format standard-quiet --jsonfile $(CURDIR)/$(BIN)/test-integration-browser.json -- \
+		$(GO_TEST_FLAGS) $(BROWSER_PKGS)) >$(BIN)/test-integration-browser.log 2>&1 & browser=$$!;) \
+	$(if $(ROOT_PKGS),$(GOTESTSUM) --format standard-quiet --jsonfile $(BIN)/test-integration.json -- \
+		-p $(INTEGRATION_P) $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(ROOT_PKGS) || rc=$$?;) \
+	$(if $(BROWSER_PKGS),wait $$browser || rc=$$?; cat $(BIN)/test-integration-browser.log; \
+		cat $(BIN)/test-integration-browser.json >>$(BIN)/test-integration.json;) \
 	echo "slowest tests (over $(SLOWEST_THRESHOLD)):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test-integration.json --threshold $(SLOWEST_THRESHOLD) || true; \
 	exit $$rc
