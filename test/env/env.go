@@ -88,9 +88,14 @@ func New(t testing.TB, opts Options) *Env {
 	s := scheme.New()
 	// kube-scheduler places the pods the product creates (replica holders)
 	// on the simulated nodes, as it would in a real cluster.
-	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, Scheduler: true}
+	backend := opts.Backend
+	if backend == "" {
+		backend = srv1alpha1.BackendDRBD
+	}
+	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend), Scheme: s, Scheduler: true}
 	if opts.ControlPlane {
-		ho = harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), Scheme: s, ControlPlane: true, Nodes: NodeSpecs, ControllersOff: opts.ControllersOff}
+		ho = harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend), Scheme: s,
+			ControlPlane: true, Nodes: NodeSpecs, ControllersOff: opts.ControllersOff}
 	}
 	z := harness.Start(t, ho, "quorum", "primary", "dr")
 	e := &Env{Zone: z, Scheme: s, controlPlane: opts.ControlPlane, Clusters: map[string]*harness.Cluster{
@@ -116,10 +121,6 @@ func New(t testing.TB, opts Options) *Env {
 				Data:       map[string][]byte{srv1alpha1.KubeconfigSecretKey: e.quorumKubeconfig(t, name)},
 			})
 		}
-	}
-	backend := opts.Backend
-	if backend == "" {
-		backend = srv1alpha1.BackendDRBD
 	}
 	if opts.MintedKubeconfigs {
 		e.bootstrapZone(t, backend, opts.CompanionSecrets)

@@ -30,6 +30,12 @@ type Options struct {
 	// cluster. nil means DefaultCRDPaths(); a non-nil empty slice installs no CRDs. Listed
 	// paths must exist.
 	CRDDirectoryPaths []string
+	// ClusterCRDPaths, when it returns a non-nil slice for a cluster, names
+	// the CRD directories or files that cluster gets instead: each CRD costs
+	// kube-apiserver CPU at start (the large KubeVirt and VolSync schemas a
+	// few seconds together), so a zone installs only what each cluster serves
+	// in production.
+	ClusterCRDPaths func(cluster string) []string
 	// Scheme is used by every Cluster.Client. nil means a scheme with the client-go
 	// built-in types and apiextensions/v1.
 	Scheme *runtime.Scheme
@@ -143,6 +149,18 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	if err != nil {
 		return nil, err
 	}
+	crdsOf := map[string][]*apiextensionsv1.CustomResourceDefinition{}
+	for _, name := range names {
+		crdsOf[name] = crds
+		if opts.ClusterCRDPaths == nil {
+			continue
+		}
+		if paths := opts.ClusterCRDPaths(name); paths != nil {
+			if crdsOf[name], err = readCRDs(paths); err != nil {
+				return nil, err
+			}
+		}
+	}
 	scheme := opts.Scheme
 	if scheme == nil {
 		if scheme, err = defaultScheme(); err != nil {
@@ -165,7 +183,7 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crds), scheme, opts)
+			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crdsOf[name]), scheme, opts)
 		})
 	}
 	wg.Wait()

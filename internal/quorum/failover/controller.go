@@ -253,10 +253,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, 
 	s.req.Status.ObservedGeneration = s.req.Generation
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.req.Status)
 	out, err := r.statusWriter().Write(ctx, s.req, flow.Change{
-		Changed:      changed,
-		ProgressOnly: changed && progressOnly(&s.before.Status, &s.req.Status),
-		Events:       s.trail.Events,
-		At:           s.now,
+		Changed:  changed,
+		Events:   s.trail.Events,
+		At:       s.now,
+		Progress: flow.Progress{Only: changed && progressOnly(&s.before.Status, &s.req.Status)},
 	})
 	return out.Hold, err
 }

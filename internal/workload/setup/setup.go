@@ -7,6 +7,9 @@
 package setup
 
 import (
+	volsyncv1alpha1 "github.com/backube/volsync/api/v1alpha1"
+	replicationv1alpha1 "github.com/csi-addons/kubernetes-csi-addons/api/replication.storage/v1alpha1"
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
@@ -75,14 +78,31 @@ func PGController(p PGOptions) boot.Register {
 		if err := claimgc.SetupWithManager(mgr, claimgc.Options{}); err != nil {
 			return err
 		}
-		if err := rgs.SetupWithManager(mgr); err != nil {
+		log := mgr.GetLogger().WithName("setup")
+		missing, err := unserved(mgr, &volsyncv1alpha1.ReplicationSource{}, &volsyncv1alpha1.ReplicationDestination{},
+			&groupsnapshotv1.VolumeGroupSnapshot{})
+		if err != nil {
 			return err
 		}
-		if err := rgd.SetupWithManager(mgr, rgd.Options{ServiceExport: p.VolSyncServiceExport}); err != nil {
+		if len(missing) == 0 {
+			if err := rgs.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			if err := rgd.SetupWithManager(mgr, rgd.Options{ServiceExport: p.VolSyncServiceExport}); err != nil {
+				return err
+			}
+		} else {
+			log.Info("VolSync replication is off: this cluster does not serve its kinds; restart pg-controller after installing VolSync and the volume group snapshot CRDs", "missing", missing)
+		}
+		if missing, err = unserved(mgr, &replicationv1alpha1.VolumeGroupReplication{}); err != nil {
 			return err
 		}
-		if err := vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace}); err != nil {
-			return err
+		if len(missing) == 0 {
+			if err := vrg.SetupWithManager(mgr, vrg.Options{OperatorNamespace: p.OperatorNamespace}); err != nil {
+				return err
+			}
+		} else {
+			log.Info("VolumeReplicationGroups are off: this cluster does not serve csi-addons' volume group replication; restart pg-controller after installing it", "missing", missing)
 		}
 		return ServeWebhooks(mgr, p, o.Webhook)
 	}
