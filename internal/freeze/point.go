@@ -34,6 +34,10 @@ type Options struct {
 	Source string
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// Hold leaves the guests frozen when take succeeds: take stopped them
+	// (a planned failover's stop), and a guest still running is thawed by
+	// KubeVirt at the bound. When take fails they are thawed as always.
+	Hold bool
 }
 
 func (o Options) now() time.Time {
@@ -62,11 +66,14 @@ func Point(ctx context.Context, c Client, vms []types.NamespacedName, o Options,
 	cancelTake()
 	cut := o.now()
 
-	thawCtx, cancelThaw := context.WithTimeout(context.WithoutCancel(ctx), thawTimeout)
-	// Thaw the refused ones too: a freeze that timed out may have reached the
-	// guest after all; thawing a thawed guest is a no-op in KubeVirt.
-	stuck := thawAll(thawCtx, c, vms)
-	cancelThaw()
+	var stuck map[types.NamespacedName]string
+	if err != nil || !o.Hold {
+		thawCtx, cancelThaw := context.WithTimeout(context.WithoutCancel(ctx), thawTimeout)
+		// Thaw the refused ones too: a freeze that timed out may have reached
+		// the guest after all; thawing a thawed guest is a no-op in KubeVirt.
+		stuck = thawAll(thawCtx, c, vms)
+		cancelThaw()
+	}
 	thawed := o.now()
 	if err != nil {
 		return srv1alpha1.ConsistencyPoint{}, err
@@ -131,6 +138,11 @@ func pointOf(source string, cut time.Time, frozen map[types.NamespacedName]time.
 			continue
 		}
 		p.FrozenMilliseconds = max(p.FrozenMilliseconds, thawed.Sub(began).Milliseconds())
+		p.FrozenVMs = append(p.FrozenVMs, vm.String())
+	}
+	sort.Strings(p.FrozenVMs)
+	if len(p.FrozenVMs) > maxVMs {
+		p.FrozenVMs = p.FrozenVMs[:maxVMs]
 	}
 	var msgs []string
 	for vm, why := range refused {

@@ -142,3 +142,17 @@ func TestAPointCutBeyondTheBoundIsCrash(t *testing.T) {
 	require.Equal(t, []string{"apps/db"}, p.CrashConsistentVMs)
 	require.Contains(t, p.Message, "beyond the bound of 10s")
 }
+
+func TestHoldLeavesTheStoppedGuestsFrozen(t *testing.T) {
+	f := newFake()
+	p, err := freeze.Point(t.Context(), f, []types.NamespacedName{db, web}, freeze.Options{Bound: 30 * time.Second, Hold: true},
+		func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, 2, f.frozenNow(), "take stopped them frozen; KubeVirt thaws one still running at the bound")
+	require.Equal(t, []string{"apps/db", "apps/web"}, p.FrozenVMs)
+
+	_, err = freeze.Point(t.Context(), f, []types.NamespacedName{db, web}, freeze.Options{Bound: 30 * time.Second, Hold: true},
+		func(context.Context) error { return errors.New("stop refused") })
+	require.Error(t, err)
+	require.Zero(t, f.frozenNow(), "a failed take thaws even when holding")
+}

@@ -16,12 +16,11 @@ import (
 //   - in an Offloaded zone: the array replicates in cycles of its own and
 //     neither the VolumeGroupReplication API nor the array lets the product
 //     ask for a point at a chosen moment, so there is no instant to freeze
-//     around;
-//   - on a DRBD group of protocol A: test failover cuts its snapshots on the
-//     DR replicas, which may lag the frozen source (protocol C replicas hold
-//     every write the source completed).
+//     around.
 //
-// VolSync cycles are frozen around their own group snapshot. The freeze
+// DRBD groups of either protocol are admitted: under protocol A a frozen
+// cut waits until the DR replicas drained (internal/quorum/drain). VolSync
+// cycles are frozen around their own group snapshot. The freeze
 // bound itself (freezeTimeoutSeconds, 1 to 300) is the schema's. A zone that
 // cannot be read yet is a warning, not a refusal.
 func checkConsistency(ctx context.Context, c client.Reader, g *srv1alpha1.ProtectionGroup) (admission.Warnings, error) {
@@ -42,20 +41,5 @@ func checkConsistency(ctx context.Context, c client.Reader, g *srv1alpha1.Protec
 		return nil, fmt.Errorf("spec.consistency.mode of ProtectionGroup %s is Application, but zone %s replicates with storageBackend Offloaded: the array cuts its points on its own schedule, with no moment to freeze the guests around, so each one is crash-consistent anyway; write mode: Crash (or remove spec.consistency), or protect the group in a DRBD or VolSync zone",
 			g.Name, z.Name)
 	}
-	if z.Spec.StorageBackend == srv1alpha1.BackendDRBD && g.Spec.Replication.Protocol != srv1alpha1.ProtocolC {
-		return nil, fmt.Errorf("spec.consistency.mode of ProtectionGroup %s is Application, but the group replicates with DRBD protocol %s in zone %s: "+
-			"a test failover cuts its snapshots on the DR replicas while the source guests are frozen, and under protocol A the writes made "+
-			"just before the freeze may still be on their way to the DR replica, so no point would be application-consistent; "+
-			"write mode: Crash (or remove spec.consistency), or protect the group's VMs with spec.replication.protocol C",
-			g.Name, protocolName(g.Spec.Replication.Protocol), z.Name)
-	}
 	return nil, nil
-}
-
-// protocolName is the protocol as the group's replicas get it: A when unset.
-func protocolName(p srv1alpha1.ReplicationProtocol) srv1alpha1.ReplicationProtocol {
-	if p == "" {
-		return srv1alpha1.ProtocolA
-	}
-	return p
 }

@@ -17,7 +17,8 @@ import (
 // TestQuorumWebhooks): the schema bounds freezeTimeoutSeconds; the webhook
 // refuses mode Application in an Offloaded zone, on a new group and when an
 // existing group's mode changes, saying what to write, and admits it in the
-// DRBD zone and mode Crash anywhere.
+// DRBD zone, under protocol C and A (whose frozen cuts wait for the DR
+// replicas to drain), and mode Crash anywhere.
 func consistency(t *testing.T, e *env.Env, admin user) {
 	ctx := context.Background()
 	q := e.Client(env.Quorum)
@@ -42,10 +43,8 @@ func consistency(t *testing.T, e *env.Env, admin user) {
 	synchronous := group("drbd-app", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30)
 	synchronous.Spec.Replication.Protocol = srv1alpha1.ProtocolC
 	require.NoError(t, admin.Create(ctx, synchronous, dry))
-	// Protocol A (the default): the DR replicas may lag the frozen source.
-	denied(t, admin.Create(ctx, group("drbd-async", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30), dry),
-		"spec.consistency.mode of ProtectionGroup drbd-async is Application, but the group replicates with DRBD protocol A in zone "+env.ZoneName+
-			": a test failover cuts its snapshots on the DR replicas while the source guests are frozen, and under protocol A the writes made just before the freeze may still be on their way to the DR replica, so no point would be application-consistent; write mode: Crash (or remove spec.consistency), or protect the group's VMs with spec.replication.protocol C")
+	// Protocol A (the default): a frozen cut waits for the DR replicas to drain.
+	require.NoError(t, admin.Create(ctx, group("drbd-async", env.ZoneName, env.Primary, srv1alpha1.ConsistencyApplication, 30), dry))
 
 	const want = "spec.consistency.mode of ProtectionGroup array-app is Application, but zone array replicates with storageBackend Offloaded: the array cuts its points on its own schedule, with no moment to freeze the guests around, so each one is crash-consistent anyway; write mode: Crash (or remove spec.consistency), or protect the group in a DRBD or VolSync zone"
 	denied(t, admin.Create(ctx, group("array-app", "array", "c", srv1alpha1.ConsistencyApplication, 30), dry), want)

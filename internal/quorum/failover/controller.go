@@ -208,6 +208,8 @@ func (r *Reconciler) step(s *scope) flow.Phase[*scope] {
 	case onDRPCPath(s):
 		// Offloaded and VolSync groups: mirror the DRPlacementControl (drpc.go).
 		step = r.mirrorDRPC
+	case phase == srv1alpha1.FailoverFreezingOnSource:
+		step = r.freezingOnSource
 	case phase == srv1alpha1.FailoverStoppingOnSource:
 		step = r.stoppingOnSource
 	case phase == srv1alpha1.FailoverWaitingForDRBD:

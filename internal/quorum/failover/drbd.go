@@ -248,6 +248,7 @@ func demotionRefusals(res []srv1alpha1.DRBDResource) string {
 // promoted on the target: the group is asked to run on the source again,
 // Primary there, as after VMs that did not stop.
 func (r *Reconciler) abortDemotion(ctx context.Context, s *scope, src *remote.Remote, waited string) error {
+	r.thawSource(ctx, s, src)
 	restored, err := restartSource(ctx, s, src)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func cancellable(s *scope) bool {
 	switch s.req.Status.Phase {
 	case "", srv1alpha1.FailoverPending:
 		return true
-	case srv1alpha1.FailoverStoppingOnSource:
+	case srv1alpha1.FailoverFreezingOnSource, srv1alpha1.FailoverStoppingOnSource:
 		return !onDRPCPath(s)
 	}
 	return false
@@ -62,12 +62,13 @@ func cancellable(s *scope) bool {
 func (r *Reconciler) cancel(ctx context.Context, s *scope) error {
 	phase := s.req.Status.Phase
 	restored := "the group was not touched"
-	if phase == srv1alpha1.FailoverStoppingOnSource {
+	if phase == srv1alpha1.FailoverFreezingOnSource || phase == srv1alpha1.FailoverStoppingOnSource {
 		if err := r.loadGroupAndZone(ctx, s); err != nil {
 			return err
 		}
 		src, err := r.Remote.Get(s.key(s.source()))
 		if err == nil {
+			r.thawSource(ctx, s, src)
 			_, err = setStep(ctx, src, s.req.Namespace, s.group.Name, runAgain())
 		}
 		if err != nil {

@@ -82,6 +82,10 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 		// Offloaded and VolSync groups move through their DRPlacementControl (drpc.go).
 		return r.startDRPC(ctx, s)
 	}
+	if freezesFirst(s) {
+		s.trail.Enter(srv1alpha1.FailoverFreezingOnSource, "freezing the guests of group %s on %s until the DR replicas hold every write, then stopping them frozen", s.group.Name, s.source())
+		return ctrl.Result{}, nil
+	}
 	s.trail.Enter(srv1alpha1.FailoverStoppingOnSource, "stopping group %s on %s", s.group.Name, s.source())
 	return ctrl.Result{}, nil
 }
@@ -123,6 +127,7 @@ func (r *Reconciler) stoppingOnSource(ctx context.Context, s *scope) (ctrl.Resul
 	if !settled(pg, srv1alpha1.StateStopped) {
 		return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonProgressing, r.drainLeft(s), "waiting for group %s to stop on %s (currentState %q)", group, s.source(), pg.Status.CurrentState)
 	}
+	holdFrozen(s)
 	s.trail.Condition(srv1alpha1.ConditionSourceStopped, metav1.ConditionTrue, "Stopped", fmt.Sprintf("every VM of %s stopped on %s", group, s.source()))
 	s.trail.Enter(srv1alpha1.FailoverWaitingForDRBD, "group %s stopped on %s; moving DRBD primary to %s", group, s.source(), s.target())
 	return ctrl.Result{}, nil
@@ -139,6 +144,7 @@ func (r *Reconciler) drainLeft(s *scope) time.Duration {
 // (they may have been demoted if the last VM stopped at the deadline), and
 // the target is left untouched.
 func (r *Reconciler) abortDrain(ctx context.Context, s *scope, src *remote.Remote) error {
+	r.thawSource(ctx, s, src)
 	restored, err := restartSource(ctx, s, src)
 	if err != nil {
 		return err

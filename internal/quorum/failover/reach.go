@@ -34,7 +34,7 @@ func (r *Reconciler) activeRequestsOfCluster(ctx context.Context, key remote.Key
 func (r *Reconciler) holdForUnreachable(ctx context.Context, s *scope) error {
 	var cluster, role, holding string
 	switch s.req.Status.Phase {
-	case srv1alpha1.FailoverStoppingOnSource:
+	case srv1alpha1.FailoverFreezingOnSource, srv1alpha1.FailoverStoppingOnSource:
 		if s.unplanned() {
 			return nil
 		}

@@ -18,3 +18,10 @@ package failover
 // Only to remove the drbd.linbit.com/lost-quorum taint for a request with
 // force beside another group; the node agents own the taint otherwise.
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch,namespace=workload-cluster
+// A planned failover of an Application group freezes the running source
+// guests before their stop (freeze.go), and reads their DRBDResources, after
+// asking a fresh reading (spec.statusRequest, the patch above), to see the
+// DR replicas drained.
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/freeze;virtualmachineinstances/unfreeze,verbs=update,namespace=workload-cluster
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get,namespace=workload-cluster

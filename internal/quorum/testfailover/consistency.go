@@ -16,6 +16,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/freeze"
+	"github.com/siterecovery/siterecovery/internal/quorum/drain"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -28,14 +29,25 @@ const cutPollInterval = 100 * time.Millisecond
 // cut requests the snapshots of disks and records the consistency they
 // reach. A group that asks for Application consistency has them cut while its
 // running guests are frozen on the source cluster (the group's active one),
-// when its DR copies are DRBD replicas of protocol C, which hold every write
-// the source completed (unfreezable): a snapshot cut during the freeze then
-// holds no half-written file system state.
+// when its DR copies are DRBD replicas (unfreezable), which hold every write
+// the source completed: at once under protocol C, once drained under protocol
+// A (the cut waits for that within the freeze bound; past it the point is
+// Crash, naming the replica). A snapshot cut during the freeze then holds no
+// half-written file system state.
 // The freeze lasts until each snapshot is cut (status.creationTime), not
 // until it is ready. A group that does not ask, or whose source cannot be
 // reached, gets crash-consistent snapshots, recorded as such.
 func (r *Reconciler) cut(ctx context.Context, s *scope, rc *remote.Remote, disks []disk, classes map[string]*string) error {
-	take := func(ctx context.Context) error { return r.requestAndCut(ctx, s, rc, disks, classes) }
+	var replicas []drain.Replica
+	var src *remote.Remote
+	take := func(ctx context.Context) error {
+		if len(replicas) > 0 {
+			if lacking := drain.Wait(ctx, src.Direct, replicas); lacking != "" {
+				return fmt.Errorf("the DR replicas did not drain within the freeze bound: %s", lacking)
+			}
+		}
+		return r.requestAndCut(ctx, s, rc, disks, classes)
+	}
 	crash := func(why string) error {
 		if err := r.requestAll(ctx, s, rc, disks, classes); err != nil {
 			return err
@@ -47,10 +59,11 @@ func (r *Reconciler) cut(ctx context.Context, s *scope, rc *remote.Remote, disks
 	if spec == nil || spec.Mode != srv1alpha1.ConsistencyApplication {
 		return crash("")
 	}
-	if why := r.unfreezable(ctx, s, rc, disks); why != "" {
+	why, replicas := r.unfreezable(ctx, s, rc, disks)
+	if why != "" {
 		return crash(why)
 	}
-	vms, fc, why := r.sourceGuests(ctx, s)
+	vms, fc, src, why := r.sourceGuests(ctx, s)
 	if fc == nil {
 		return crash(why)
 	}
@@ -70,18 +83,18 @@ func (r *Reconciler) cut(ctx context.Context, s *scope, rc *remote.Remote, disks
 
 // sourceGuests are the group's VMs that run on its active cluster, with the
 // freeze client of that cluster; without one, why.
-func (r *Reconciler) sourceGuests(ctx context.Context, s *scope) ([]types.NamespacedName, freeze.Client, string) {
+func (r *Reconciler) sourceGuests(ctx context.Context, s *scope) ([]types.NamespacedName, freeze.Client, *remote.Remote, string) {
 	source := s.group.Spec.ActiveCluster
 	src, err := r.Remote.Get(remote.Key{Namespace: s.tf.Namespace, Zone: s.zone, Cluster: source})
 	if err != nil {
-		return nil, nil, fmt.Sprintf("the source cluster %s cannot be reached to freeze the guests: %v", source, err)
+		return nil, nil, nil, fmt.Sprintf("the source cluster %s cannot be reached to freeze the guests: %v", source, err)
 	}
 	if src.Config == nil {
-		return nil, nil, fmt.Sprintf("no API connection to the source cluster %s to freeze the guests", source)
+		return nil, nil, nil, fmt.Sprintf("no API connection to the source cluster %s to freeze the guests", source)
 	}
 	fc, err := r.newFreezer(src)
 	if err != nil {
-		return nil, nil, fmt.Sprintf("source cluster %s: %v", source, err)
+		return nil, nil, nil, fmt.Sprintf("source cluster %s: %v", source, err)
 	}
 	var vms []types.NamespacedName
 	for _, ref := range s.group.Spec.VirtualMachines {
@@ -92,12 +105,12 @@ func (r *Reconciler) sourceGuests(ctx context.Context, s *scope) ([]types.Namesp
 		case apierrors.IsNotFound(err):
 			// A stopped VM writes nothing: its disks are consistent as they are.
 		case err != nil:
-			return nil, nil, fmt.Sprintf("reading VirtualMachineInstance %s on %s: %v", key, source, err)
+			return nil, nil, nil, fmt.Sprintf("reading VirtualMachineInstance %s on %s: %v", key, source, err)
 		case vmi.Status.Phase == kubevirtv1.Running:
 			vms = append(vms, key)
 		}
 	}
-	return vms, fc, ""
+	return vms, fc, src, ""
 }
 
 func (r *Reconciler) newFreezer(src *remote.Remote) (freeze.Client, error) {

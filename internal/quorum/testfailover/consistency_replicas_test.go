@@ -11,8 +11,9 @@ import (
 )
 
 // A frozen source makes a test point Application only where every DR copy
-// holds what the source completed: DRBD protocol C replicas. Protocol A
-// replicas and VolSync destinations are named, and the point stays Crash.
+// holds what the source completed: DRBD replicas (protocol A ones once
+// drained, which the cut waits for). VolSync destinations are named, and the
+// point stays Crash.
 func TestWhyUnfreezable(t *testing.T) {
 	onDRBD := func(vm string) disk {
 		return disk{vm: vm, namespace: "apps", volume: "root", source: &corev1.PersistentVolumeClaim{
@@ -21,20 +22,11 @@ func TestWhyUnfreezable(t *testing.T) {
 	onVolSync := func(vm string) disk {
 		return disk{vm: vm, namespace: "apps", volume: "root", source: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: vm + "-disk"}}}
 	}
-	c, a := srv1alpha1.ProtocolC, srv1alpha1.ProtocolA
 
-	require.Empty(t, whyUnfreezable([]disk{onDRBD("db"), onDRBD("web")}, map[string]srv1alpha1.ReplicationProtocol{"apps/db": c, "apps/web": c}))
+	require.Empty(t, whyUnfreezable([]disk{onDRBD("db"), onDRBD("web"), onDRBD("web")}), "DRBD replicas of either protocol may be frozen for")
 
-	why := whyUnfreezable([]disk{onDRBD("db"), onDRBD("web"), onDRBD("web")}, map[string]srv1alpha1.ReplicationProtocol{"apps/db": c, "apps/web": a})
-	require.Contains(t, why, "VMs apps/web replicate with DRBD protocol A")
-	require.Contains(t, why, "spec.replication.protocol C")
-	require.NotContains(t, why, "apps/db")
-
-	why = whyUnfreezable([]disk{onVolSync("db")}, nil)
+	why := whyUnfreezable([]disk{onVolSync("db"), onDRBD("web")})
 	require.Contains(t, why, "VMs apps/db are VolSync destinations")
 	require.Contains(t, why, "lastPoint from VolSyncCycle")
-
-	// A replica whose protocol is unset (an older release's) is not taken
-	// for synchronous.
-	require.Contains(t, whyUnfreezable([]disk{onDRBD("db")}, map[string]srv1alpha1.ReplicationProtocol{"apps/db": ""}), "protocol A")
+	require.NotContains(t, why, "apps/web")
 }

@@ -28,5 +28,7 @@ package testfailover
 // +kubebuilder:rbac:groups=core,resources=persistentvolumes,verbs=get,namespace=workload-cluster
 // Freezes the group's running guests on its source cluster while the snapshots are cut (cut).
 // +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/freeze;virtualmachineinstances/unfreeze,verbs=update,namespace=workload-cluster
-// Reads the DR replicas of the group before snapshotting them (replicasUpToDate).
-// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get,namespace=workload-cluster
+// Reads the DR replicas of the group before snapshotting them (replicasUpToDate);
+// under protocol A asks the source replicas for a fresh reading
+// (spec.statusRequest) to see them drained during the freeze (consistency.go).
+// +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=drbdresources,verbs=get;patch,namespace=workload-cluster
