@@ -28,6 +28,10 @@ type Coalescer[T any] struct {
 	last map[string]written[T]
 }
 
+// Statuses is what a Coalescer decides on (Change.Statuses): the status to
+// write and the one read, pointers to a Coalescer[T]'s T.
+type Statuses struct{ Want, Current any }
+
 type written[T any] struct {
 	status T // normalised
 	at     time.Time
@@ -94,16 +98,16 @@ func (c *Coalescer[T]) Equal(a, b *T) bool {
 	return equality.Semantic.DeepEqual(&na, &nb)
 }
 
-// Decide implements Pacer with c.Want and c.Current, which must be *T.
+// Decide implements Pacer with ch.Statuses, whose Want and Current must be *T.
 func (c *Coalescer[T]) Decide(key string, ch Change, _ time.Time) (bool, time.Duration) {
-	want, _ := ch.Want.(*T)
-	current, _ := ch.Current.(*T)
+	want, _ := ch.Statuses.Want.(*T)
+	current, _ := ch.Statuses.Current.(*T)
 	return c.DecideStatus(key, want, current)
 }
 
 // Written implements Pacer.
 func (c *Coalescer[T]) Written(key string, ch Change, _ time.Time) {
-	if want, ok := ch.Want.(*T); ok {
+	if want, ok := ch.Statuses.Want.(*T); ok {
 		c.WrittenStatus(key, want)
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 // Settle is a Pacer that lets an object in transition settle before its
 // status goes out. Once a reconcile asked the object's dependents to change
-// (Change.Asked: VMs to stop, replicas to take a role), a status that shows a
-// state on the way (Change.Transitional) is held for wait: the dependents'
+// (Settling.Asked: VMs to stop, replicas to take a role), a status that shows a
+// state on the way (Settling.Transitional) is held for wait: the dependents'
 // answers usually come within that time, each wakes the object, and the
 // status is then written once in the state they lead to, instead of once per
 // step on the way (stopping, then stopped). A status that is not on the way,
@@ -24,6 +24,16 @@ type Settle struct {
 	windows map[string]settleWindow
 }
 
+// Settling is what a Settle decides on (Change.Settling).
+type Settling struct {
+	// Asked: the reconcile asked the object's dependents to change, whose
+	// answers a Settle waits for.
+	Asked bool
+	// Transitional: the status shows a state on the way to the one asked
+	// for, which a Settle holds back while the dependents answer.
+	Transitional bool
+}
+
 // settleWindow: transitional writes wait until until; heldSince is when the
 // write now waiting was first held (zero when none is).
 type settleWindow struct{ until, heldSince time.Time }
@@ -36,10 +46,10 @@ func NewSettle(next Pacer, wait, longest time.Duration) *Settle {
 
 // Decide implements Pacer. An ask opens key's window at now, or extends it.
 func (s *Settle) Decide(key string, c Change, now time.Time) (bool, time.Duration) {
-	if c.Asked {
+	if c.Settling.Asked {
 		s.asked(key, now)
 	}
-	if c.Changed && c.Transitional {
+	if c.Changed && c.Settling.Transitional {
 		if held := s.hold(key, now); held > 0 {
 			return false, held
 		}

@@ -13,7 +13,7 @@ func TestSettle(t *testing.T) {
 	const wait, longest = 200 * time.Millisecond, time.Second
 	s := NewSettle(nil, wait, longest)
 	t0 := time.Unix(1000, 0)
-	transitional := Change{Changed: true, Transitional: true}
+	transitional := Change{Changed: true, Settling: Settling{Transitional: true}}
 	decide := func(key string, c Change, at time.Time) time.Duration {
 		t.Helper()
 		write, held := s.Decide(key, c, at)
@@ -27,7 +27,7 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("no window before anything was asked, held %s", held)
 	}
 	asked := transitional
-	asked.Asked = true
+	asked.Settling.Asked = true
 	if held := decide("ns/g", asked, t0); held != wait {
 		t.Fatalf("the ask's own write waits %s, held %s", wait, held)
 	}
@@ -40,7 +40,7 @@ func TestSettle(t *testing.T) {
 	if held := decide("ns/g", transitional, t0.Add(wait)); held != 0 {
 		t.Fatalf("the window closes wait after the ask, held %s", held)
 	}
-	if write, _ := s.Decide("ns/g", Change{Asked: true}, t0.Add(time.Hour)); write {
+	if write, _ := s.Decide("ns/g", Change{Settling: Settling{Asked: true}}, t0.Add(time.Hour)); write {
 		t.Fatal("an unchanged status is not written")
 	}
 
@@ -71,7 +71,7 @@ func TestSettlePassesOnToNext(t *testing.T) {
 	th := NewThrottle(time.Second)
 	s := NewSettle(th, 200*time.Millisecond, time.Second)
 	t0 := time.Unix(1000, 0)
-	progress := Change{Changed: true, ProgressOnly: true}
+	progress := Change{Changed: true, Progress: Progress{Only: true}}
 	s.Written("a", progress, t0)
 	if write, held := s.Decide("a", progress, t0.Add(300*time.Millisecond)); write || held != 700*time.Millisecond {
 		t.Fatalf("the throttle spaces progress writes: write=%v held %s", write, held)

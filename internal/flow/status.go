@@ -55,30 +55,27 @@ func NewStatusWriter(c client.Client, rec record.EventRecorder, opts ...StatusOp
 }
 
 // Change is a status a reconcile computed, for a StatusWriter to write.
+//
+// What a pacer decides on beyond Changed sits in one field of its own type,
+// which only that pacer reads: Progress for a Throttle, Settling for a Settle
+// (and its next pacer's field beside it), Statuses for a Coalescer. A
+// reconciler fills the fields of the pacers its writer was built with.
 type Change struct {
 	// Changed reports whether the status differs from the one read. A
-	// Coalescer decides from Want and Current instead.
+	// Coalescer decides from Statuses instead.
 	Changed bool
-	// ProgressOnly: the change is a progress message alone (what a wait still
-	// waits on), which a Throttle holds back.
-	ProgressOnly bool
-	// Items is how many entries the status lists (VMs, replicas), for a
-	// Throttle that spaces the progress writes of a larger status further.
-	Items int
-	// Want and Current are the status to write and the one read (pointers to
-	// the status struct), for a Coalescer.
-	Want, Current any
-	// Asked: the reconcile asked the object's dependents to change, whose
-	// answers a Settle waits for.
-	Asked bool
-	// Transitional: the status shows a state on the way to the one asked
-	// for, which a Settle holds back while the dependents answer.
-	Transitional bool
 	// Events to record once the status is written.
 	Events []Event
 	// At is when the reconcile computed the change, for the pacer; the
 	// writer's clock when zero.
 	At time.Time
+
+	// Progress is a Throttle's option (throttle.go).
+	Progress Progress
+	// Settling is a Settle's option (settle.go).
+	Settling Settling
+	// Statuses is a Coalescer's option (coalescer.go).
+	Statuses Statuses
 }
 
 // Written is the outcome of a Write.

@@ -78,7 +78,7 @@ func TestStatusWriterThrottlesProgressOnly(t *testing.T) {
 	write := func(msg string, progressOnly bool) Written {
 		t.Helper()
 		fr.Status.Message = msg
-		res, err := w.Write(ctx, fr, Change{Changed: true, ProgressOnly: progressOnly})
+		res, err := w.Write(ctx, fr, Change{Changed: true, Progress: Progress{Only: progressOnly}})
 		require.NoError(t, err)
 		return res
 	}
@@ -108,7 +108,7 @@ func TestStatusWriterCoalesces(t *testing.T) {
 		t.Helper()
 		current := fr.Status.DeepCopy()
 		fr.Status.Message = msg
-		res, err := w.Write(ctx, fr, Change{Want: &fr.Status, Current: current})
+		res, err := w.Write(ctx, fr, Change{Statuses: Statuses{Want: &fr.Status, Current: current}})
 		require.NoError(t, err)
 		return res
 	}

@@ -15,12 +15,22 @@ import (
 type Throttle struct {
 	interval time.Duration
 	// perItems, when set, widens the interval for a status of more items
-	// (Change.Items): one interval per perItems items.
+	// (Progress.Items): one interval per perItems items.
 	perItems int
 	longest  time.Duration
 
 	mu   sync.Mutex
 	last map[string]time.Time
+}
+
+// Progress is what a Throttle decides on (Change.Progress).
+type Progress struct {
+	// Only: the change is a progress message alone (what a wait still waits
+	// on), which a Throttle holds back.
+	Only bool
+	// Items is how many entries the status lists (VMs, replicas), for a
+	// Throttle that spaces the progress writes of a larger status further.
+	Items int
 }
 
 // NewThrottle allows one progress-only write per key per interval.
@@ -45,10 +55,10 @@ func (t *Throttle) Decide(key string, c Change, now time.Time) (bool, time.Durat
 	if !c.Changed {
 		return false, 0
 	}
-	if !c.ProgressOnly || len(c.Events) > 0 {
+	if !c.Progress.Only || len(c.Events) > 0 {
 		return true, 0
 	}
-	if held := t.hold(key, now, t.intervalFor(c.Items)); held > 0 {
+	if held := t.hold(key, now, t.intervalFor(c.Progress.Items)); held > 0 {
 		return false, held
 	}
 	return true, 0

@@ -30,7 +30,7 @@ func TestThrottle(t *testing.T) {
 func TestThrottleScaledPerItems(t *testing.T) {
 	th := NewThrottle(time.Second).ScaledPer(50, 10*time.Second)
 	t0 := time.Unix(1000, 0)
-	progress := func(items int) Change { return Change{Changed: true, ProgressOnly: true, Items: items} }
+	progress := func(items int) Change { return Change{Changed: true, Progress: Progress{Only: true, Items: items}} }
 	th.Written("a", Change{}, t0)
 	for _, c := range []struct {
 		items int
@@ -48,7 +48,7 @@ func TestThrottleScaledPerItems(t *testing.T) {
 			t.Errorf("%d items %s after a write: write=%v held %s, want held %s", c.items, c.after, write, held, c.held)
 		}
 	}
-	if write, _ := th.Decide("a", Change{Changed: true, Items: 5000}, t0.Add(time.Millisecond)); !write {
+	if write, _ := th.Decide("a", Change{Changed: true, Progress: Progress{Items: 5000}}, t0.Add(time.Millisecond)); !write {
 		t.Error("a change that is not progress alone is never held")
 	}
 }

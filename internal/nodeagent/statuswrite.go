@@ -33,7 +33,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (ctrl.Result, er
 	now := metav1.NewTime(r.Clock.Now())
 	s.obj.Status.LastUpdateTime = &now
 	w := flow.NewStatusWriter(r.Client, nil, flow.WithPacer(r.Coalescer), flow.WithClock(r.Clock))
-	out, err := w.Write(ctx, s.obj, flow.Change{Want: &s.obj.Status, Current: &s.before})
+	out, err := w.Write(ctx, s.obj, flow.Change{Statuses: flow.Statuses{Want: &s.obj.Status, Current: &s.before}})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil

@@ -272,12 +272,13 @@ const parallelPatches = 10
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	changed := !equality.Semantic.DeepEqual(s.before.Status, s.group.Status)
 	out, err := r.statusWriter().Write(ctx, s.group, flow.Change{
-		Changed:      changed,
-		ProgressOnly: changed && progressOnly(&s.before.Status, &s.group.Status),
-		Items:        len(s.group.Status.VirtualMachines),
-		Asked:        s.asked,
-		Transitional: inTransition(s.group),
-		At:           r.Clock.Now(),
+		Changed: changed,
+		At:      r.Clock.Now(),
+		Progress: flow.Progress{
+			Only:  changed && progressOnly(&s.before.Status, &s.group.Status),
+			Items: len(s.group.Status.VirtualMachines),
+		},
+		Settling: flow.Settling{Asked: s.asked, Transitional: inTransition(s.group)},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("writing status: %w", err)
