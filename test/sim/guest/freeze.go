@@ -18,6 +18,8 @@ var ErrAgentNotResponding = errors.New("Guest agent is not responding: QEMU gues
 type freezeState struct {
 	noAgent bool
 	frozen  bool
+	// boot is the VMI that was frozen.
+	boot types.UID
 	// thawed is closed when the guest thaws; writes wait on it.
 	thawed chan struct{}
 }
@@ -55,9 +57,24 @@ func (g *Guests) Freeze(vm types.NamespacedName) error {
 	}
 	if !l.freeze.frozen {
 		l.freeze.frozen = true
+		l.freeze.boot = l.boot
 		l.freeze.thawed = make(chan struct{})
 	}
 	return nil
+}
+
+// booted notes that the guest runs as VMI uid. A freeze lives in the running
+// guest's kernel (qemu-guest-agent's guest-fsfreeze-freeze, qga/commands-posix.c,
+// freezes the mounted file systems with FIFREEZE): a guest that was stopped
+// frozen and boots again, on this cluster or another, mounts them thawed.
+func (l *vmLog) booted(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.freeze.frozen && l.freeze.boot != "" && l.freeze.boot != uid {
+		l.freeze.frozen = false
+		close(l.freeze.thawed)
+	}
+	l.boot = uid
 }
 
 // Thaw thaws vm's file systems; thawing a thawed guest succeeds.

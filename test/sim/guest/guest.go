@@ -122,6 +122,8 @@ type vmLog struct {
 	lastAck uint64
 	blocks  map[blockKey]*blockLog
 	freeze  freezeState // freeze.go
+	// boot is the VMI the guest last wrote from: a new one is a new boot.
+	boot types.UID
 	// recordEnds holds the last sequence number of every acknowledged batch:
 	// a batch is one record of the guest's application.
 	recordEnds map[uint64]bool
@@ -144,6 +146,9 @@ func (g *Guests) log(vm types.NamespacedName) *vmLog {
 // either way. A VM that does not run on c gets a *NotRunningError.
 func (g *Guests) Write(ctx context.Context, c *Cluster, vm types.NamespacedName, blocks int) (Ack, error) {
 	l := g.log(vm)
+	if vmi := (&kubevirtv1.VirtualMachineInstance{}); c.reader.Get(ctx, vm, vmi) == nil && vmi.Status.Phase == kubevirtv1.Running {
+		l.booted(vmi.UID)
+	}
 	if err := l.lockThawed(ctx); err != nil {
 		return Ack{}, err
 	}
