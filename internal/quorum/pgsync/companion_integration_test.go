@@ -1,10 +1,13 @@
 package pgsync_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,9 +72,16 @@ func companionStates(t *testing.T, q client.Client, what string, want map[string
 // once the group asks and its value in no status or event, an unlabelled
 // object of a companion's name left alone and reported, and a companion
 // removed from the list or deleted at the source deleted on the DR cluster
-// only where pg-sync created it.
+// only where pg-sync created it; after a failover the copies stay in place
+// and the originals on the former primary are reported and left alone; the
+// Secret's value is in no log line of quorum-manager's (debug level).
 func TestPGSyncCompanions(t *testing.T) {
-	log.SetLogger(zap.New(zap.WriteTo(t.Output())))
+	logs := &lockedBuffer{}
+	log.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(t.Output(), logs))))
+	t.Cleanup(func() {
+		require.NotContains(t, logs.String(), secretValue, "no log line carries the Secret's value")
+		require.NotContains(t, logs.String(), "czNjcjN0", "nor its base64")
+	})
 	e := env.New(t, env.Options{CompanionSecrets: true})
 	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
 	e.StartWorkload(t, env.Primary, env.WorkloadOptions{})
@@ -190,6 +200,36 @@ func TestPGSyncCompanions(t *testing.T) {
 		require.NotContains(t, ev.Message, secretValue)
 	}
 
+	// A failover flips the active cluster: the copies are in place on the
+	// new active cluster and stay there, and the originals on the former
+	// primary, which pg-sync did not create, are reported and left as they
+	// are. Failing back makes them the sources again.
+	rvs := map[string]string{}
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Service{}, &corev1.Secret{}} {
+		name := map[string]string{"*v1.Service": "db", "*v1.ConfigMap": "db-config", "*v1.Secret": "db-password"}[fmt.Sprintf("%T", obj)]
+		require.NoError(t, primary.Get(ctx, companionKey(name), obj))
+		rvs[name] = obj.GetResourceVersion()
+	}
+	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.DR })
+	companionStates(t, q, "after the failover: the originals on the former primary", map[string]srv1alpha1.CompanionState{
+		"ConfigMap/db-config/" + env.Primary: srv1alpha1.CompanionConflict,
+		"Service/db/" + env.Primary:          srv1alpha1.CompanionConflict,
+		"Secret/db-password/" + env.Primary:  srv1alpha1.CompanionConflict,
+	})
+	require.NoError(t, dr.Get(ctx, companionKey("db-config"), cm))
+	require.Equal(t, "db.dr.example", cm.Data["DB_HOST"], "the copy is in place on the new active cluster")
+	require.NoError(t, dr.Get(ctx, companionKey("db-password"), sec))
+	require.NoError(t, dr.Get(ctx, companionKey("db"), copySvc))
+	for name, rv := range rvs {
+		obj := map[string]client.Object{"db": &corev1.Service{}, "db-config": &corev1.ConfigMap{}, "db-password": &corev1.Secret{}}[name]
+		require.NoError(t, primary.Get(ctx, companionKey(name), obj))
+		require.Equal(t, rv, obj.GetResourceVersion(), "the original %s on the former primary is left as it is", name)
+	}
+	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.Primary })
+	companionStates(t, q, "after the failback", map[string]srv1alpha1.CompanionState{
+		"ConfigMap/db-config/" + env.DR: srv1alpha1.CompanionInSync, "Secret/db-password/" + env.DR: srv1alpha1.CompanionInSync,
+	})
+
 	// Removed from the list: the Service pg-sync created goes, the hand-made
 	// "legacy" stays. Deleted at the source: the ConfigMap's copy goes.
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) {
@@ -213,4 +253,22 @@ func TestPGSyncCompanions(t *testing.T) {
 	require.NoError(t, dr.Get(ctx, companionKey("legacy"), now))
 	require.Equal(t, legacy.ResourceVersion, now.ResourceVersion, "the hand-made object is never deleted")
 	require.NoError(t, primary.Get(ctx, companionKey("db"), &corev1.Service{}), "the source Service stays")
+}
+
+// lockedBuffer collects log lines written from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

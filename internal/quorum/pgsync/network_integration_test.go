@@ -16,20 +16,29 @@ import (
 
 const sourceMAC = "02:00:00:00:00:0a"
 
-// standbyNetwork checks the standby cache's "storage" network on the DR
-// cluster: its Multus network name and its interface's MAC.
-func standbyNetwork(c client.Client, network, mac string) func() error {
+// standbyNetwork checks the standby cache's networks on the DR cluster: its
+// "storage" network's Multus name and its interface's MAC, and its "default"
+// network: the pod network with a masquerade interface (podNetwork ""), or
+// the Multus default network podNetwork names with a bridge interface.
+func standbyNetwork(c client.Client, network, mac string, podNetwork ...string) func() error {
 	return func() error {
 		vm := &kubevirtv1.VirtualMachine{}
 		if err := c.Get(context.Background(), vmKey("cache"), vm); err != nil {
 			return err
 		}
 		spec := vm.Spec.Template.Spec
-		if len(spec.Networks) != 1 || spec.Networks[0].Multus == nil || spec.Networks[0].Multus.NetworkName != network {
-			return fmt.Errorf("networks %+v, want multus %s", spec.Networks, network)
+		nets, ifaces := spec.Networks, spec.Domain.Devices.Interfaces
+		if len(nets) != 2 || nets[1].Multus == nil || nets[1].Multus.NetworkName != network {
+			return fmt.Errorf("networks %+v, want multus %s", nets, network)
 		}
-		if ifaces := spec.Domain.Devices.Interfaces; len(ifaces) != 1 || ifaces[0].MacAddress != mac {
+		if len(ifaces) != 2 || ifaces[1].MacAddress != mac {
 			return fmt.Errorf("interfaces %+v, want MAC %q", ifaces, mac)
+		}
+		switch def := nets[0]; {
+		case len(podNetwork) == 0 && (def.Pod == nil || ifaces[0].Masquerade == nil):
+			return fmt.Errorf("default network %+v, interface %+v: want the pod network, masquerade", def, ifaces[0])
+		case len(podNetwork) == 1 && (def.Multus == nil || !def.Multus.Default || def.Multus.NetworkName != podNetwork[0] || ifaces[0].Bridge == nil || len(ifaces[0].Ports) > 0):
+			return fmt.Errorf("default network %+v, interface %+v: want the default Multus network %s, bridge, no ports", def, ifaces[0], podNetwork[0])
 		}
 		return nil
 	}
@@ -37,7 +46,8 @@ func standbyNetwork(c client.Client, network, mac string) func() error {
 
 // checkNetworkMapping: the zone's mapping from the primary to the DR cluster
 // lands in the standby (the network renamed, the MAC dropped under
-// Generate); a MAC the DR side assigned stays and the standby is not
+// Generate, the pod network replaced by a default Multus network with its
+// masquerade interface turned bridge); a MAC the DR side assigned stays and the standby is not
 // rewritten by later syncs; the group's own entry for the pair wins over
 // the zone's.
 func checkNetworkMapping(t *testing.T, e *env.Env) {
@@ -45,28 +55,31 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	ctx := context.Background()
 	q, primary, dr := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
 	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
-		vm.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "storage", MacAddress: sourceMAC,
-			InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
-		vm.Spec.Template.Spec.Networks = []kubevirtv1.Network{{Name: "storage",
-			NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage"}}}}
+		vm.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
+			{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}},
+				Ports: []kubevirtv1.Port{{Name: "pg", Port: 5432}}},
+			{Name: "storage", MacAddress: sourceMAC, InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+		vm.Spec.Template.Spec.Networks = []kubevirtv1.Network{
+			{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+			{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage"}}}}
 	})
 	env.Eventually(t, wait, "unmapped: the standby has the source's network and MAC", standbyNetwork(dr, "storage", sourceMAC))
 
 	patch(t, q, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, &srv1alpha1.ProtectionZone{}, func(z *srv1alpha1.ProtectionZone) {
 		z.Spec.NetworkMappings = []srv1alpha1.NetworkMapping{
-			{SourceCluster: env.Primary, TargetCluster: env.DR, MACPolicy: srv1alpha1.MACPolicyGenerate,
+			{SourceCluster: env.Primary, TargetCluster: env.DR, MACPolicy: srv1alpha1.MACPolicyGenerate, PodNetwork: "infra/dr-pods",
 				Networks: []srv1alpha1.MultusNetworkMap{{Source: env.AppNS + "/storage", Target: "dr-storage"}}},
 			// The reverse pair is failback's; it does not apply here.
 			{SourceCluster: env.DR, TargetCluster: env.Primary,
 				Networks: []srv1alpha1.MultusNetworkMap{{Source: "dr-storage", Target: "storage"}}},
 		}
 	})
-	env.Eventually(t, wait, "zone mapping: network renamed, MAC dropped", standbyNetwork(dr, "dr-storage", ""))
+	env.Eventually(t, wait, "zone mapping: network renamed, MAC dropped, pod network replaced", standbyNetwork(dr, "dr-storage", "", "infra/dr-pods"))
 
 	// The DR side assigns a MAC (as kubemacpool does): pg-sync keeps it and
 	// leaves the standby alone across full passes.
 	patch(t, dr, vmKey("cache"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
-		vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:dd:00:00:00:0a"
+		vm.Spec.Template.Spec.Domain.Devices.Interfaces[1].MacAddress = "02:dd:00:00:00:0a"
 	})
 	before := &kubevirtv1.VirtualMachine{}
 	require.NoError(t, dr.Get(ctx, vmKey("cache"), before))
@@ -77,10 +90,10 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	after := &kubevirtv1.VirtualMachine{}
 	require.NoError(t, dr.Get(ctx, vmKey("cache"), after))
 	require.Equal(t, before.Generation, after.Generation, "a mapped standby is not rewritten")
-	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a")())
+	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a", "infra/dr-pods")())
 
 	// The group's entry for the pair replaces the zone's whole: its network,
-	// and its MAC policy (Keep, the default).
+	// its MAC policy (Keep, the default) and its pod network (none: kept).
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) {
 		g.Spec.NetworkMappings = []srv1alpha1.NetworkMapping{{SourceCluster: env.Primary, TargetCluster: env.DR,
 			Networks: []srv1alpha1.MultusNetworkMap{{Source: "storage", Target: "infra/group-storage"}}}}
