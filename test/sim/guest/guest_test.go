@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -514,4 +515,37 @@ func TestDRBDNodeIsTheNodeWithTheAffinityHostname(t *testing.T) {
 	res, err := g.Verify(ctx, c, vmKey)
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Intact)
+}
+
+// TestAGuestStoppedFrozenBootsThawed: a freeze lives in the running guest;
+// stopped frozen, the VM boots again (a new VMI, here on another cluster)
+// with its file systems thawed, and writes there at once.
+func TestAGuestStoppedFrozenBootsThawed(t *testing.T) {
+	ctx := context.Background()
+	booted := func(name string, uid types.UID) *guest.Cluster {
+		dir := t.TempDir()
+		for pv, size := range map[string]int64{"pv-root": rootSize, "pv-data": dataSize} {
+			require.NoError(t, os.WriteFile(storagesim.DeviceFile(dir, pv), nil, 0o600))
+			require.NoError(t, os.Truncate(storagesim.DeviceFile(dir, pv), size))
+		}
+		v := vmi(kubevirtv1.Running, true)
+		v.UID = uid
+		return guest.NewCluster(name, newClient(vm(), v, pvc("db-root", "pv-root", rootSize), pvc("db-data", "pv-data", dataSize), csiPV("pv-root"), csiPV("pv-data")), nil, dir)
+	}
+	primary, dr := booted("primary", "boot-1"), booted("dr", "boot-2")
+	g := guest.New()
+	_, err := g.Write(ctx, primary, vmKey, 4)
+	require.NoError(t, err)
+	require.NoError(t, g.Freeze(vmKey))
+
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = g.Write(short, primary, vmKey, 4)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the frozen guest's writes wait for the thaw")
+
+	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelBounded()
+	_, err = g.Write(bounded, dr, vmKey, 4)
+	require.NoError(t, err, "booted again, the guest is not frozen")
+	require.False(t, g.Frozen(vmKey))
 }
