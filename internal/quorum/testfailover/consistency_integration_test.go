@@ -1,6 +1,7 @@
 package testfailover_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,9 +79,23 @@ func TestTestFailoverConsistency(t *testing.T) {
 
 	t.Run("cut outlasts the freeze bound", func(t *testing.T) {
 		z.t = t
-		// 1 s: less than the 1.5 s the snapshot simulator takes to cut.
+		// The snapshot simulator holds every cut until both guests were
+		// thawed, so no cut can land within the bound however the machine's
+		// load shifts the timings (a delay alone did not: the simulator
+		// counts its delay from a creationTimestamp of whole seconds).
 		z.setConsistency(1)
-		tf := z.waitPhase(z.testFailover("bound", env.DR, nil), srv1alpha1.TestFailoverSucceeded)
+		thawed := api.Calls("unfreeze")
+		z.holdCuts.Store(true)
+		t.Cleanup(func() { z.holdCuts.Store(false) })
+		name := z.testFailover("bound", env.DR, nil)
+		env.Eventually(t, timeout, "both guests thawed with the cuts held", func() error {
+			if n := api.Calls("unfreeze") - thawed; n < 2 {
+				return fmt.Errorf("%d thaws", n)
+			}
+			return nil
+		})
+		z.holdCuts.Store(false)
+		tf := z.waitPhase(name, srv1alpha1.TestFailoverSucceeded)
 		p := tf.Status.Consistency
 		require.NotNil(t, p)
 		require.Equal(t, srv1alpha1.ConsistencyCrash, p.Consistency)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ type zone struct {
 	vms  []string
 	// procs are the zone's controllers, which a test kills and restarts.
 	procs *env.Processes
+	// holdCuts holds the snapshot simulator's cuts while set.
+	holdCuts *atomic.Bool
 }
 
 // zoneOptions tune newZoneWith.
@@ -73,7 +76,7 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 		o.quorum.ProbeInterval = time.Second
 	}
 	w := o.workload
-	z := &zone{Env: env.New(t, o.env), t: t, root: t, ctx: context.Background()}
+	z := &zone{Env: env.New(t, o.env), t: t, root: t, ctx: context.Background(), holdCuts: &atomic.Bool{}}
 	z.procs = z.NewProcesses()
 	for _, c := range []string{env.Primary, env.DR} {
 		z.procs.StartWorkload(t, c, w)
@@ -217,7 +220,7 @@ func (z *zone) startSnapshotSimulator() {
 	isTest, err := labels.NewRequirement(testfailover.LabelUID, selection.Exists, nil)
 	require.NoError(z.t, err)
 	require.NoError(z.t, snapshotsim.SetupWithManager(mgr, snapshotsim.Options{
-		ReadyDelay: 1500 * time.Millisecond, GuestAgent: true, GuestAgentDelay: 200 * time.Millisecond,
+		ReadyDelay: 1500 * time.Millisecond, GuestAgent: true, GuestAgentDelay: 200 * time.Millisecond, Hold: z.holdCuts.Load,
 		GuestAgentSelector: labels.NewSelector().Add(*isTest),
 	}))
 	ctx, cancel := context.WithCancel(z.ctx)

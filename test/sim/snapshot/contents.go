@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,9 @@ type contents struct {
 // Reconcile takes one content through the sidecar's steps: delete the
 // storage snapshot of a content being deleted, cut the snapshot of a dynamic
 // one, and report the status of a pre-provisioned one or a group member.
+// holdRecheck is how often a held cut (Options.Hold) looks again.
+const holdRecheck = 100 * time.Millisecond
+
 func (r *contents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &snapshotv1.VolumeSnapshotContent{}
 	if err := r.reader.Get(ctx, req.NamespacedName, c); err != nil {
@@ -79,6 +83,9 @@ func (r *contents) create(ctx context.Context, c *snapshotv1.VolumeSnapshotConte
 	}
 	if left := c.CreationTimestamp.Add(r.opts.ReadyDelay).Sub(r.opts.Clock.Now()); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	if r.opts.Hold != nil && r.opts.Hold() {
+		return ctrl.Result{RequeueAfter: holdRecheck}, nil
 	}
 	src := *c.Spec.Source.VolumeHandle
 	pv, err := volume(ctx, r.reader, src)

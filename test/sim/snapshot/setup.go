@@ -27,8 +27,13 @@ const DefaultDriver = "sim.snapshot.siterecovery.io"
 // Options tune the simulator.
 type Options struct {
 	// ReadyDelay is how long the driver takes to cut a snapshot, counted from
-	// the creation of the content the snapshot-controller made for it.
+	// the creation of the content the snapshot-controller made for it (whose
+	// creationTimestamp has whole seconds: the cut comes 0 to 1 s sooner).
 	ReadyDelay time.Duration
+	// Hold, when set, holds every VolumeSnapshotContent's cut while it
+	// returns true: a test makes a cut wait for an event of its own rather
+	// than for a delay.
+	Hold func() bool
 	// Driver is the CSI driver whose contents the simulator serves (the
 	// driver of the VolumeSnapshotClasses); DefaultDriver when empty.
 	Driver string
