@@ -25,8 +25,10 @@ import (
 // quorum identity is the chart's (minted kubeconfigs), so the freeze rights
 // are proven too.
 func TestTestFailoverConsistency(t *testing.T) {
-	// Protocol C: only a synchronous replica holds what the frozen source
-	// completed (TestWhyUnfreezable covers protocol A and VolSync copies).
+	// Protocol C: the replica holds what the frozen source completed at once
+	// (protocol A's drain is TestLacking's and TestWait*'s, and the planned
+	// failover's TestPlannedFailoverFreezesBeforeTheStop; VolSync copies are
+	// TestWhyUnfreezable's).
 	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}, protocol: srv1alpha1.ProtocolC})
 	guests := guest.New()
 	api := virtapi.Start(t, z.Clusters[env.Primary], guests)
