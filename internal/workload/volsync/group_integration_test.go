@@ -6,11 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/workload/volsync/rgs"
 	"github.com/siterecovery/siterecovery/test/harness"
+	"github.com/siterecovery/siterecovery/test/kstatus"
 	"github.com/siterecovery/siterecovery/test/sim/mover"
 )
 
@@ -34,7 +37,14 @@ func TestConsistencyGroup(t *testing.T) {
 // primary's contents at the cycle's snapshot, and a cycle leaves nothing behind.
 func fullSync(t *testing.T, z *zone) {
 	g := z.newGroup(t, "full", 3, nil)
+	// kstatus (what kubectl wait, Argo CD and Flux read): a destination that
+	// has received nothing yet is in progress, both ends are Current once a
+	// cycle completed.
+	key := client.ObjectKey{Namespace: g.ns, Name: g.name}
+	kstatus.Wait(t, z.secondary, &drv1alpha1.ReplicationGroupDestination{}, key, status.InProgressStatus, wait)
 	src := g.cycle("1", g.primarySums())
+	kstatus.Wait(t, z.primary, &drv1alpha1.ReplicationGroupSource{}, key, status.CurrentStatus, wait)
+	kstatus.Wait(t, z.secondary, &drv1alpha1.ReplicationGroupDestination{}, key, status.CurrentStatus, wait)
 	require.Len(t, src.Status.ReplicationSources, 3)
 	require.NotNil(t, src.Status.LastSyncTime)
 	require.NotNil(t, src.Status.LastSyncDuration)
@@ -154,6 +164,7 @@ func interrupted(t *testing.T, z *zone) {
 	next := g.primarySums()
 	g.trigger("2")
 	g.waitReady(srv1alpha1.ReasonSyncing, "disk-1")
+	require.Equal(t, status.InProgressStatus, kstatus.Compute(t, g.source()).Status, "a cycle under way")
 	got, err := g.imageSums()
 	require.NoError(t, err)
 	require.Equal(t, complete, got, "a partial sync never replaces the recorded images")
@@ -186,6 +197,7 @@ func badInput(t *testing.T, z *zone) {
 		require.NoError(t, z.primary.Create(t.Context(), other))
 		g.trigger("1")
 		g.waitReady(rgs.ReasonMixedStorageClasses, "disk-0", "other", storageClass+"-other")
+		require.Equal(t, status.FailedStatus, kstatus.Compute(t, g.source()).Status, "only a spec change fixes it")
 	})
 	t.Run("MoverKeepsFailing", func(t *testing.T) {
 		g := z.newGroup(t, "failing", 2, nil)
