@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -48,6 +49,12 @@ const Finalizer = "dr.siterecovery.trilio.io/replication-group-source"
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
 
+// maxConcurrentReconciles: the cut of an Application group holds its reconcile
+// while the guests are frozen, up to the group's freezeTimeoutSeconds (see
+// takeSnapshot); with a single worker every other group's cycle would wait
+// behind it. controller-runtime never gives one group to two workers at once.
+const maxConcurrentReconciles = 4
+
 // Reconciler reconciles the ReplicationGroupSources of one workload cluster.
 type Reconciler struct {
 	Client client.Client
@@ -78,6 +85,7 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&drv1alpha1.ReplicationGroupSource{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Owns(&groupsnapshotv1.VolumeGroupSnapshot{}).
 		Owns(&volsyncv1alpha1.ReplicationSource{}).
 		// The group's PVCs (a storage class changes, a restore binds).
