@@ -17,16 +17,29 @@ import (
 // protectAll creates a ProtectionRequest per demo VM and waits until each is
 // Protected, printing every phase as it is entered.
 func (sb *sandbox) protectAll(ctx context.Context) error {
+	vms := make([]string, sb.o.vms)
+	for i := range vms {
+		vms[i] = fmt.Sprintf("vm-%d", i+1)
+	}
+	return sb.protect(ctx, groupName, vms, "")
+}
+
+// protect creates a ProtectionRequest per VM of appNS into group (the
+// group's first request creates it, with protocol; empty is the default, A)
+// and waits until each is Protected, printing every phase as it is entered.
+func (sb *sandbox) protect(ctx context.Context, group string, vms []string, protocol srv1alpha1.ReplicationProtocol) error {
 	q := sb.zone.Clusters["quorum"].Client
-	for i := range sb.o.vms {
-		vm := fmt.Sprintf("vm-%d", i+1)
+	mine := map[string]bool{}
+	for _, vm := range vms {
+		mine["protect-"+vm] = true
 		if err := q.Create(ctx, &srv1alpha1.ProtectionRequest{
 			ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: "protect-" + vm},
 			Spec: srv1alpha1.ProtectionRequestSpec{
 				VirtualMachine:     srv1alpha1.VirtualMachineReference{Name: vm, Namespace: appNS},
 				ZoneRef:            srv1alpha1.LocalObjectReference{Name: zoneName},
-				ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName},
+				ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group},
 				TargetCluster:      dr,
+				Protocol:           protocol,
 			},
 		}); err != nil {
 			return err
@@ -40,6 +53,9 @@ func (sb *sandbox) protectAll(ctx context.Context) error {
 		}
 		done := 0
 		for _, pr := range list.Items {
+			if !mine[pr.Name] {
+				continue
+			}
 			for _, h := range pr.Status.PhaseHistory[seen[pr.Name]:] {
 				say("%-16s %-22s %s", pr.Name, h.Phase, h.Message)
 			}
@@ -51,27 +67,34 @@ func (sb *sandbox) protectAll(ctx context.Context) error {
 				return false, fmt.Errorf("%s failed: %s", pr.Name, lastMessage(pr.Status.PhaseHistory))
 			}
 		}
-		return done == len(list.Items), nil
+		return done == len(mine), nil
 	})
 }
 
-// failover runs one FailoverRequest to its end and prints its timeline.
+// failover runs one FailoverRequest of the demo group to its end and prints
+// its timeline.
 func (sb *sandbox) failover(ctx context.Context, name, target string, typ srv1alpha1.FailoverType) error {
+	return sb.failoverGroup(ctx, groupName, name, target, typ)
+}
+
+// failoverGroup runs one FailoverRequest of group to its end and prints its
+// timeline.
+func (sb *sandbox) failoverGroup(ctx context.Context, group, name, target string, typ srv1alpha1.FailoverType) error {
 	q := sb.zone.Clusters["quorum"].Client
 	fr := &srv1alpha1.FailoverRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: name},
-		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: groupName},
+		Spec: srv1alpha1.FailoverRequestSpec{ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: group},
 			TargetCluster: target, FailoverType: typ, DrainTimeoutSeconds: 120, BatchBootTimeoutSeconds: 300},
 	}
 	if typ == srv1alpha1.FailoverUnplanned {
 		// Typing the group's name confirms a failover that may lose writes.
-		fr.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: groupName}
+		fr.Annotations = map[string]string{srv1alpha1.ConfirmAnnotation: group}
 	}
 	created := time.Now()
 	if err := q.Create(ctx, fr); err != nil {
 		return err
 	}
-	say("FailoverRequest %s: %s failover of %s to %s", name, typ, groupName, target)
+	say("FailoverRequest %s: %s failover of %s to %s", name, typ, group, target)
 	err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		if err := q.Get(ctx, client.ObjectKeyFromObject(fr), fr); err != nil {
 			return false, err
@@ -158,7 +181,7 @@ func printTimeline(created time.Time, fr *srv1alpha1.FailoverRequest) {
 // demo runs a test failover, a planned failover and failback, an unplanned failover through a
 // partition of the primary site and its rejoin, then an unplanned failover
 // back after a power cut of the DR site and its rejoin, verifying the guests'
-// data after each.
+// data after each, then the worked example (example.go).
 func (sb *sandbox) demo(ctx context.Context) error {
 	// While the DR replicas are UpToDate, as a test boots only those: the
 	// guests' protocol A writes below drain to the DR site slowly.
@@ -234,6 +257,13 @@ func (sb *sandbox) demo(ctx context.Context) error {
 	}
 	if err := sb.guestsVerify(ctx, primary, true); err != nil {
 		return err
+	}
+	// Last, with both sites up: a partition of the primary while the
+	// example's group runs there would leave its DR replicas without quorum,
+	// and their lost-quorum taint on every DR node would keep the demo
+	// group's VMs from starting there.
+	if err := sb.example(ctx); err != nil {
+		return fmt.Errorf("worked example: %w", err)
 	}
 	say("demo complete; logs in %s", sb.o.workDir+"/logs")
 	return nil

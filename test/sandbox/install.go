@@ -85,7 +85,9 @@ func (sb *sandbox) installCharts() error {
   --namespace siterecovery-system --create-namespace`); err != nil {
 		return err
 	}
-	sets := []string{"--set 'quorumAccess.drNamespaces={" + strings.Join(sb.drNamespaces(), ",") + "}'"}
+	// The worked example asks pg-sync to copy a Secret (docs/recovery-plans.md,
+	// companion objects), which needs quorumAccess.companionSecrets.
+	sets := []string{"--set 'quorumAccess.drNamespaces={" + strings.Join(sb.drNamespaces(), ",") + "}'", "--set quorumAccess.companionSecrets=true"}
 	for _, ns := range sb.drNamespaces() {
 		sets = append(sets, fmt.Sprintf("--set 'quorumAccess.applicationNamespaces.%s={%s}'", ns, protectableNamespace(ns)))
 	}

@@ -8,7 +8,8 @@
 // ServiceAccount (test/installed). The KubeVirt, storage, snapshot-driver and
 // DRBD simulators, standing in for what no laptop runs, keep admin rights. It protects three demo VMs and waits for
 // Ctrl-C; with -demo it then runs planned failover, failback and an unplanned
-// failover with the primary's API server stopped, printing a timeline.
+// failover with the primary's API server stopped, printing a timeline, and
+// last the worked example of docs/recovery-plans.md (example.go).
 //
 // Run it with `make sandbox` or `make demo`.
 package main

@@ -23,6 +23,7 @@ import (
 	snapshotsim "github.com/siterecovery/siterecovery/test/sim/snapshot"
 	storagesim "github.com/siterecovery/siterecovery/test/sim/storage"
 	"github.com/siterecovery/siterecovery/test/sim/storagearray"
+	"github.com/siterecovery/siterecovery/test/sim/virtapi"
 )
 
 // Names of the sandbox zone.
@@ -94,6 +95,8 @@ type sandbox struct {
 	proxies map[string]*installed.VersionProxy
 	shell   *installed.Shell
 	host    *installed.Host
+	// stops stop the simulators that are no controllers (virt-api).
+	stops []func()
 }
 
 // newSandbox starts the clusters and installs the product as docs/install.md
@@ -236,6 +239,13 @@ func (sb *sandbox) startSimulators(ctx context.Context) error {
 		if err := snapshotsim.SetupWithManager(mgr, snapshotsim.Options{ReadyDelay: 200 * time.Millisecond, Driver: storagesim.Driver}); err != nil {
 			return err
 		}
+		// KubeVirt's freeze subresource (virt-api), which application
+		// consistency calls, freezing the simulated guests.
+		_, stop, err := virtapi.StartE(ctx, sb.zone.Clusters[cluster], sb.guests.guests)
+		if err != nil {
+			return fmt.Errorf("starting the virt-api simulator of %s: %w", cluster, err)
+		}
+		sb.stops = append(sb.stops, stop)
 		if sb.vs != nil {
 			if err := sb.setupVolSyncSims(mgr, cluster); err != nil {
 				return err
@@ -276,6 +286,9 @@ func (sb *sandbox) shutdown() {
 	}
 	if sb.cancel != nil {
 		sb.cancel()
+	}
+	for _, stop := range sb.stops {
+		stop()
 	}
 	if sb.zone != nil {
 		if err := sb.zone.Stop(); err != nil {

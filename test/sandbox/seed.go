@@ -22,17 +22,19 @@ import (
 // demoZone is the DRBD zone of dr-demo; each workload cluster holds the
 // application namespace, a block StorageClass of the storage simulator and
 // its VolumeSnapshotClass (a test failover snapshots the DR copies with the
-// class of their driver). The nodes are kwok's.
+// class of their driver), and the worked example's Multus network (example.go).
+// The nodes are kwok's.
 func demoZone() drNamespaceSpec {
 	return drNamespaceSpec{
 		namespace: drNamespace, zone: zoneName,
 		displayName: "Sandbox", description: "two simulated sites on this machine",
 		backend: srv1alpha1.BackendDRBD, storageClass: "standard",
-		workload: func(string) []client.Object {
-			return []client.Object{ns(appNS),
+		workload: func(cluster string) []client.Object {
+			return append([]client.Object{ns(appNS),
 				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: storagesim.Driver},
 				&snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "standard-snapshots"}, Driver: storagesim.Driver,
-					DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}}
+					DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}},
+				shopNetworks(cluster)...)
 		},
 	}
 }
