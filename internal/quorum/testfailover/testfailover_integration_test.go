@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 	"github.com/siterecovery/siterecovery/test/env"
+	"github.com/siterecovery/siterecovery/test/kstatus"
 )
 
 var fullTrail = []string{"Pending", "Snapshotting", "Restoring", "Booting", "Verifying", "CleaningUp"}
@@ -36,8 +38,12 @@ func TestTestFailover(t *testing.T) {
 		z.t = t
 		name := z.testFailover("passes", env.DR, nil)
 		tf := z.waitPhase(name, srv1alpha1.TestFailoverVerifying)
+		// kstatus (what kubectl wait, Argo CD and Flux read): InProgress while
+		// the test runs, Current once it passed.
+		require.Equal(t, status.InProgressStatus, kstatus.Compute(t, tf).Status, "in %s", tf.Status.Phase)
 		z.assertIsolatedCopies(tf)
 		tf = z.waitPhase(name, srv1alpha1.TestFailoverSucceeded)
+		require.Equal(t, status.CurrentStatus, kstatus.Compute(t, tf).Status)
 		require.Equal(t, append(fullTrail, "Succeeded"), phases(tf))
 		require.Len(t, tf.Status.Results, 3*len(z.vms), "VMReady, GuestAgent and Probe per VM")
 		for _, r := range tf.Status.Results {
@@ -58,6 +64,7 @@ func TestTestFailover(t *testing.T) {
 		tf := z.waitPhase(name, srv1alpha1.TestFailoverFailed)
 		require.Equal(t, append(fullTrail, "Failed"), phases(tf))
 		require.Equal(t, testfailover.ReasonChecksFailed, readyReason(tf))
+		require.Equal(t, status.FailedStatus, kstatus.Compute(t, tf).Status, "a failed check is Failed, not InProgress")
 		var probes int
 		for _, r := range tf.Status.Results {
 			if r.Check == testfailover.CheckProbe {
