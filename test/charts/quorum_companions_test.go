@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,10 +9,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 )
 
 // companionLabels are the labels pg-sync puts on a companion copy of
@@ -26,9 +29,12 @@ func companionLabels(drNamespace string) map[string]string {
 // it may write ConfigMaps, Secrets and Services in an application namespace
 // only as pg-sync's labelled companion copies of its own DR namespace, and
 // change or delete only those; a Service copy takes no external IPs and a
-// Secret is never a service account token.
+// Secret is never a service account token. The release also sets
+// quorumAccess.testFailover.allowHookSidecars (one API server for the
+// opt-ins): a test copy may then keep its hook sidecars, and nothing else.
 func TestQuorumGuardCompanionCopies(t *testing.T) {
-	g := startGuardedWith(t, map[string]any{"companionSecrets": true})
+	g := startGuardedWith(t, map[string]any{"companionSecrets": true,
+		"testFailover": map[string]any{"allowHookSidecars": true}})
 	admin, quorum, ctx := g.admin, g.quorum, t.Context()
 	dry := client.DryRunAll
 	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
@@ -53,6 +59,8 @@ func TestQuorumGuardCompanionCopies(t *testing.T) {
 		err := quorum.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "any"}, &corev1.Secret{})
 		require.True(t, apierrors.IsNotFound(err), "reading a Secret at the source is allowed: %v", err)
 	})
+
+	t.Run("hook sidecars allowed", func(t *testing.T) { checkHookSidecarsAllowed(t, g) })
 
 	companionRule := "outside its DR namespace only as companion copies"
 	t.Run("refused", func(t *testing.T) {
@@ -106,4 +114,24 @@ func TestQuorumAccessSecretsOptIn(t *testing.T) {
 	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
 		Verbs: []string{"get", "list", "create", "patch", "delete"}}}, r.Rules)
 	require.NotNil(t, find(on, "ClusterRoleBinding", "", "siterecovery-quorum-access-companion-secrets-dr-production"))
+}
+
+// TestQuorumAccessSettings: each DR namespace gets the ConfigMap a test
+// failover reads (internal/quorum/testfailover), saying whether the guard
+// admits hook sidecars on test copies; false unless the value sets it.
+func TestQuorumAccessSettings(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}
+		if on {
+			qa["testFailover"] = map[string]any{"allowHookSidecars": true}
+		}
+		objs := renderValues(t, "workload-control-plane", "siterecovery-system", map[string]any{"quorumAccess": qa})
+		for _, ns := range []string{"dr-production", "dr-staging"} {
+			cm := find(objs, "ConfigMap", ns, testfailover.SettingsConfigMap)
+			require.NotNil(t, cm, "%s's settings", ns)
+			data, _, err := unstructured.NestedStringMap(cm.Object, "data")
+			require.NoError(t, err)
+			require.Equal(t, map[string]string{testfailover.AllowHookSidecarsKey: strconv.FormatBool(on)}, data)
+		}
+	}
 }

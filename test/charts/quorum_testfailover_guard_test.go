@@ -128,6 +128,9 @@ func checkTestFailoverShapes(t *testing.T, g guarded, testNS string) {
 			refused(t, quorum.Create(ctx, vm, dry), vmRule)
 			t.Logf("a test VM with %s is refused", name)
 		}
+		hooked := testCopy(testNS)
+		hooked.Spec.Template.ObjectMeta.Annotations = map[string]string{"hooks.kubevirt.io/hookSidecars": `[{"image": "registry.example/hook:1"}]`}
+		refused(t, quorum.Create(ctx, hooked, dry), "no hook sidecars: quorumAccess.testFailover.allowHookSidecars is false")
 		// The test copy carries the quorum identity's label, so it may be
 		// changed: only within the same shape.
 		created := testCopy(testNS)
@@ -149,4 +152,18 @@ func checkTestFailoverShapes(t *testing.T, g guarded, testNS string) {
 		refused(t, quorum.Create(ctx, claim("apps", snapshot), dry), pvcRule)
 		refused(t, quorum.Create(ctx, claim("other", nil), dry), pvcRule)
 	})
+}
+
+// checkHookSidecarsAllowed: under quorumAccess.testFailover.allowHookSidecars
+// the guard admits a test copy with the production VM's hook sidecars, and
+// still refuses a test copy that breaks any other rule.
+func checkHookSidecarsAllowed(t *testing.T, g guarded) {
+	admin, quorum, ctx, dry := g.admin, g.quorum, t.Context(), client.DryRunAll
+	testNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sr-test-hooks", Labels: testLabels("dr-production")}}
+	require.NoError(t, admin.Create(ctx, testNS))
+	hooked := testCopy(testNS.Name)
+	hooked.Spec.Template.ObjectMeta.Annotations = map[string]string{"hooks.kubevirt.io/hookSidecars": `[{"image": "registry.example/hook:1"}]`}
+	require.NoError(t, quorum.Create(ctx, hooked.DeepCopy(), dry), "a test copy with hook sidecars")
+	hooked.Spec.Template.Spec.Volumes[0].VolumeSource = kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "attacker.example/miner:1"}}
+	refused(t, quorum.Create(ctx, hooked, dry), "hook sidecars admitted by quorumAccess.testFailover.allowHookSidecars")
 }

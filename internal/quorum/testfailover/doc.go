@@ -11,8 +11,10 @@
 //	Pending       validate: the group exists, targetCluster is a zone cluster that
 //	              is not the group's activeCluster, the isolated namespace
 //	              (spec.isolatedNamespace or "sr-test-<name>") does not exist or is
-//	              this test's. Bad input ends in Failed with the reason on
-//	              Ready=False; nothing is created. Then the finalizer is added.
+//	              this test's, and no standby has hook sidecars the target
+//	              does not let test copies run (hooks.go). Bad input ends in
+//	              Failed with the reason on Ready=False; nothing is created.
+//	              Then the finalizer is added.
 //	Snapshotting  create the namespace and its NetworkPolicy (ingress and egress
 //	              only within the namespace, plus DNS), then one VolumeSnapshot per
 //	              disk of every group VM, next to the snapshotted PVC. Before
@@ -53,7 +55,9 @@
 // Test VMs are copies of the standby specs with runStrategy Always, the restored
 // PVCs as disks, a fresh firmware UUID, fresh random MAC addresses and only the
 // pod network (masquerade); multus/bridge networks and multus annotations are
-// dropped.
+// dropped. Hook sidecars (hooks.kubevirt.io/hookSidecars) are kept where the
+// target's workload release sets quorumAccess.testFailover.allowHookSidecars,
+// and refuse the test otherwise.
 //
 // Boot plan: a plan entry "name" or "namespace/name" (the production
 // namespace) names the test copy of that VM. The VMs no stage names start

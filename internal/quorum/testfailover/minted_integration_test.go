@@ -14,8 +14,9 @@ import (
 // workload chart's admission guard of that identity: the isolated namespace,
 // its VM copies, snapshots, probe Jobs, the boot plan's gate Jobs and network
 // policy, the group's companion objects, and their removal, all fit inside
-// the rights and the shapes the chart grants. The boot plan's scenarios share the zone: a zone costs more
-// than its tests.
+// the rights and the shapes the chart grants; a VM with hook sidecars is
+// refused at once, and tested with them once the release allows it. The
+// scenarios share the zone: a zone costs more than its tests.
 func TestTestFailoverWithMintedKubeconfigs(t *testing.T) {
 	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}})
 	prod := z.production()
@@ -45,5 +46,9 @@ func TestTestFailoverWithMintedKubeconfigs(t *testing.T) {
 	t.Run("companions in the isolated namespace", func(t *testing.T) {
 		z.t = t
 		z.testCompanionsInIsolatedNamespace(t)
+	})
+	t.Run("hook sidecars", func(t *testing.T) {
+		z.t = t
+		z.testHookSidecars(t)
 	})
 }

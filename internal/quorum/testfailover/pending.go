@@ -39,6 +39,9 @@ func (r *Reconciler) pending(ctx context.Context, s *scope) (ctrl.Result, error)
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, unreachable(s.tf.Spec.TargetCluster, err)
 	}
+	if err := checkGroupHookSidecars(ctx, s, rc); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.addFinalizer(ctx, s.tf); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -84,6 +84,9 @@ func (r *Reconciler) booting(ctx context.Context, s *scope) (ctrl.Result, error)
 			if err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.vmRef(name), Name: name}, standby); err != nil {
 				return ctrl.Result{}, remoteErr(cluster, "reading standby VM "+name, err)
 			}
+			if err := checkHookSidecars(ctx, s, rc, standby); err != nil {
+				return ctrl.Result{}, err
+			}
 			vm, err = testVM(s, standby, claims[name])
 			if err != nil {
 				return ctrl.Result{}, err
@@ -155,7 +158,9 @@ func (r *Reconciler) restoredClaims(ctx context.Context, s *scope, rc *remote.Re
 // testVM is a copy of a standby VM for the isolated namespace: it runs, its disks
 // are the restored PVCs, it has a fresh firmware UUID and fresh MAC addresses,
 // and its only network is the pod network (multus and bridge networks and their
-// annotations are dropped), so it cannot reach or impersonate production.
+// annotations are dropped), so it cannot reach or impersonate production. Its
+// other template annotations are kept, hook sidecars too: checkHookSidecars
+// refuses the test before a copy would need them dropped (hooks.go).
 func testVM(s *scope, standby *kubevirtv1.VirtualMachine, claims map[string]string) (*kubevirtv1.VirtualMachine, error) {
 	spec := *standby.Spec.DeepCopy()
 	if spec.Template == nil {
