@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/report"
 )
 
 // The status report shows a group's drill schedule and its last drill, and
@@ -29,7 +30,7 @@ func TestDrillTable(t *testing.T) {
 			Message: "drill db-drill-202612060300 failed: 1 of 3 checks failed",
 		}},
 	}
-	nss := []NamespaceStatus{{Namespace: "dr-production", Groups: []GroupStatus{{Name: "db", Drill: drillState(pg)}, {Name: "plain"}}}}
+	nss := []NamespaceStatus{{Namespace: "dr-production", Groups: []GroupStatus{{Name: "db", Drill: report.DrillScheduleOf(pg)}, {Name: "plain"}}}}
 	var out bytes.Buffer
 	require.NoError(t, statusTables(&out, nss, printers.PrintOptions{}, false))
 	require.Contains(t, out.String(), "GROUP   DRILL SCHEDULE (UTC)   TARGET   NEXT                   LAST DRILL              RESULT   LAST PASSED            ACTIVE\n"+

@@ -3,6 +3,8 @@ package cli
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/siterecovery/siterecovery/internal/report"
 )
 
 // The status report, as status prints it with -o json|yaml|jsonpath. Field
@@ -66,7 +68,7 @@ type GroupStatus struct {
 	VMs         []VMState     `json:"virtualMachines"`
 	Replication []VolumeState `json:"replication,omitempty"`
 	// Drill is the group's drill schedule and last drill, if it has one.
-	Drill *DrillState `json:"drill,omitempty"`
+	Drill *report.DrillSchedule `json:"drill,omitempty"`
 }
 
 // RequestState is an unfinished request of a group.

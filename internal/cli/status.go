@@ -17,6 +17,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/cli/clusters"
+	"github.com/siterecovery/siterecovery/internal/report"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 )
 
@@ -195,7 +196,7 @@ func groupStatus(ctx context.Context, c client.Client, pg *srv1alpha1.Protection
 	}
 	g.LockHolder = holder
 	g.VMs = vmStates(ctx, pg, conns)
-	g.Drill = drillState(pg)
+	g.Drill = report.DrillScheduleOf(pg)
 	return g, nil
 }
 

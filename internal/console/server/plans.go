@@ -6,37 +6,6 @@ import (
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
-// drillView is a group's drill schedule (spec.drill) and where its drills
-// stand (status.drill), for the group page.
-type drillView struct {
-	// Schedule is five cron fields, in UTC.
-	Schedule       string     `json:"schedule"`
-	Suspended      bool       `json:"suspended,omitempty"`
-	TargetCluster  string     `json:"targetCluster"`
-	Keep           int32      `json:"keep,omitempty"`
-	Next           *time.Time `json:"next,omitempty"`
-	LastScheduled  *time.Time `json:"lastScheduled,omitempty"`
-	LastDrill      string     `json:"lastDrill,omitempty"`
-	LastResult     string     `json:"lastResult,omitempty"`
-	LastSuccessful *time.Time `json:"lastSuccessful,omitempty"`
-	Active         string     `json:"active,omitempty"`
-	Message        string     `json:"message,omitempty"`
-}
-
-// drillOf is nil for a group without a drill schedule.
-func drillOf(g *srv1alpha1.ProtectionGroup) *drillView {
-	d := g.Spec.Drill
-	if d == nil {
-		return nil
-	}
-	v := &drillView{Schedule: d.Schedule, Suspended: d.Suspend, TargetCluster: d.Template.TargetCluster, Keep: d.Keep}
-	if st := g.Status.Drill; st != nil {
-		v.Next, v.LastScheduled, v.LastSuccessful = timeOf(st.NextScheduleTime), timeOf(st.LastScheduleTime), timeOf(st.LastSuccessfulTime)
-		v.LastDrill, v.LastResult, v.Active, v.Message = st.LastDrill, string(st.LastResult), st.Active, st.Message
-	}
-	return v
-}
-
 // consistencyView is what the group asks of its replication points and what
 // the last one reached.
 type consistencyView struct {

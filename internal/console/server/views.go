@@ -6,6 +6,7 @@ import (
 	"time"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/report"
 )
 
 // overview answers every DR namespace the user can see, with a summary.
@@ -97,8 +98,8 @@ type groupDetail struct {
 	// Boot is the group's boot plan, its implicit stage last.
 	Boot *bootPlanView `json:"boot,omitempty"`
 	// Drill is the group's drill schedule and its drills; none without one.
-	Drill       *drillView      `json:"drill,omitempty"`
-	Consistency consistencyView `json:"consistency"`
+	Drill       *report.DrillSchedule `json:"drill,omitempty"`
+	Consistency consistencyView       `json:"consistency"`
 	// zone is the group's zone as the user read it, for the reads of its
 	// clusters.
 	zone *srv1alpha1.ProtectionZone
@@ -132,7 +133,7 @@ func (s *Server) groupDetail(w http.ResponseWriter, r request, ns, name string) 
 	now := s.opts.Now()
 	d := &groupDetail{Group: groupOf(g, snap, now), VMs: g.Status.VirtualMachines, Sites: g.Status.Clusters,
 		Members: g.Spec.VirtualMachines, Notes: snap.hidden[ns], Boot: bootPlanOf(g.Spec.Boot),
-		Drill: drillOf(g), Consistency: consistencyOf(g)}
+		Drill: report.DrillScheduleOf(g), Consistency: consistencyOf(g)}
 	if d.VMs == nil {
 		d.VMs = []srv1alpha1.VMStatus{}
 	}

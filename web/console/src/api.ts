@@ -260,17 +260,18 @@ export interface GroupDetail {
   consistency: ConsistencyView;
 }
 
-// A group's drill schedule (spec.drill) and its drills (status.drill).
+// A group's drill schedule (spec.drill) and its drills (status.drill), as
+// kubectl siterecovery status reports it (internal/report DrillSchedule).
 export interface DrillView {
   schedule: string;
   suspended?: boolean;
   targetCluster: string;
   keep?: number;
-  next?: string;
-  lastScheduled?: string;
+  nextScheduleTime?: string;
+  lastScheduleTime?: string;
   lastDrill?: string;
   lastResult?: string;
-  lastSuccessful?: string;
+  lastSuccessfulTime?: string;
   active?: string;
   message?: string;
 }

@@ -44,11 +44,11 @@ export function Drills({ group, drill }: { group: string; drill?: DrillView }) {
         <code>{drill.schedule}</code> (UTC){drill.suspended && <Tag status="warning">suspended</Tag>}
       </Item>
       <Item term="Target">{drill.targetCluster}</Item>
-      <Item term="Next drill">{drill.suspended ? 'none while suspended' : utc(drill.next)}</Item>
-      <Item term="Last drill started">{utc(drill.lastScheduled)}</Item>
+      <Item term="Next drill">{drill.suspended ? 'none while suspended' : utc(drill.nextScheduleTime)}</Item>
+      <Item term="Last drill started">{utc(drill.lastScheduleTime)}</Item>
       <Item term="Last drill">{drill.lastDrill || '—'}</Item>
       <Item term="Last result">{result(drill.lastResult)}</Item>
-      <Item term="Last passed">{utc(drill.lastSuccessful)}</Item>
+      <Item term="Last passed">{utc(drill.lastSuccessfulTime)}</Item>
       <Item term="In progress">{drill.active || '—'}</Item>
       {drill.message && <Item term="Message">{drill.message}</Item>}
     </DescriptionList>
