@@ -149,11 +149,7 @@ func (o *Options) completeNamespaces(cmd *cobra.Command, _ []string, prefix stri
 func (o *Options) complete(cmd *cobra.Command, prefix string, list func(context.Context, client.Client, string) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(contextOf(cmd), completionTimeout)
 	defer cancel()
-	c, err := o.Quorum()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	ns, _, err := o.Namespace()
+	c, ns, err := o.inNamespace()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

@@ -111,11 +111,7 @@ func parseWindow(s string) (time.Duration, error) {
 // compliance reads each DR namespace's objects and builds its report over
 // [now-window, now).
 func (o *Options) compliance(ctx context.Context, group string, all bool, window time.Duration, now time.Time) (*ComplianceReport, error) {
-	c, err := o.Quorum()
-	if err != nil {
-		return nil, err
-	}
-	nss, err := o.namespaces(ctx, c, all)
+	c, nss, err := o.inNamespaces(ctx, all)
 	if err != nil {
 		return nil, err
 	}

@@ -83,15 +83,7 @@ the finished drill is kept (retention deletes it with the group's old drills).`,
 }
 
 func (o *Options) drill(ctx context.Context, group string, df *drillFlags, given []string, wait bool, timeout time.Duration, wf *writeFlags) error {
-	c, err := o.Quorum()
-	if err != nil {
-		return err
-	}
-	ns, _, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	pg, err := o.group(ctx, c, ns, group)
+	c, ns, pg, err := o.onGroup(ctx, group)
 	if err != nil {
 		return err
 	}

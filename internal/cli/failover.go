@@ -97,15 +97,7 @@ func newFailbackCommand(o *Options) *cobra.Command {
 		ValidArgsFunction: o.completeGroupArg,
 		PreRunE:           func(*cobra.Command, []string) error { return f.write.check(f.wait) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.Quorum()
-			if err != nil {
-				return err
-			}
-			ns, _, err := o.Namespace()
-			if err != nil {
-				return err
-			}
-			pg, err := o.group(cmd.Context(), c, ns, args[0])
+			c, _, pg, err := o.onGroup(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -147,15 +139,7 @@ func (o *Options) failover(ctx context.Context, group string, f *failoverFlags) 
 	if f.discard != "" && f.discard != group {
 		return usagef("discarding the writes a fenced-off cluster made while cut off cannot be undone: confirm with --discard-diverged %s (needs the siterecovery-disaster-operator role)", group)
 	}
-	c, err := o.Quorum()
-	if err != nil {
-		return err
-	}
-	ns, _, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	pg, err := o.group(ctx, c, ns, group)
+	c, ns, pg, err := o.onGroup(ctx, group)
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,48 @@ func (o *Options) namespaces(ctx context.Context, c client.Client, all bool) ([]
 	return out, nil
 }
 
+// inNamespace is what every verb that acts in one DR namespace starts from:
+// the quorum cluster's client and that namespace (Namespace).
+func (o *Options) inNamespace() (client.Client, string, error) {
+	c, err := o.Quorum()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := o.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
+// onGroup is inNamespace and the ProtectionGroup name of it that the verb
+// acts on.
+func (o *Options) onGroup(ctx context.Context, name string) (client.Client, string, *srv1alpha1.ProtectionGroup, error) {
+	c, ns, err := o.inNamespace()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	pg, err := o.group(ctx, c, ns, name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return c, ns, pg, nil
+}
+
+// inNamespaces is what every list verb starts from: the quorum cluster's
+// client and the DR namespaces it shows (namespaces).
+func (o *Options) inNamespaces(ctx context.Context, all bool) (client.Client, []string, error) {
+	c, err := o.Quorum()
+	if err != nil {
+		return nil, nil, err
+	}
+	nss, err := o.namespaces(ctx, c, all)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, nss, nil
+}
+
 // group reads a ProtectionGroup of the DR namespace.
 func (o *Options) group(ctx context.Context, c client.Client, ns, name string) (*srv1alpha1.ProtectionGroup, error) {
 	pg := &srv1alpha1.ProtectionGroup{}

@@ -79,11 +79,7 @@ type protectTarget struct{ group, zone, cluster string }
 
 func (o *Options) protect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, to protectTarget, wait bool, timeout time.Duration, wf *writeFlags) error {
 	zone := to.zone
-	c, err := o.Quorum()
-	if err != nil {
-		return err
-	}
-	ns, _, err := o.Namespace()
+	c, ns, err := o.inNamespace()
 	if err != nil {
 		return err
 	}
@@ -194,11 +190,7 @@ VM's name and the siterecovery-disaster-operator role.`,
 // in one write, the force-unprotect annotation and the typed confirmation
 // (the VM's name) that the protectionzone chart's admission policy asks for.
 func (o *Options) unprotect(ctx context.Context, vm srv1alpha1.VirtualMachineReference, force bool, wf *writeFlags) error {
-	c, err := o.Quorum()
-	if err != nil {
-		return err
-	}
-	ns, _, err := o.Namespace()
+	c, ns, err := o.inNamespace()
 	if err != nil {
 		return err
 	}

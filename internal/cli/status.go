@@ -78,11 +78,7 @@ func addAllNamespaces(cmd *cobra.Command, all *bool) {
 
 // status collects the report; group, when set, limits it to that group.
 func (o *Options) status(ctx context.Context, group string, all bool) (*StatusReport, error) {
-	c, err := o.Quorum()
-	if err != nil {
-		return nil, err
-	}
-	nss, err := o.namespaces(ctx, c, all)
+	c, nss, err := o.inNamespaces(ctx, all)
 	if err != nil {
 		return nil, err
 	}

@@ -49,15 +49,7 @@ output). Without --wait the TestFailover is left for you to read and delete.`,
 }
 
 func (o *Options) testFailover(ctx context.Context, group, to string, wait, keep bool, timeout time.Duration, wf *writeFlags) error {
-	c, err := o.Quorum()
-	if err != nil {
-		return err
-	}
-	ns, _, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	pg, err := o.group(ctx, c, ns, group)
+	c, ns, pg, err := o.onGroup(ctx, group)
 	if err != nil {
 		return err
 	}
