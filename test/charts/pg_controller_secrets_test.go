@@ -40,7 +40,14 @@ func TestPGControllerSecretsOnlyWhereTheKeyLives(t *testing.T) {
 	}
 	rbac := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
-	for _, obj := range renderValues(t, "workload-control-plane", "siterecovery-system", values) {
+	objs := renderValues(t, "workload-control-plane", "siterecovery-system", values)
+	// Each namespace's Role is named for the kind of namespace it serves,
+	// not for one of its rights (freeze came beside the VolSync key).
+	for ns, name := range map[string]string{"dr-y": "siterecovery-pg-controller-dr-namespace", "app-y": "siterecovery-pg-controller-application-namespace"} {
+		require.NotNil(t, find(objs, "Role", ns, name), "Role %s/%s", ns, name)
+		require.NotNil(t, find(objs, "RoleBinding", ns, name), "RoleBinding %s/%s", ns, name)
+	}
+	for _, obj := range objs {
 		name := obj.GetLabels()["app.kubernetes.io/name"]
 		if slices.Contains(rbac, obj.GetKind()) && (obj.GetKind() == "Namespace" || name == "pg-controller") {
 			require.NoError(t, admin.Create(ctx, obj), "%s %s", obj.GetKind(), obj.GetName())
