@@ -27,11 +27,7 @@ func TestClaimConflictIsShownOnce(t *testing.T) {
 	z := newZone(t)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	makePVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "vm1", pvcVolume("disk0", "vm1-root"))
-	require.NoError(t, q.Create(ctx, newRequest("protect-vm1", "vm1")))
-	env.Eventually(t, wait, "protect-vm1 Protected", phaseIs(ctx, q, "protect-vm1", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
-	req := getRequest(t, q, "protect-vm1")
+	req := protectVM(t, q, p, "vm1")
 
 	other := srv1alpha1.DRBDClaim{RequestUID: "other-uid", DRNamespace: "dr-staging", Request: "protect-other",
 		Port: req.Status.Port, Minors: []int32{1900}, ClaimedAt: metav1.Now()}

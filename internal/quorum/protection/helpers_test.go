@@ -21,6 +21,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
+	"github.com/siterecovery/siterecovery/internal/quorum/protection"
 	"github.com/siterecovery/siterecovery/internal/quorum/setup"
 	"github.com/siterecovery/siterecovery/internal/workload/protectiongroup"
 	"github.com/siterecovery/siterecovery/test/env"
@@ -302,6 +303,26 @@ func vmRunning(t *testing.T, c client.Client, name string) func() error {
 		}
 		return nil
 	}
+}
+
+// askProtection creates VM vm on the primary (p) with one block disk,
+// <vm>-root, waits until it runs, and asks the quorum cluster (q) to protect
+// it in request protect-<vm>.
+func askProtection(t *testing.T, q, p client.Client, vm string) {
+	t.Helper()
+	makePVC(t, p, vm+"-root", "standard", corev1.PersistentVolumeBlock)
+	makeVM(t, p, vm, pvcVolume("rootdisk", vm+"-root"))
+	env.Eventually(t, wait, vm+" running", vmRunning(t, p, vm))
+	require.NoError(t, q.Create(t.Context(), newRequest("protect-"+vm, vm)))
+}
+
+// protectVM is askProtection until the request is Protected, which it
+// returns.
+func protectVM(t *testing.T, q, p client.Client, vm string) *srv1alpha1.ProtectionRequest {
+	t.Helper()
+	askProtection(t, q, p, vm)
+	env.Eventually(t, wait, "protect-"+vm+" Protected", phaseIs(t.Context(), q, "protect-"+vm, srv1alpha1.ProtectionProtected, protection.ReasonProtected))
+	return getRequest(t, q, "protect-"+vm)
 }
 
 // claims maps each disk of a VM to the claim it names (PVC or DataVolume).

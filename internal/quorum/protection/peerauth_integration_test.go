@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/protection"
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
@@ -30,12 +29,7 @@ func TestPeerSecretsEqualAndRotated(t *testing.T) {
 	z := newZone(t)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	makePVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "vm1", pvcVolume("rootdisk", "vm1-root"))
-	env.Eventually(t, wait, "vm1 running", vmRunning(t, p, "vm1"))
-	require.NoError(t, q.Create(ctx, newRequest("protect-vm1", "vm1")))
-	env.Eventually(t, wait, "protect-vm1 Protected", phaseIs(ctx, q, "protect-vm1", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
-	name := getRequest(t, q, "protect-vm1").Status.DRBDResourceName
+	name := protectVM(t, q, p, "vm1").Status.DRBDResourceName
 	key := client.ObjectKey{Namespace: srv1alpha1.PeerAuthNamespace(env.Namespace), Name: name}
 	clusters := map[string]client.Client{env.Primary: p, env.DR: d}
 

@@ -28,12 +28,7 @@ func TestSteadyProtectedReconcilesReadNoSecrets(t *testing.T) {
 	z := newZoneWith(t, env.Options{}, q)
 	ctx := t.Context()
 	qc, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	makePVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "vm1", pvcVolume("rootdisk", "vm1-root"))
-	env.Eventually(t, wait, "vm1 running", vmRunning(t, p, "vm1"))
-	require.NoError(t, qc.Create(ctx, newRequest("protect-vm1", "vm1")))
-	env.Eventually(t, wait, "protect-vm1 Protected", phaseIs(ctx, qc, "protect-vm1", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
-	req := getRequest(t, qc, "protect-vm1")
+	req := protectVM(t, qc, p, "vm1")
 	key := client.ObjectKey{Namespace: srv1alpha1.PeerAuthNamespace(env.Namespace), Name: req.Status.DRBDResourceName}
 	revision := func(c client.Client) string {
 		sec := &corev1.Secret{}

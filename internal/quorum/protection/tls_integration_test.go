@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,10 +34,7 @@ func TestReplicationTLS(t *testing.T) {
 	z.startAgent(t, env.Primary)
 	setZoneTLS(t, q, srv1alpha1.ReplicationTLSRequired)
 
-	makePVC(t, p, "vm1-root", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "vm1", pvcVolume("rootdisk", "vm1-root"))
-	env.Eventually(t, wait, "vm1 running", vmRunning(t, p, "vm1"))
-	require.NoError(t, q.Create(ctx, newRequest("protect-vm1", "vm1")))
+	askProtection(t, q, p, "vm1")
 	drNode := env.Nodes[env.DR].Name
 	env.Eventually(t, wait, "protect-vm1 held for TLS", func() error {
 		c := meta.FindStatusCondition(getRequest(t, q, "protect-vm1").Status.Conditions, protection.ConditionInitialSyncComplete)
@@ -67,18 +63,19 @@ func TestReplicationTLS(t *testing.T) {
 	env.Eventually(t, wait, "protect-vm1 Protected", phaseIs(ctx, q, "protect-vm1", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
 	for _, cluster := range []string{env.Primary, env.DR} {
 		assert.Contains(t, readRes(t, z, cluster, name), "        tls yes;\n", cluster)
-		r := replicaIn(t, z.Client(cluster), name)
-		assert.True(t, meta.IsStatusConditionTrue(r.Status.Conditions, srv1alpha1.ConditionConnected), "%s: %+v", cluster, r.Status.Conditions)
+		// The request is Protected once DRBD connects; the restarted
+		// agent's status write of its replica may come a moment later.
+		env.Eventually(t, wait, cluster+" replica Connected", func() error {
+			if r := replicaIn(t, z.Client(cluster), name); !meta.IsStatusConditionTrue(r.Status.Conditions, srv1alpha1.ConditionConnected) {
+				return fmt.Errorf("conditions %+v", r.Status.Conditions)
+			}
+			return nil
+		})
 	}
 
 	// Without TLS nothing changes: no field, no option.
 	setZoneTLS(t, q, srv1alpha1.ReplicationTLSDisabled)
-	makePVC(t, p, "vm2-root", "standard", corev1.PersistentVolumeBlock)
-	makeVM(t, p, "vm2", pvcVolume("rootdisk", "vm2-root"))
-	env.Eventually(t, wait, "vm2 running", vmRunning(t, p, "vm2"))
-	require.NoError(t, q.Create(ctx, newRequest("protect-vm2", "vm2")))
-	env.Eventually(t, wait, "protect-vm2 Protected", phaseIs(ctx, q, "protect-vm2", srv1alpha1.ProtectionProtected, protection.ReasonProtected))
-	plain := getRequest(t, q, "protect-vm2").Status.DRBDResourceName
+	plain := protectVM(t, q, p, "vm2").Status.DRBDResourceName
 	for _, cluster := range []string{env.Primary, env.DR} {
 		assert.Nil(t, replicaIn(t, z.Client(cluster), plain).Spec.TLS, cluster)
 		assert.NotContains(t, readRes(t, z, cluster, plain), "tls", cluster)
