@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/drain"
+	"github.com/siterecovery/siterecovery/internal/freeze/drain"
 )
 
 func replica(answered string, inFlight, oos, pending int64, peerDisk string) *srv1alpha1.DRBDResource {

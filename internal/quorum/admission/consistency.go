@@ -19,7 +19,7 @@ import (
 //     around.
 //
 // DRBD groups of either protocol are admitted: under protocol A a frozen
-// cut waits until the DR replicas drained (internal/quorum/drain). VolSync
+// cut waits until the DR replicas drained (internal/freeze/drain). VolSync
 // cycles are frozen around their own group snapshot. The freeze
 // bound itself (freezeTimeoutSeconds, 1 to 300) is the schema's. A zone that
 // cannot be read yet is a warning, not a refusal.

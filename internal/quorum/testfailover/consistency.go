@@ -16,7 +16,7 @@ import (
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/freeze"
-	"github.com/siterecovery/siterecovery/internal/quorum/drain"
+	"github.com/siterecovery/siterecovery/internal/freeze/drain"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 

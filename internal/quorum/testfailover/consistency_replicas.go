@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
-	"github.com/siterecovery/siterecovery/internal/quorum/drain"
+	"github.com/siterecovery/siterecovery/internal/freeze/drain"
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
@@ -25,7 +25,7 @@ import (
 //   - a DRBD replica of protocol A once drained: a write completes once it is
 //     in the local TCP send buffer, so the ones made just before the freeze
 //     may still be on their way; the cut waits, frozen, until the source's
-//     connection has none in flight (internal/quorum/drain);
+//     connection has none in flight (internal/freeze/drain);
 //   - not a VolSync destination: it holds the last replicated cycle, not the
 //     source's present; that cycle's own point (cut frozen in Application
 //     mode) is the group's status.consistency.lastPoint from VolSyncCycle.
