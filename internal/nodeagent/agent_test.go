@@ -136,29 +136,37 @@ func TestAgent(t *testing.T) {
 		assert.Equal(t, 1, a.exec.Calls("up vm1"))
 	})
 
-	t.Run("lost quorum taints the node until no resource lacks quorum", func(t *testing.T) {
+	t.Run("a Primary's lost quorum taints its node until none lacks quorum; a Secondary's never", func(t *testing.T) {
+		// vm1 is Primary on node-b, Secondary on node-a.
 		require.NoError(t, fabric.Disconnect("vm1"))
-		require.Eventually(t, func() bool { return e.tainted("node-a") && e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
 		e.waitFor(a1, "quorum lost", func(r *srv1alpha1.DRBDResource) bool {
 			return !r.Status.Quorum && condIs(r, srv1alpha1.ConditionQuorum, metav1.ConditionFalse, nodeagent.ReasonQuorumLost)
 		})
+		assert.Never(t, func() bool { return e.tainted("node-a") }, time.Second, 50*time.Millisecond,
+			"a Secondary without quorum does not taint its node")
 		require.NoError(t, fabric.Connect("vm1"))
-		require.Eventually(t, func() bool { return !e.tainted("node-a") && !e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return !e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
 
-		a2, _ := pair("vm2", 7001)
+		a2, b2 := pair("vm2", 7001)
 		e.waitFor(a2, "configured and connected", connected)
+		require.NoError(t, fabric.MarkUpToDate("vm2", "node-b"))
+		e.waitFor(b2, "in sync", inSync)
+		e.update(b2, func(r *srv1alpha1.DRBDResource) { r.Spec.Role = srv1alpha1.RolePrimary })
+		e.waitFor(b2, "Primary", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Role == "Primary" })
 		require.NoError(t, fabric.Disconnect("vm1"))
 		require.NoError(t, fabric.Disconnect("vm2"))
-		require.Eventually(t, func() bool { return e.tainted("node-a") }, waitTimeout, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
 		require.NoError(t, fabric.Connect("vm1"))
-		e.waitFor(a1, "quorum back", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Quorum })
-		assert.Never(t, func() bool { return !e.tainted("node-a") }, time.Second, 50*time.Millisecond,
+		e.waitFor(b1, "quorum back", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Quorum })
+		assert.Never(t, func() bool { return !e.tainted("node-b") }, time.Second, 50*time.Millisecond,
 			"vm2 still lacks quorum: the taint stays")
 		require.NoError(t, fabric.Connect("vm2"))
-		require.Eventually(t, func() bool { return !e.tainted("node-a") }, waitTimeout, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return !e.tainted("node-b") }, waitTimeout, 50*time.Millisecond)
+		assert.False(t, e.tainted("node-a"), "node-a holds Secondaries only")
 
 		var n corev1.Node
-		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Name: "node-a"}, &n))
+		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Name: "node-b"}, &n))
 		assert.Equal(t, []corev1.Taint{{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}}, n.Spec.Taints,
 			"other taints untouched")
 	})

@@ -15,7 +15,7 @@
 //     paced by a Coalescer bounds the status writes to one per resource per interval
 //     (default one second) while never dropping the last change.
 //   - Taints keeps the node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
-//     with the tracked quorum of every resource on the node.
+//     with the tracked quorum of every resource that is Primary on the node.
 //
 // Time-dependent decisions go through an injected clock (k8s.io/utils/clock).
 package nodeagent

@@ -116,9 +116,14 @@ func setQuorumCondition(_ *Reconciler, s *scope) {
 	switch {
 	case !s.up || s.tracked.Name == "":
 		setCondition(s, notUp(srv1alpha1.ConditionQuorum))
-	case s.tracked.LacksQuorum():
+	case primaryWithoutQuorum(&s.tracked):
 		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionQuorum, Status: metav1.ConditionFalse,
 			Reason: ReasonQuorumLost, Message: "DRBD reports no quorum; the node is tainted " + srv1alpha1.LostQuorumTaintKey})
+	case s.tracked.LacksQuorum():
+		// A Secondary's node is not tainted (Taints): DRBD alone keeps it
+		// from being promoted.
+		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionQuorum, Status: metav1.ConditionFalse,
+			Reason: ReasonQuorumLost, Message: "DRBD reports no quorum; it cannot be promoted without force"})
 	default:
 		setCondition(s, metav1.Condition{Type: srv1alpha1.ConditionQuorum, Status: metav1.ConditionTrue,
 			Reason: ReasonQuorumPresent, Message: "DRBD reports quorum"})

@@ -24,9 +24,25 @@ import (
 // +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;patch
 
 // Taints keeps this node's drbd.linbit.com/lost-quorum:NoSchedule taint in line
-// with DRBD: present while any resource on the node lacks quorum, removed only when
-// none does. It patches nothing but the node's taint list, with an optimistic lock
-// so that concurrent changes to other taints are never clobbered.
+// with DRBD: present while a resource that is Primary on the node lacks quorum,
+// removed only when none does. It patches nothing but the node's taint list, with
+// an optimistic lock so that concurrent changes to other taints are never
+// clobbered.
+//
+// Only a Primary counts. Upstream (piraeus-ha-controller) taints a node so
+// that replacement pods are not scheduled onto storage that cannot serve
+// them: its failover reconciler (pkg/agent/reconcile_failover.go) taints the
+// node where a volume without quorum is in use, and its agent
+// (ManageOwnTaints, pkg/agent/agent.go) any node with a replica without
+// quorum, because LINSTOR's CSI driver may attach a pod on any replica's node
+// and promote it there. Here nothing opens a Secondary: a group's VMs start
+// on a cluster only once every replica of the group is Primary there, and a
+// Secondary without quorum cannot be promoted (DRBD refuses, and a failover
+// promotes with force only after its own checks). So a Secondary's lost
+// quorum protects nothing by tainting its node, and the node-wide taint would
+// keep every other group's VMs off it: a partition of the primary left every
+// DR node tainted by the Secondaries of groups still running on the primary,
+// and an unplanned failover of another group could not schedule its VMs.
 type Taints struct {
 	Client   client.Client // writes the Node
 	Reader   client.Reader // reads the Node uncached (the agent does not cache Nodes)
@@ -99,9 +115,17 @@ func (t *Taints) Start(ctx context.Context) error {
 	}
 }
 
-// lacksQuorum lists the DRBD resources on the node that have lost quorum.
+// lacksQuorum lists the DRBD resources that are Primary on the node and have
+// lost quorum: the only ones the taint protects (see Taints).
 func lacksQuorum(w *Watcher) []string {
-	return w.tracker.Matching(func(r *drbd.ResourceStatus) bool { return r.LacksQuorum() })
+	return w.tracker.Matching(primaryWithoutQuorum)
+}
+
+// primaryWithoutQuorum reports whether a resource is one the node's
+// lost-quorum taint is kept for: Primary on the node, in use there, and
+// without quorum.
+func primaryWithoutQuorum(r *drbd.ResourceStatus) bool {
+	return r.Role == string(srv1alpha1.RolePrimary) && r.LacksQuorum()
 }
 
 func isLostQuorumTaint(t corev1.Taint) bool {
