@@ -2,9 +2,10 @@ package v1alpha1
 
 // Labels, annotations and names shared by the tiers.
 const (
-	// LostQuorumTaintKey is the node taint the drbd-node-agent sets while a local
-	// DRBD resource has lost quorum; the failover-controller removes it from target
-	// nodes only after its safety check.
+	// LostQuorumTaintKey is the node taint the drbd-node-agent sets while a DRBD
+	// resource that is Primary on the node has lost quorum (a Secondary's lost
+	// quorum taints nothing: nothing runs from it); the failover-controller
+	// removes it from target nodes only with force, after its safety check.
 	LostQuorumTaintKey = "drbd.linbit.com/lost-quorum"
 
 	// FailoverLockPrefix prefixes the per-group Lease; use FailoverLockName.

@@ -49,8 +49,9 @@ const (
 // production VMs. The primary therefore runs without DRBD quorum (the quorum
 // cluster's failover Lease and the demote-before-promote rule of a planned
 // failover keep two primaries from running), and the secondary with majority:
-// it loses quorum with the link, and the drbd-node-agent's lost-quorum taint
-// keeps workloads off its node until a failover promotes it.
+// it loses quorum with the link, and DRBD then refuses to promote it until a
+// failover forces it. Its node is not tainted: nothing runs from a Secondary,
+// and a node-wide taint would keep other groups' VMs off the node.
 func QuorumForRole(role DRBDRole) QuorumSettings {
 	if role == RolePrimary {
 		return QuorumSettings{Policy: QuorumOff, OnNoQuorum: OnNoQuorumIOError}
