@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -143,13 +142,9 @@ func runningGuests(ctx context.Context, src *remote.Remote, g *srv1alpha1.Protec
 // the group.
 func (r *Reconciler) recordPlannedPoint(ctx context.Context, s *scope, p *srv1alpha1.ConsistencyPoint) error {
 	s.req.Status.Consistency = p
-	g := s.group.DeepCopy()
-	if g.Status.Consistency == nil {
-		g.Status.Consistency = &srv1alpha1.ConsistencyStatus{}
-	}
-	g.Status.Consistency.LastPoint = p.DeepCopy()
-	if err := r.Client.Status().Patch(ctx, g, client.MergeFrom(s.group)); err != nil {
-		return fmt.Errorf("recording the consistency point in ProtectionGroup %s: %w", s.group.Name, err)
+	g, err := freeze.RecordLastPoint(ctx, r.Client, s.group, p)
+	if err != nil {
+		return err
 	}
 	s.group = g
 	s.trail.Enter(srv1alpha1.FailoverStoppingOnSource, "%s; stopping group %s on %s", describePoint(p), s.group.Name, s.source())

@@ -169,13 +169,9 @@ func (r *Reconciler) recordPoint(ctx context.Context, s *scope, p *srv1alpha1.Co
 	if !groupRecords(s.group, p) {
 		return nil
 	}
-	g := s.group.DeepCopy()
-	if g.Status.Consistency == nil {
-		g.Status.Consistency = &srv1alpha1.ConsistencyStatus{}
-	}
-	g.Status.Consistency.LastPoint = p.DeepCopy()
-	if err := r.Client.Status().Patch(ctx, g, client.MergeFrom(s.group)); err != nil {
-		return fmt.Errorf("recording the consistency point in ProtectionGroup %s: %w", s.group.Name, err)
+	g, err := freeze.RecordLastPoint(ctx, r.Client, s.group, p)
+	if err != nil {
+		return err
 	}
 	s.group = g
 	return nil
