@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -165,60 +163,6 @@ func (r *Reconciler) demoteSource(ctx context.Context, s *scope) (bool, string) 
 		return false, fmt.Sprintf("waiting for pg-controller on %s to ask every replica of %s to be Secondary", s.source(), s.group.Name)
 	}
 	return true, ""
-}
-
-// checkTaints holds the promotion while a node of the target replicas carries
-// the lost-quorum taint and another group of this namespace runs on the
-// target cluster: that taint is the other group's fence, which the node agent
-// keeps while any replica on the node lacks quorum. With force the request
-// removes the taint and goes on; otherwise the agent alone owns it. The
-// nodes and the groups are read through the API server: pg-controller's
-// report of tainted nodes, or a cache, can lag a taint set a moment ago, and
-// a request that missed it went on without removing it. A Waiting error says
-// what holds it.
-func (r *Reconciler) checkTaints(ctx context.Context, s *scope, tgt *remote.Remote) error {
-	res, err := s.replicasOf(ctx, tgt)
-	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
-	}
-	taintedNodes, err := taintedNodes(ctx, tgt, res)
-	if err != nil {
-		return flow.Waiting(srv1alpha1.ReasonProgressing, unreachableRetry, "%w", err)
-	}
-	if len(taintedNodes) == 0 {
-		return nil
-	}
-	others, err := otherRunningGroups(ctx, tgt, s.req.Namespace, s.group.Name)
-	if err != nil {
-		return err
-	}
-	if len(others) == 0 {
-		return nil
-	}
-	if !s.req.Spec.Force {
-		msg := fmt.Sprintf("not removing %s from %s on %s: groups %s run there; wait for them or set force",
-			srv1alpha1.LostQuorumTaintKey, strings.Join(taintedNodes, ", "), s.target(), strings.Join(others, ", "))
-		s.trail.Condition(srv1alpha1.ConditionTargetPromoted, metav1.ConditionFalse, srv1alpha1.ReasonTaintConflict, msg)
-		return flow.Waiting(srv1alpha1.ReasonTaintConflict, 0, "%s", msg)
-	}
-	var removed []string
-	for _, n := range taintedNodes {
-		ok, err := untaint(ctx, tgt, n)
-		if err != nil {
-			return err
-		}
-		if ok {
-			removed = append(removed, n)
-		}
-	}
-	// The taints are gone whatever happens to this reconcile's status write, so
-	// the event is recorded now rather than with the status (a write conflict
-	// would drop it, and the retry finds no taint to report).
-	if r.Recorder != nil && len(removed) > 0 {
-		r.Recorder.Eventf(s.req, corev1.EventTypeNormal, "TaintRemoved", "removed %s from %s on %s",
-			srv1alpha1.LostQuorumTaintKey, strings.Join(removed, ", "), s.target())
-	}
-	return nil
 }
 
 // demotionRefusals summarises the demotions the agents could not carry out,

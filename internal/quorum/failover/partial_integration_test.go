@@ -74,7 +74,7 @@ func TestBatchBootTimeoutKeepsGroupOnTarget(t *testing.T) {
 }
 
 // TestForceRemovesTaintBesideAnotherGroup: another group runs on the target's
-// node, whose own replica lost quorum and tainted it. With force the request
+// node, whose own replica, Primary there, lost quorum and tainted it. With force the request
 // removes the taint, promotes and starts its group; the other group keeps running.
 func TestForceRemovesTaintBesideAnotherGroup(t *testing.T) {
 	z := newZone(t, zoneOptions{vms: 1})
@@ -103,12 +103,16 @@ func TestForceRemovesTaintBesideAnotherGroup(t *testing.T) {
 }
 
 // runOtherGroupOnTaintedDRNode runs a second group of the namespace on the DR
-// cluster, with a replica of its own whose lost quorum taints the shared node.
+// cluster, with a replica of its own, Primary there, whose lost quorum taints
+// the shared node: the taint the agent keeps for a group in use there.
 func (z *zone) runOtherGroupOnTaintedDRNode() {
 	t := z.t
 	z.CreateReplica(t, env.Primary, env.DRBDReplica("other", "other-vm", env.Primary, env.DR, 0, 7900))
 	z.CreateReplica(t, env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
 	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
+	require.NoError(t, z.DRBD(t).MarkUpToDate(drbdName("other-vm"), env.Nodes[env.DR].Name))
+	z.setRole(env.DR, "other-vm", srv1alpha1.RolePrimary)
+	z.waitDRBD(env.DR, "other-vm", "Primary", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Role == "Primary" })
 	require.NoError(t, z.DRBD(t).Disconnect(drbdName("other-vm")))
 	env.Eventually(t, timeout, "DR node tainted by its agent", func() error {
 		if !z.isTainted(env.DR) {
