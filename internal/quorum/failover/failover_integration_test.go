@@ -72,7 +72,7 @@ func unplannedBesideAnotherGroup(t *testing.T, z *zone) {
 	z.CreateReplica(t, env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
 	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 	require.NoError(t, fabric.MarkUpToDate(drbdName("other-vm"), env.Nodes[env.Primary].Name))
-	z.setRole(env.Primary, "other-vm", srv1alpha1.RolePrimary)
+	z.setPrimary(env.Primary, "other-vm")
 	z.waitDRBD(env.DR, "other-vm", "in sync with its Primary", func(r *srv1alpha1.DRBDResource) bool {
 		return len(r.Status.Peers) == 1 && r.Status.Peers[0].PeerRole == "Primary" && r.Status.Quorum
 	})

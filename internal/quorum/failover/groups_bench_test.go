@@ -80,7 +80,7 @@ func newGroupsZone(t testing.TB, n, size int) (*zone, []string, [][]string) {
 		for _, name := range vms {
 			z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 			require.NoError(t, fabric.MarkUpToDate(drbdName(name), pn))
-			z.setRole(env.Primary, name, srv1alpha1.RolePrimary)
+			z.setPrimary(env.Primary, name)
 		}
 	}
 	for g, vms := range groups {

@@ -110,7 +110,7 @@ func newZone(t testing.TB, o zoneOptions) *zone {
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 		require.NoError(t, fabric.MarkUpToDate(drbdName(name), env.Nodes[env.Primary].Name))
-		z.setRole(env.Primary, name, srv1alpha1.RolePrimary)
+		z.setPrimary(env.Primary, name)
 	}
 	for _, name := range z.vms {
 		z.waitDRBD(env.Primary, name, "Primary and in sync", func(r *srv1alpha1.DRBDResource) bool {
@@ -151,12 +151,13 @@ func (z *zone) create(cluster string, obj client.Object) {
 	require.NoError(z.t, z.Client(cluster).Create(z.ctx, obj))
 }
 
-func (z *zone) setRole(cluster, vmName string, role srv1alpha1.DRBDRole) {
+// setPrimary asks the VM's DRBD resource on cluster to be Primary.
+func (z *zone) setPrimary(cluster, vmName string) {
 	z.t.Helper()
 	r := &srv1alpha1.DRBDResource{}
 	require.NoError(z.t, z.Client(cluster).Get(z.ctx, client.ObjectKey{Namespace: env.AppNS, Name: drbdName(vmName)}, r))
 	before := r.DeepCopy()
-	r.Spec.Role = role
+	r.Spec.Role = srv1alpha1.RolePrimary
 	require.NoError(z.t, z.Client(cluster).Patch(z.ctx, r, client.MergeFrom(before)))
 }
 

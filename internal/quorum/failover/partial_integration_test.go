@@ -111,7 +111,7 @@ func (z *zone) runOtherGroupOnTaintedDRNode() {
 	z.CreateReplica(t, env.DR, env.DRBDReplica("other", "other-vm", env.DR, env.Primary, 1, 7900))
 	z.waitDRBD(env.DR, "other-vm", "connected", func(r *srv1alpha1.DRBDResource) bool { return r.Status.MetadataCreated && len(r.Status.Peers) == 1 })
 	require.NoError(t, z.DRBD(t).MarkUpToDate(drbdName("other-vm"), env.Nodes[env.DR].Name))
-	z.setRole(env.DR, "other-vm", srv1alpha1.RolePrimary)
+	z.setPrimary(env.DR, "other-vm")
 	z.waitDRBD(env.DR, "other-vm", "Primary", func(r *srv1alpha1.DRBDResource) bool { return r.Status.Role == "Primary" })
 	require.NoError(t, z.DRBD(t).Disconnect(drbdName("other-vm")))
 	env.Eventually(t, timeout, "DR node tainted by its agent", func() error {
