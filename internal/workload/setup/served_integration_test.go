@@ -91,7 +91,12 @@ func TestPGControllerStartsWithoutOptionalStoragePaths(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(ctx) }()
-		defer func() { cancel(); _ = <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("pg-controller stopped with an error: %v", err)
+			}
+		}()
 		deadline := time.After(2 * time.Minute)
 		for _, name := range want {
 			for !logs.has("Starting workers", fmt.Sprintf("%q", name)) {
