@@ -28,8 +28,9 @@ var overridden = []struct {
 	dir, namespace string
 	values         map[string]any
 	// fixed are the names that stay as they are: the product's interface
-	// (user roles, confirmation policies, the zone webhook's reader role), the
-	// DR namespaces and the quorum identity the other clusters' kubeconfigs name.
+	// (user roles, confirmation policies, the zone webhook's reader role, the
+	// quorum-access settings quorum-manager reads by name), the DR namespaces
+	// and the quorum identity the other clusters' kubeconfigs name.
 	fixed []string
 }{
 	{"protectionzone", "siterecovery-system", map[string]any{"fullnameOverride": "acme"},
@@ -41,7 +42,7 @@ var overridden = []struct {
 	{"workload-control-plane", "siterecovery-system", map[string]any{"fullnameOverride": "acme",
 		"quorumAccess": map[string]any{"drNamespaces": []any{"dr-production"}},
 		"volsync":      map[string]any{"applicationNamespaces": []any{"apps"}}},
-		[]string{"dr-production", "dr-production-drbd-auth", "quorum-manager"}},
+		[]string{"dr-production", "dr-production-drbd-auth", "quorum-manager", "siterecovery-quorum-access"}},
 }
 
 // TestChartsFullnameOverrideRenamesConsistently renders every chart with
