@@ -91,6 +91,11 @@ func (sb *sandbox) installCharts() error {
 	for _, ns := range sb.drNamespaces() {
 		sets = append(sets, fmt.Sprintf("--set 'quorumAccess.applicationNamespaces.%s={%s}'", ns, protectableNamespace(ns)))
 	}
+	if sb.o.volsync {
+		// pg-controller reads and writes the VolSync key Secrets only in the
+		// namespaces this value lists (docs/install.md, VolSync).
+		sets = append(sets, fmt.Sprintf("--set 'volsync.applicationNamespaces={%s}'", vsAppNS))
+	}
 	if err := sb.sh("step 3: the workload chart", `for K in "$P" "$D"; do
   kubectl --kubeconfig "$K" create namespace siterecovery-system --dry-run=client -o yaml |
     kubectl --kubeconfig "$K" apply -f -
