@@ -91,10 +91,15 @@ func (sb *sandbox) installCharts() error {
 	for _, ns := range sb.drNamespaces() {
 		sets = append(sets, fmt.Sprintf("--set 'quorumAccess.applicationNamespaces.%s={%s}'", ns, protectableNamespace(ns)))
 	}
+	appNamespaces := ""
 	if sb.o.volsync {
 		// pg-controller reads and writes the VolSync key Secrets only in the
-		// namespaces this value lists (docs/install.md, VolSync).
+		// namespaces this value lists (docs/volsync.md), whose Roles the chart
+		// creates there: the namespaces must exist first.
 		sets = append(sets, fmt.Sprintf("--set 'volsync.applicationNamespaces={%s}'", vsAppNS))
+		appNamespaces = fmt.Sprintf(`  kubectl --kubeconfig "$K" create namespace %s --dry-run=client -o yaml |
+    kubectl --kubeconfig "$K" apply -f -
+`, vsAppNS)
 	}
 	if err := sb.sh("step 3: the workload chart", `for K in "$P" "$D"; do
   kubectl --kubeconfig "$K" create namespace siterecovery-system --dry-run=client -o yaml |
@@ -103,7 +108,7 @@ func (sb *sandbox) installCharts() error {
     pod-security.kubernetes.io/enforce=privileged \
     pod-security.kubernetes.io/audit=privileged \
     pod-security.kubernetes.io/warn=privileged
-  helm --kubeconfig "$K" install `+workloadRelease+` charts/workload-control-plane \
+`+appNamespaces+`  helm --kubeconfig "$K" install `+workloadRelease+` charts/workload-control-plane \
     --namespace siterecovery-system `+strings.Join(sets, " ")+` \
     --set 'drbdNodeAgent.replicationNetworks={10.0.0.0/16}'
 done`); err != nil {
