@@ -134,3 +134,24 @@ func TestPresenceWhileLive(t *testing.T) {
 		t.Fatalf("both live from 4 s: %v", o)
 	}
 }
+
+// The data check tells a start stopped before its disks answered (no guest
+// ran on them) from one whose data could not be read: only an instance
+// ended after the start counts, not one that ended before it.
+func TestEndedSince(t *testing.T) {
+	r := newPresence("apps", vmiKind)
+	t0 := time.Unix(1000, 0)
+	r.observe("primary", "vm1", watch.Added, true, t0)
+	r.observe("primary", "vm1", watch.Deleted, true, t0.Add(time.Second))
+	r.observe("primary", "vm1", watch.Added, true, t0.Add(2*time.Second))
+	if r.EndedSince("primary", "vm1", t0.Add(2*time.Second)) {
+		t.Fatal("the instance started at 2 s is still running, but counts as ended by the one that ended at 1 s")
+	}
+	r.observe("primary", "vm1", watch.Deleted, true, t0.Add(3*time.Second))
+	if !r.EndedSince("primary", "vm1", t0.Add(2*time.Second)) {
+		t.Fatal("the instance started at 2 s ended at 3 s, but does not count as ended")
+	}
+	if r.EndedSince("dr", "vm1", t0) {
+		t.Fatal("an instance on another cluster counts")
+	}
+}

@@ -298,6 +298,19 @@ func (r *Presence) Ended(cluster, vm string) bool {
 	return false
 }
 
+// EndedSince reports whether an instance of a VM on a cluster ended after t
+// (deleted, or no longer live).
+func (r *Presence) EndedSince(cluster, vm string, t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, iv := range r.intervals[vm] {
+		if iv.cluster == cluster && iv.end.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // Events counts the changes recorded, so that a test can check the recorder
 // saw its run rather than pass on an empty record.
 func (r *Presence) Events() int {
