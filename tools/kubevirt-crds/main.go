@@ -1,11 +1,14 @@
-// Command kubevirt-crds writes the KubeVirt VirtualMachine and
-// VirtualMachineInstance CRDs that the test clusters install
-// (test/crds/thirdparty), built the way KubeVirt's virt-operator builds them.
+// Command kubevirt-crds writes the KubeVirt CRDs that the test clusters
+// install, built the way KubeVirt's virt-operator builds them: VirtualMachine
+// and VirtualMachineInstance (test/crds/thirdparty, on every workload
+// cluster), and the namespaced VirtualMachineInstancetype and
+// VirtualMachinePreference (test/crds/instancetype, only on the clusters of
+// tests that ask for them).
 //
 // KubeVirt ships no CRD YAML: virt-operator creates its CRDs at run time. The
 // schema it puts in them is produced at KubeVirt's build time by running
-// controller-gen (crd:allowDangerousTypes=true) over kubevirt.io/api's core/v1
-// Go types, taking the first version's openAPIV3Schema and turning backticks in
+// controller-gen over kubevirt.io/api's core/v1 and instancetype/v1beta1 Go
+// types, taking the first version's openAPIV3Schema and turning backticks in
 // descriptions into single quotes; the names, printer columns and subresources
 // are set in Go by virt-operator. This command does the same: it runs this
 // repository's controller-gen over kubevirt.io/api at the version the
@@ -15,8 +18,8 @@
 // release, failing if they differ in anything.
 //
 // Where the written CRDs differ from virt-operator's (both on purpose):
-//   - only v1 is served; virt-operator also serves v1alpha3, deprecated, with
-//     the same schema, which the product never uses;
+//   - only v1 of kubevirt.io's kinds is served; virt-operator also serves
+//     v1alpha3, deprecated, with the same schema, which the product never uses;
 //   - the objects carry no status and no creationTimestamp, as files do.
 package main
 
@@ -67,10 +70,13 @@ func run(ctx context.Context, root string, operatorCheck bool) error {
 			return err
 		}
 	}
-	out := filepath.Join(root, "test", "crds", "thirdparty")
 	for _, k := range kinds {
 		b, err := render(k, schemas[k.singular], version)
 		if err != nil {
+			return err
+		}
+		out := filepath.Join(root, "test", "crds", k.dir)
+		if err := os.MkdirAll(out, 0o755); err != nil { //nolint:gosec // a checked-in folder, like the rest of the tree
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(out, k.file()), b, 0o644); err != nil { //nolint:gosec // a checked-in fixture, readable by all like the rest of the tree

@@ -58,12 +58,13 @@ func apiVersion(root string) (string, error) {
 	return built, nil
 }
 
-// controllerGenSchemas runs controller-gen over kubevirt.io/api/core/v1 as
-// KubeVirt's hack/generate.sh does (crd:allowDangerousTypes=true, for the
-// float fields of its types) and returns, by singular name, the first
-// version's validation of each generated CRD with backticks in descriptions
-// turned into single quotes, as KubeVirt's crd-validation-generator stores
-// them for virt-operator.
+// controllerGenSchemas runs controller-gen over each kubevirt.io/api package
+// of kinds as KubeVirt's hack/generate.sh does (crd:allowDangerousTypes=true
+// over core/v1, for the float fields of its types; plain crd over
+// instancetype/v1beta1) and returns, by singular name, the first version's
+// validation of each generated CRD with backticks in descriptions turned into
+// single quotes, as KubeVirt's crd-validation-generator stores them for
+// virt-operator.
 //
 // controller-gen is this repository's (go.mod's tool line), built from the
 // root module, but it loads the packages from moduleDir, whose go.mod pins
@@ -77,15 +78,22 @@ func controllerGenSchemas(ctx context.Context, root, moduleDir, tmp string) (map
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building controller-gen: %w\n%s", err, out)
 	}
-	crdDir := filepath.Join(tmp, "crd")
-	cmd := exec.CommandContext(ctx, gen, "crd:allowDangerousTypes=true", "paths="+apiModule+"/core/v1", "output:crd:dir="+crdDir)
-	cmd.Dir = moduleDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("controller-gen over %s/core/v1: %w\n%s", apiModule, err, out)
+	crdDirs := map[apiPackage]string{}
+	for _, k := range kinds {
+		if _, done := crdDirs[k.pkg]; done {
+			continue
+		}
+		dir := filepath.Join(tmp, "crd", strings.ReplaceAll(k.pkg.path, "/", "_"))
+		cmd := exec.CommandContext(ctx, gen, k.pkg.options, "paths="+apiModule+"/"+k.pkg.path, "output:crd:dir="+dir)
+		cmd.Dir = moduleDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("controller-gen over %s/%s: %w\n%s", apiModule, k.pkg.path, err, out)
+		}
+		crdDirs[k.pkg] = dir
 	}
 	schemas := map[string]*apiextensionsv1.CustomResourceValidation{}
 	for _, k := range kinds {
-		b, err := os.ReadFile(filepath.Join(crdDir, k.file()))
+		b, err := os.ReadFile(filepath.Join(crdDirs[k.pkg], k.file()))
 		if err != nil {
 			return nil, fmt.Errorf("controller-gen wrote no %s: %w", k.file(), err)
 		}
