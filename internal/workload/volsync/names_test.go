@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
@@ -37,4 +38,31 @@ func TestServiceName(t *testing.T) {
 	require.Len(t, got, len("volsync-rsync-tls-dst-")+8)
 	require.Equal(t, fmt.Sprintf("volsync-rsync-tls-dst-%08x", crc32.ChecksumIEEE([]byte(long))), got)
 	require.Equal(t, "volsync-rsync-tls-dst-"+long[:41], volsync.ServiceName(long[:41]), "63 characters fit")
+}
+
+// A group a VRG owns uses the VRG's key, which the quorum tier copies to
+// both clusters; a group of its own uses its own.
+func TestKeySecretName(t *testing.T) {
+	own := &metav1.ObjectMeta{Name: "cg"}
+	require.Equal(t, "cg-vs-secret", volsync.KeySecretName(own))
+	require.Equal(t, volsync.PSKSecretName("cg"), volsync.KeySecretName(own))
+	owned := &metav1.ObjectMeta{Name: "cg", Labels: map[string]string{volsync.VRGLabel: "app"}}
+	require.Equal(t, "app-vs-secret", volsync.KeySecretName(owned))
+	require.Equal(t, "cg-disk-0", volsync.RestoredPVCName("disk-0"), "the restored PVC of disk-0")
+}
+
+// Each unit of a schedulingInterval maps to its duration; a count that is
+// not positive or a unit other than m, h and d is refused with the form.
+func TestParseInterval(t *testing.T) {
+	for in, want := range map[string]time.Duration{"1m": time.Minute, "30m": 30 * time.Minute, "6h": 6 * time.Hour, "2d": 48 * time.Hour} {
+		got, err := volsync.ParseInterval(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"-1m", "0h", "5w", "5", "h5", "5mm"} {
+		_, err := volsync.ParseInterval(bad)
+		require.ErrorContains(t, err, "is not <number><m|h|d>", bad)
+	}
+	_, err := volsync.NextRun("not a schedule", time.Now())
+	require.Error(t, err)
 }

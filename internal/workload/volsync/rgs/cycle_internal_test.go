@@ -25,7 +25,7 @@ import (
 
 // The unit tests of this package's decisions run on controller-runtime's fake
 // client: what a cycle reads and writes, not how an API server serves it
-// (internal/workload/volsync runs the flows on real ones).
+// (test/e2e/volsync runs the flows on real ones).
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 

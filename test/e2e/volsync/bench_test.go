@@ -37,7 +37,7 @@ const (
 // BenchmarkGroupCycle8PVCs measures one diff-mode cycle of a consistency
 // group of 8 PVCs of 1 GiB with zero-delay simulators:
 //
-//	go test ./internal/workload/volsync -run '^$' -bench 'GroupCycle' -benchtime 1x -v
+//	go test ./test/e2e/volsync -run '^$' -bench 'GroupCycle' -benchtime 1x -v
 //
 // It reports diff-pct-of-full, the bytes a cycle moves after 1 % of the
 // blocks changed as a percent of the first (full) cycle's, and the
