@@ -15,8 +15,8 @@ bench: ## The paired benchmarks (about 20 minutes): product over floor per pair,
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 60m -run '^$$' -bench '$(BENCH)' -benchtime 1x $(BENCH_PKGS) | $(GO) run ./test/benchtable
 
 bench-volsync: ## VolSync group cycles of 8 and 64 PVCs of 1 GiB: diff bytes over full, cycle time over its write floor.
-	$(GO) test -count=1 -run '^$$' ./internal/workload/volsync >/dev/null
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 30m -run '^$$' -bench '^BenchmarkGroupCycle' -benchtime 1x ./internal/workload/volsync | $(GO) run ./test/benchtable
+	$(GO) test -count=1 -run '^$$' ./test/e2e/volsync >/dev/null
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -p 1 -count=1 -timeout 30m -run '^$$' -bench '^BenchmarkGroupCycle' -benchtime 1x ./test/e2e/volsync | $(GO) run ./test/benchtable
 
 bench-scale: ## The scale curve: 100 and 200 VMs, 10 groups at once, 200 DRPCs, protecting 100 VMs (an hour or more).
 	$(GO) test -count=1 -run '^$$' $(BENCH_SCALE_PKGS) >/dev/null
