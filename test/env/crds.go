@@ -15,8 +15,10 @@ import (
 // workload chart's and the third-party kinds its backend uses. A DRBD zone's
 // workload clusters then lack VolSync's and csi-addons' kinds, as a DRBD-only
 // site does, and every such CRD not installed spares kube-apiserver seconds
-// of CPU at each start.
-func crdPathsOf(backend srv1alpha1.StorageBackend) func(cluster string) []string {
+// of CPU at each start. KubeVirt's instancetype and preference CRDs
+// (test/crds/instancetype) are added to the workload clusters only with
+// instancetypes, for the tests that copy them.
+func crdPathsOf(backend srv1alpha1.StorageBackend, instancetypes bool) func(cluster string) []string {
 	root := harness.RepoRoot()
 	return func(cluster string) []string {
 		if cluster == Quorum {
@@ -33,6 +35,9 @@ func crdPathsOf(backend srv1alpha1.StorageBackend) func(cluster string) []string
 				continue
 			}
 			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+		if instancetypes {
+			paths = append(paths, filepath.Join(root, "test", "crds", "instancetype"))
 		}
 		return paths
 	}

@@ -67,6 +67,10 @@ type Options struct {
 	// nodes, VMIs in launcher pods. For the flows' end-to-end tests; a
 	// narrower test keeps the bare API server, which starts faster.
 	ControlPlane bool
+	// Instancetypes installs KubeVirt's namespaced VirtualMachineInstancetype
+	// and VirtualMachinePreference CRDs on the workload clusters, for the
+	// tests of companions of those kinds; other zones go without them.
+	Instancetypes bool
 	// ControllersOff are kube-controller-manager's controllers a
 	// ControlPlane zone runs without (harness.Options.ControllersOff).
 	ControllersOff []string
@@ -92,9 +96,9 @@ func New(t testing.TB, opts Options) *Env {
 	if backend == "" {
 		backend = srv1alpha1.BackendDRBD
 	}
-	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend), Scheme: s, Scheduler: true}
+	ho := harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend, opts.Instancetypes), Scheme: s, Scheduler: true}
 	if opts.ControlPlane {
-		ho = harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend), Scheme: s,
+		ho = harness.Options{CRDDirectoryPaths: harness.DefaultCRDPaths(), ClusterCRDPaths: crdPathsOf(backend, opts.Instancetypes), Scheme: s,
 			ControlPlane: true, Nodes: NodeSpecs, ControllersOff: opts.ControllersOff}
 	}
 	z := harness.Start(t, ho, "quorum", "primary", "dr")

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -67,10 +68,11 @@ func companionStates(t *testing.T, q client.Client, what string, want map[string
 // TestPGSyncCompanions checks the copies of a group's companion objects on
 // the DR cluster (with SITERECOVERY_MINTED_KUBECONFIGS=1, as the workload
 // chart's quorum identity with quorumAccess.companionSecrets, under its RBAC
-// and admission guard): a ConfigMap and a Service copied and
-// updated, an override applied on the DR copy only, a Secret copied only
-// once the group asks and its value in no status or event, an unlabelled
-// object of a companion's name left alone and reported, and a companion
+// and admission guard): a ConfigMap, a Service, a KubeVirt instancetype (by
+// name) and preference (by selector) copied and updated, an override applied
+// on the DR copy only, a Secret copied only once the group asks and its value
+// in no status or event, an unlabelled object of a companion's name (a
+// ConfigMap, an instancetype) left alone and reported, and a companion
 // removed from the list or deleted at the source deleted on the DR cluster
 // only where pg-sync created it; after a failover the copies stay in place
 // and the originals on the former primary are reported and left alone; the
@@ -82,7 +84,7 @@ func TestPGSyncCompanions(t *testing.T) {
 		require.NotContains(t, logs.String(), secretValue, "no log line carries the Secret's value")
 		require.NotContains(t, logs.String(), "czNjcjN0", "nor its base64")
 	})
-	e := env.New(t, env.Options{CompanionSecrets: true})
+	e := env.New(t, env.Options{CompanionSecrets: true, Instancetypes: true})
 	e.StartQuorum(t, setup.QuorumOptions{ProbeInterval: 200 * time.Millisecond})
 	e.StartWorkload(t, env.Primary, env.WorkloadOptions{})
 	e.StartWorkload(t, env.DR, env.WorkloadOptions{})
@@ -108,6 +110,17 @@ func TestPGSyncCompanions(t *testing.T) {
 	}
 	legacy := &corev1.ConfigMap{}
 	require.NoError(t, dr.Get(ctx, companionKey("legacy"), legacy))
+	// KubeVirt's namespaced instancetype and preference; "legacy-size"
+	// exists on both sides, the DR one made by hand.
+	it, pref := srv1alpha1.CompanionInstancetype, srv1alpha1.CompanionPreference
+	require.NoError(t, primary.Create(ctx, kubevirtCompanion(it, "db-size", nil, instancetypeSpec("2Gi"))))
+	require.NoError(t, primary.Create(ctx, kubevirtCompanion(pref, "db-pref", map[string]string{"app": "db"},
+		map[string]any{"preferredTerminationGracePeriodSeconds": int64(30)})))
+	for _, c := range []client.Client{primary, dr} {
+		require.NoError(t, c.Create(ctx, kubevirtCompanion(it, "legacy-size", nil, instancetypeSpec("1Gi"))))
+	}
+	legacySize, err := getKubevirtCompanion(ctx, dr, it, "legacy-size")
+	require.NoError(t, err)
 
 	overrideCM, err := json.Marshal(map[string]any{"data": map[string]any{"DB_HOST": "db.dr.example"}})
 	require.NoError(t, err)
@@ -125,6 +138,9 @@ func TestPGSyncCompanions(t *testing.T) {
 					{Kind: srv1alpha1.CompanionConfigMap, Namespace: env.AppNS, Name: "legacy"},
 					{Kind: srv1alpha1.CompanionService, Namespace: env.AppNS, Name: "db"},
 					{Kind: srv1alpha1.CompanionSecret, Namespace: env.AppNS, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+					{Kind: it, Namespace: env.AppNS, Name: "db-size"},
+					{Kind: it, Namespace: env.AppNS, Name: "legacy-size"},
+					{Kind: pref, Namespace: env.AppNS, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
 				},
 				Overrides: []srv1alpha1.CompanionOverride{
 					{Kind: srv1alpha1.CompanionConfigMap, Namespace: env.AppNS, Name: "db-config", Cluster: env.DR, MergePatch: runtime.RawExtension{Raw: overrideCM}},
@@ -136,13 +152,18 @@ func TestPGSyncCompanions(t *testing.T) {
 
 	// The ConfigMap and Service are copied, with the DR override, labelled
 	// as pg-sync's; the Secret is refused until the group asks; the
-	// hand-made "legacy" is a conflict.
+	// hand-made "legacy" and "legacy-size" are conflicts.
 	companionStates(t, q, "first copies", map[string]srv1alpha1.CompanionState{
-		"ConfigMap/db-config/" + env.DR: srv1alpha1.CompanionInSync,
-		"Service/db/" + env.DR:          srv1alpha1.CompanionInSync,
-		"ConfigMap/legacy/" + env.DR:    srv1alpha1.CompanionConflict,
-		"Secret//":                      srv1alpha1.CompanionRefused,
+		"ConfigMap/db-config/" + env.DR:                    srv1alpha1.CompanionInSync,
+		"Service/db/" + env.DR:                             srv1alpha1.CompanionInSync,
+		"ConfigMap/legacy/" + env.DR:                       srv1alpha1.CompanionConflict,
+		"Secret//":                                         srv1alpha1.CompanionRefused,
+		"VirtualMachineInstancetype/db-size/" + env.DR:     srv1alpha1.CompanionInSync,
+		"VirtualMachinePreference/db-pref/" + env.DR:       srv1alpha1.CompanionInSync,
+		"VirtualMachineInstancetype/legacy-size/" + env.DR: srv1alpha1.CompanionConflict,
 	})
+	requireKubevirtCopy(t, dr, it, "db-size", "2Gi", "spec", "memory", "guest")
+	requireKubevirtCopy(t, dr, pref, "db-pref", int64(30), "spec", "preferredTerminationGracePeriodSeconds")
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, dr.Get(ctx, companionKey("db-config"), cm))
 	require.Equal(t, map[string]string{"DB_HOST": "db.dr.example", "POOL": "10"}, cm.Data, "the override applies on the DR copy")
@@ -169,7 +190,12 @@ func TestPGSyncCompanions(t *testing.T) {
 	// A change at the source reaches the copy on the next pass, the
 	// override still on top.
 	patch(t, primary, companionKey("db-config"), &corev1.ConfigMap{}, func(c *corev1.ConfigMap) { c.Data["POOL"] = "20" })
+	size, err := getKubevirtCompanion(ctx, primary, it, "db-size")
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(size.Object, "4Gi", "spec", "memory", "guest"))
+	require.NoError(t, primary.Update(ctx, size))
 	setRPO(t, e, 90)
+	env.Eventually(t, wait, "instancetype change copied", kubevirtCopyHas(dr, it, "db-size", "4Gi", "spec", "memory", "guest"))
 	env.Eventually(t, wait, "source change copied", func() error {
 		c := &corev1.ConfigMap{}
 		if err := dr.Get(ctx, companionKey("db-config"), c); err != nil {
@@ -212,9 +238,11 @@ func TestPGSyncCompanions(t *testing.T) {
 	}
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.DR })
 	companionStates(t, q, "after the failover: the originals on the former primary", map[string]srv1alpha1.CompanionState{
-		"ConfigMap/db-config/" + env.Primary: srv1alpha1.CompanionConflict,
-		"Service/db/" + env.Primary:          srv1alpha1.CompanionConflict,
-		"Secret/db-password/" + env.Primary:  srv1alpha1.CompanionConflict,
+		"ConfigMap/db-config/" + env.Primary:                srv1alpha1.CompanionConflict,
+		"Service/db/" + env.Primary:                         srv1alpha1.CompanionConflict,
+		"Secret/db-password/" + env.Primary:                 srv1alpha1.CompanionConflict,
+		"VirtualMachineInstancetype/db-size/" + env.Primary: srv1alpha1.CompanionConflict,
+		"VirtualMachinePreference/db-pref/" + env.Primary:   srv1alpha1.CompanionConflict,
 	})
 	require.NoError(t, dr.Get(ctx, companionKey("db-config"), cm))
 	require.Equal(t, "db.dr.example", cm.Data["DB_HOST"], "the copy is in place on the new active cluster")
@@ -228,10 +256,11 @@ func TestPGSyncCompanions(t *testing.T) {
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.Primary })
 	companionStates(t, q, "after the failback", map[string]srv1alpha1.CompanionState{
 		"ConfigMap/db-config/" + env.DR: srv1alpha1.CompanionInSync, "Secret/db-password/" + env.DR: srv1alpha1.CompanionInSync,
+		"VirtualMachineInstancetype/db-size/" + env.DR: srv1alpha1.CompanionInSync,
 	})
 
-	// Removed from the list: the Service pg-sync created goes, the hand-made
-	// "legacy" stays. Deleted at the source: the ConfigMap's copy goes.
+	// Removed from the list: the Service, instancetype and preference
+	// pg-sync created go, the hand-made "legacy" and "legacy-size" stay. Deleted at the source: the ConfigMap's copy goes.
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) {
 		g.Spec.Companions.Objects = g.Spec.Companions.Objects[:2]
 	})
@@ -252,6 +281,22 @@ func TestPGSyncCompanions(t *testing.T) {
 	})
 	require.NoError(t, dr.Get(ctx, companionKey("legacy"), now))
 	require.Equal(t, legacy.ResourceVersion, now.ResourceVersion, "the hand-made object is never deleted")
+	for _, kn := range []struct {
+		kind srv1alpha1.CompanionKind
+		name string
+	}{{it, "db-size"}, {pref, "db-pref"}} {
+		env.Eventually(t, wait, fmt.Sprintf("%s %s copy deleted", kn.kind, kn.name), func() error {
+			if _, err := getKubevirtCompanion(ctx, dr, kn.kind, kn.name); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%w)", err)
+			}
+			return nil
+		})
+	}
+	nowSize, err := getKubevirtCompanion(ctx, dr, it, "legacy-size")
+	require.NoError(t, err, "the hand-made instancetype is never deleted")
+	require.Equal(t, legacySize.GetResourceVersion(), nowSize.GetResourceVersion(), "nor changed")
+	_, err = getKubevirtCompanion(ctx, primary, it, "db-size")
+	require.NoError(t, err, "the source instancetype stays")
 	require.NoError(t, primary.Get(ctx, companionKey("db"), &corev1.Service{}), "the source Service stays")
 }
 
