@@ -6,13 +6,22 @@ package v1alpha1
 type MACPolicy string
 
 const (
-	// MACPolicyKeep copies each interface's macAddress as the source VM has it.
+	// MACPolicyKeep copies each interface's macAddress as the source VM has
+	// it; an interface whose MAC a Generate mapping dropped on the VM's way to
+	// the source cluster gets back the MAC it had before
+	// (OriginalMACsAnnotation), so that failback restores the primary's MACs.
 	MACPolicyKeep MACPolicy = "Keep"
 	// MACPolicyGenerate drops each interface's macAddress, so that KubeVirt on
 	// the target assigns a new one (a MAC must not appear twice on one L2
 	// segment when both sites share it, as during a test failover).
 	MACPolicyGenerate MACPolicy = "Generate"
 )
+
+// OriginalMACsAnnotation, on the template of a standby VM whose MACs a
+// Generate mapping dropped, holds the MACs the source had, as a JSON object
+// of interface name to MAC; a later Keep mapping back restores them. pg-sync
+// writes it; it is part of the template pg-sync owns.
+const OriginalMACsAnnotation = "siterecovery.trilio.io/original-macs"
 
 // NetworkMapping maps the networks of VMs running on sourceCluster to the
 // networks standby VMs use on targetCluster. It is per ordered pair: failback
