@@ -1,6 +1,7 @@
 package netmap
 
 import (
+	"encoding/json"
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -18,14 +19,24 @@ func Qualify(name, vmNamespace string) string {
 	return vmNamespace + "/" + name
 }
 
-// Apply rewrites spec, a standby's template built from the source VM, for m
-// (nil keeps everything): mapped Multus network names, the pod network
-// replaced by a default Multus network, and with MAC policy Generate the
-// source's MAC addresses dropped. have is the standby's template as it is on
-// the target (nil for a new one): a MAC it carries that is not the source's
-// was assigned there (KubeVirt, kubemacpool) and is kept, so that a mapped
-// standby is not rewritten at every sync.
-func Apply(spec *kubevirtv1.VirtualMachineInstanceSpec, vmNamespace string, m *srv1alpha1.NetworkMapping, have *kubevirtv1.VirtualMachineInstanceSpec) {
+// Apply rewrites tmpl, a standby's template built from the source VM's, for
+// m (nil: no mapping): mapped Multus network names, the pod network replaced
+// by a default Multus network, and the MACs by the MAC policy. have is the
+// standby's template as it is on the target (nil for a new one).
+//
+// Generate drops the source's MACs and records them in
+// OriginalMACsAnnotation (the ones the source itself recorded, if it is a
+// generated copy); a MAC the standby carries that is not the source's was
+// assigned on the target (KubeVirt, kubemacpool) and is kept, so that a
+// mapped standby is not rewritten at every sync. Keep, or no mapping, copies
+// the source's MACs except where the source recorded originals: those come
+// back, so that failback after a Generate failover restores the primary's.
+func Apply(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec, vmNamespace string, m *srv1alpha1.NetworkMapping, have *kubevirtv1.VirtualMachineInstanceTemplateSpec) {
+	originals := takeOriginalMACs(tmpl)
+	spec := &tmpl.Spec
+	if m == nil || m.MACPolicy != srv1alpha1.MACPolicyGenerate {
+		restoreMACs(spec, originals)
+	}
 	if m == nil {
 		return
 	}
@@ -43,6 +54,11 @@ func Apply(spec *kubevirtv1.VirtualMachineInstanceSpec, vmNamespace string, m *s
 			podReplaced[n.Name] = true
 		}
 	}
+	var haveSpec *kubevirtv1.VirtualMachineInstanceSpec
+	if have != nil {
+		haveSpec = &have.Spec
+	}
+	recorded := map[string]string{}
 	ifaces := spec.Domain.Devices.Interfaces
 	for i := range ifaces {
 		iface := &ifaces[i]
@@ -54,7 +70,60 @@ func Apply(spec *kubevirtv1.VirtualMachineInstanceSpec, vmNamespace string, m *s
 			iface.Ports = nil
 		}
 		if m.MACPolicy == srv1alpha1.MACPolicyGenerate {
-			iface.MacAddress = assignedMAC(have, iface.Name, iface.MacAddress)
+			if mac := originals[iface.Name]; mac != "" {
+				recorded[iface.Name] = mac
+			} else if iface.MacAddress != "" {
+				recorded[iface.Name] = iface.MacAddress
+			}
+			iface.MacAddress = assignedMAC(haveSpec, iface.Name, iface.MacAddress)
+		}
+	}
+	recordOriginalMACs(tmpl, recorded)
+}
+
+// takeOriginalMACs removes OriginalMACsAnnotation from tmpl and returns what
+// it held; nothing when it is absent or not a JSON object of strings (it is
+// then dropped: it was not pg-sync's).
+func takeOriginalMACs(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec) map[string]string {
+	raw, ok := tmpl.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation]
+	if !ok {
+		return nil
+	}
+	delete(tmpl.ObjectMeta.Annotations, srv1alpha1.OriginalMACsAnnotation)
+	if len(tmpl.ObjectMeta.Annotations) == 0 {
+		tmpl.ObjectMeta.Annotations = nil
+	}
+	var out map[string]string
+	if json.Unmarshal([]byte(raw), &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// recordOriginalMACs sets OriginalMACsAnnotation on tmpl when macs has any.
+// encoding/json writes map keys sorted: the same MACs are the same text, so
+// a standby is not rewritten for the annotation alone.
+func recordOriginalMACs(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec, macs map[string]string) {
+	if len(macs) == 0 {
+		return
+	}
+	b, err := json.Marshal(macs)
+	if err != nil {
+		return // a map of strings always marshals
+	}
+	if tmpl.ObjectMeta.Annotations == nil {
+		tmpl.ObjectMeta.Annotations = map[string]string{}
+	}
+	tmpl.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation] = string(b)
+}
+
+// restoreMACs gives each interface of spec the original MAC recorded for
+// its name, if any.
+func restoreMACs(spec *kubevirtv1.VirtualMachineInstanceSpec, originals map[string]string) {
+	ifaces := spec.Domain.Devices.Interfaces
+	for i := range ifaces {
+		if mac := originals[ifaces[i].Name]; mac != "" {
+			ifaces[i].MacAddress = mac
 		}
 	}
 }

@@ -39,9 +39,9 @@ func vm() *kubevirtv1.VirtualMachine {
 
 func TestApply(t *testing.T) {
 	t.Run("no mapping keeps the spec", func(t *testing.T) {
-		spec := vm().Spec.Template.Spec
-		Apply(&spec, "apps", nil, nil)
-		require.Equal(t, vm().Spec.Template.Spec, spec)
+		tmpl := vm().Spec.Template
+		Apply(tmpl, "apps", nil, nil)
+		require.Equal(t, vm().Spec.Template, tmpl)
 	})
 
 	// "apps/storage" matches the VM's bare "storage"; the pod network
@@ -49,8 +49,9 @@ func TestApply(t *testing.T) {
 	m := &srv1alpha1.NetworkMapping{SourceCluster: "a", TargetCluster: "b", PodNetwork: "dr-pods",
 		Networks: []srv1alpha1.MultusNetworkMap{{Source: "apps/storage", Target: "dr-storage"}}}
 	t.Run("networks and pod network mapped, MACs kept", func(t *testing.T) {
-		spec := vm().Spec.Template.Spec
-		Apply(&spec, "apps", m, nil)
+		tmpl := vm().Spec.Template
+		Apply(tmpl, "apps", m, nil)
+		spec := tmpl.Spec
 		require.Equal(t, &kubevirtv1.MultusNetwork{NetworkName: "dr-pods", Default: true}, spec.Networks[0].Multus)
 		require.Nil(t, spec.Networks[0].Pod)
 		require.Equal(t, "dr-storage", spec.Networks[1].Multus.NetworkName)
@@ -62,26 +63,64 @@ func TestApply(t *testing.T) {
 		for i, mac := range []string{"02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"} {
 			require.Equal(t, mac, ifaces[i].MacAddress)
 		}
+		require.Empty(t, tmpl.ObjectMeta.Annotations, "nothing to restore later")
 	})
 
+	gen := m.DeepCopy()
+	gen.MACPolicy = srv1alpha1.MACPolicyGenerate
 	t.Run("MAC Generate drops the source's and keeps one the target assigned", func(t *testing.T) {
-		gen := m.DeepCopy()
-		gen.MACPolicy = srv1alpha1.MACPolicyGenerate
-		spec := vm().Spec.Template.Spec
-		Apply(&spec, "apps", gen, nil)
-		for _, iface := range spec.Domain.Devices.Interfaces {
+		tmpl := vm().Spec.Template
+		Apply(tmpl, "apps", gen, nil)
+		for _, iface := range tmpl.Spec.Domain.Devices.Interfaces {
 			require.Empty(t, iface.MacAddress, iface.Name)
 		}
 		// On the target, kubemacpool gave storage a MAC; backup still has
 		// the source's (written under Keep before).
-		have := spec.DeepCopy()
-		have.Domain.Devices.Interfaces[1].MacAddress = "02:aa:00:00:00:02"
-		have.Domain.Devices.Interfaces[2].MacAddress = "02:00:00:00:00:03"
-		again := vm().Spec.Template.Spec
-		Apply(&again, "apps", gen, have)
-		require.Equal(t, "", again.Domain.Devices.Interfaces[0].MacAddress)
-		require.Equal(t, "02:aa:00:00:00:02", again.Domain.Devices.Interfaces[1].MacAddress)
-		require.Equal(t, "", again.Domain.Devices.Interfaces[2].MacAddress)
+		have := tmpl.DeepCopy()
+		have.Spec.Domain.Devices.Interfaces[1].MacAddress = "02:aa:00:00:00:02"
+		have.Spec.Domain.Devices.Interfaces[2].MacAddress = "02:00:00:00:00:03"
+		again := vm().Spec.Template
+		Apply(again, "apps", gen, have)
+		require.Equal(t, "", again.Spec.Domain.Devices.Interfaces[0].MacAddress)
+		require.Equal(t, "02:aa:00:00:00:02", again.Spec.Domain.Devices.Interfaces[1].MacAddress)
+		require.Equal(t, "", again.Spec.Domain.Devices.Interfaces[2].MacAddress)
+		require.Equal(t, tmpl.ObjectMeta.Annotations, again.ObjectMeta.Annotations, "the same record at every sync")
+	})
+
+	// Failover under Generate, then failback under Keep: the DR copy (with
+	// the MACs the DR side assigned) is the source, and the primary's VM
+	// gets its own MACs back.
+	t.Run("Keep back restores the MACs Generate dropped", func(t *testing.T) {
+		drCopy := vm().Spec.Template
+		drCopy.ObjectMeta.Annotations = map[string]string{"example.com/keep": "yes"}
+		Apply(drCopy, "apps", gen, nil)
+		require.JSONEq(t, `{"default":"02:00:00:00:00:01","storage":"02:00:00:00:00:02","backup":"02:00:00:00:00:03"}`,
+			drCopy.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+		drCopy.Spec.Domain.Devices.Interfaces[1].MacAddress = "02:aa:00:00:00:02"
+
+		back := drCopy.DeepCopy()
+		Apply(back, "apps", &srv1alpha1.NetworkMapping{SourceCluster: "b", TargetCluster: "a", MACPolicy: srv1alpha1.MACPolicyKeep}, nil)
+		for i, mac := range []string{"02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"} {
+			require.Equal(t, mac, back.Spec.Domain.Devices.Interfaces[i].MacAddress)
+		}
+		require.Equal(t, map[string]string{"example.com/keep": "yes"}, back.ObjectMeta.Annotations, "the record is not carried back")
+
+		unmapped := drCopy.DeepCopy()
+		Apply(unmapped, "apps", nil, nil)
+		require.Equal(t, back.Spec.Domain.Devices.Interfaces, unmapped.Spec.Domain.Devices.Interfaces, "no mapping back restores them too")
+
+		// Generate again from the DR copy records the primary's MACs, not
+		// the DR side's.
+		onward := drCopy.DeepCopy()
+		Apply(onward, "apps", gen, nil)
+		require.Equal(t, drCopy.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation], onward.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+	})
+
+	t.Run("a record that is not pg-sync's is dropped", func(t *testing.T) {
+		tmpl := vm().Spec.Template
+		tmpl.ObjectMeta.Annotations = map[string]string{srv1alpha1.OriginalMACsAnnotation: "not json"}
+		Apply(tmpl, "apps", nil, nil)
+		require.Equal(t, vm().Spec.Template, tmpl)
 	})
 }
 

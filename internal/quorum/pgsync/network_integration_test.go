@@ -48,13 +48,14 @@ func standbyNetwork(c client.Client, network, mac string, podNetwork ...string) 
 // lands in the standby (the network renamed, the MAC dropped under
 // Generate, the pod network replaced by a default Multus network with its
 // masquerade interface turned bridge); a MAC the DR side assigned stays and the standby is not
-// rewritten by later syncs; the group's own entry for the pair wins over
-// the zone's.
+// rewritten by later syncs; a failover and failback restore the primary's
+// MAC (checkMACRoundTrip); the group's own entry for the pair wins over the
+// zone's.
 func checkNetworkMapping(t *testing.T, e *env.Env) {
 	t.Helper()
 	ctx := context.Background()
 	q, primary, dr := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
-	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, func(vm *kubevirtv1.VirtualMachine) {
+	sourceNetworks := func(vm *kubevirtv1.VirtualMachine) {
 		vm.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
 			{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}},
 				Ports: []kubevirtv1.Port{{Name: "pg", Port: 5432}}},
@@ -62,7 +63,8 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 		vm.Spec.Template.Spec.Networks = []kubevirtv1.Network{
 			{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
 			{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage"}}}}
-	})
+	}
+	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, sourceNetworks)
 	env.Eventually(t, wait, "unmapped: the standby has the source's network and MAC", standbyNetwork(dr, "storage", sourceMAC))
 
 	patch(t, q, client.ObjectKey{Namespace: env.Namespace, Name: env.ZoneName}, &srv1alpha1.ProtectionZone{}, func(z *srv1alpha1.ProtectionZone) {
@@ -91,6 +93,10 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	require.NoError(t, dr.Get(ctx, vmKey("cache"), after))
 	require.Equal(t, before.Generation, after.Generation, "a mapped standby is not rewritten")
 	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a", "infra/dr-pods")())
+	checkMACRoundTrip(t, e)
+	// The primary's VM as it was before the round trip, whose pod network
+	// the reverse pair does not map back.
+	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, sourceNetworks)
 
 	// The group's entry for the pair replaces the zone's whole: its network,
 	// its MAC policy (Keep, the default) and its pod network (none: kept).
@@ -102,4 +108,36 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	g := &srv1alpha1.ProtectionGroup{}
 	require.NoError(t, q.Get(ctx, groupKey, g))
 	require.Equal(t, srv1alpha1.MACPolicyKeep, g.Spec.NetworkMappings[0].MACPolicy, "the API server defaults macPolicy to Keep")
+}
+
+// checkMACRoundTrip fails the group over to the DR cluster and back, as far
+// as pg-sync sees it (the failover-controller flips the active cluster and
+// stops the group on the cluster it leaves; pg-sync rewrites no VM that
+// runs on a non-active cluster): the standby
+// on the DR side carries the MAC it assigned and, in its template, the
+// primary's (the zone's Generate pair); on failover the reverse pair (Keep)
+// gives the primary's VM its own MAC back, not the DR side's; on failback the
+// DR side keeps its MAC.
+func checkMACRoundTrip(t *testing.T, e *env.Env) {
+	t.Helper()
+	ctx := context.Background()
+	q, primary, dr := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
+	record := `{"storage":"` + sourceMAC + `"}`
+	standby := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, dr.Get(ctx, vmKey("cache"), standby))
+	require.JSONEq(t, record, standby.Spec.Template.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+
+	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.DR })
+	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateStopped })
+	env.Eventually(t, wait, "failover: the primary's VM has its own MAC back", standbyNetwork(primary, "storage", sourceMAC, "infra/dr-pods"))
+	vm := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, primary.Get(ctx, vmKey("cache"), vm))
+	require.NotContains(t, vm.Spec.Template.ObjectMeta.Annotations, srv1alpha1.OriginalMACsAnnotation)
+
+	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.Primary })
+	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateRunning })
+	env.Eventually(t, wait, "failback: synced", synced(q, metav1.ConditionTrue, srv1alpha1.ReasonInSync, allInSync))
+	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a", "infra/dr-pods")())
+	require.NoError(t, dr.Get(ctx, vmKey("cache"), standby))
+	require.JSONEq(t, record, standby.Spec.Template.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
 }

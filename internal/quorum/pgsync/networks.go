@@ -11,7 +11,9 @@ import (
 // standbySpec with the network mapping from the active cluster to target
 // applied (the group's entry for the pair, else the zone's). standby is the
 // standby as it is on target, nil when there is none: a MAC address the
-// target assigned under MAC policy Generate stays.
+// target assigned under MAC policy Generate stays. The source's MACs a
+// Generate mapping drops are kept in the standby's template
+// (OriginalMACsAnnotation) and restored by a Keep mapping back.
 func (s *scope) wantStandby(src, standby *kubevirtv1.VirtualMachine, target string) kubevirtv1.VirtualMachineSpec {
 	want := standbySpec(&src.Spec)
 	if want.Template == nil {
@@ -22,10 +24,10 @@ func (s *scope) wantStandby(src, standby *kubevirtv1.VirtualMachine, target stri
 		zoneMappings = s.zone.Spec.NetworkMappings
 	}
 	m := srv1alpha1.NetworkMappingFor(s.group.Spec.NetworkMappings, zoneMappings, s.group.Spec.ActiveCluster, target)
-	var have *kubevirtv1.VirtualMachineInstanceSpec
-	if standby != nil && standby.Spec.Template != nil {
-		have = &standby.Spec.Template.Spec
+	var have *kubevirtv1.VirtualMachineInstanceTemplateSpec
+	if standby != nil {
+		have = standby.Spec.Template
 	}
-	netmap.Apply(&want.Template.Spec, src.Namespace, m, have)
+	netmap.Apply(want.Template, src.Namespace, m, have)
 	return want
 }
