@@ -55,7 +55,7 @@ func (z *zone) quorumClusterLost(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(bundle["quorum/protectionzones.yaml"]), zones))
 	for _, pz := range zones.Items {
 		if pz.Name != env.ZoneName {
-			continue // the limited zone of an earlier test has no cluster behind it
+			continue // only the production zone has clusters behind it
 		}
 		z.create(env.Quorum, &srv1alpha1.ProtectionZone{ObjectMeta: metav1.ObjectMeta{Namespace: pz.Namespace, Name: pz.Name, Labels: pz.Labels}, Spec: pz.Spec})
 	}
