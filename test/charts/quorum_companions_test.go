@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 	"github.com/siterecovery/siterecovery/internal/quorum/testfailover"
 )
 
@@ -116,22 +117,25 @@ func TestQuorumAccessSecretsOptIn(t *testing.T) {
 	require.NotNil(t, find(on, "ClusterRoleBinding", "", "siterecovery-quorum-access-companion-secrets-dr-production"))
 }
 
-// TestQuorumAccessSettings: each DR namespace gets the ConfigMap a test
-// failover reads (internal/quorum/testfailover), saying whether the guard
-// admits hook sidecars on test copies; false unless the value sets it.
+// TestQuorumAccessSettings: each DR namespace gets the ConfigMap
+// quorum-manager reads (internal/quorum/remote/access.go), saying whether the
+// guard admits hook sidecars on test copies (false unless the value sets it)
+// and which application namespaces the release lists for that DR namespace
+// (none unless listed), which a protection checks before it acts.
 func TestQuorumAccessSettings(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"}}
+		qa := map[string]any{"drNamespaces": []any{"dr-production", "dr-staging"},
+			"applicationNamespaces": map[string]any{"dr-production": []any{"apps", "billing"}}}
 		if on {
 			qa["testFailover"] = map[string]any{"allowHookSidecars": true}
 		}
 		objs := renderValues(t, "workload-control-plane", "siterecovery-system", map[string]any{"quorumAccess": qa})
-		for _, ns := range []string{"dr-production", "dr-staging"} {
+		for ns, listed := range map[string]string{"dr-production": "apps,billing", "dr-staging": ""} {
 			cm := find(objs, "ConfigMap", ns, testfailover.SettingsConfigMap)
 			require.NotNil(t, cm, "%s's settings", ns)
 			data, _, err := unstructured.NestedStringMap(cm.Object, "data")
 			require.NoError(t, err)
-			require.Equal(t, map[string]string{testfailover.AllowHookSidecarsKey: strconv.FormatBool(on)}, data)
+			require.Equal(t, map[string]string{testfailover.AllowHookSidecarsKey: strconv.FormatBool(on), remote.ApplicationNamespacesKey: listed}, data)
 		}
 	}
 }

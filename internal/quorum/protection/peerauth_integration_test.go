@@ -24,12 +24,14 @@ import (
 // revision by both DRBDResources, whose agents run DRBD on it; the rotation
 // annotation and a Secret deleted on one side (at the periodic check) each bring a new value to both
 // sides and both replicas, which stay connected and in sync; and no value
-// appears in the request, the DRBDResources or any event.
+// appears in the request, the DRBDResources or any event. The protection
+// first waits for the DR cluster's release to list the VM's namespace
+// (protectVMOnceListed).
 func TestPeerSecretsEqualAndRotated(t *testing.T) {
 	z := newZone(t)
 	ctx := t.Context()
 	q, p, d := z.Client(env.Quorum), z.Client(env.Primary), z.Client(env.DR)
-	name := protectVM(t, q, p, "vm1").Status.DRBDResourceName
+	name := protectVMOnceListed(t, q, p, d, "vm1").Status.DRBDResourceName
 	key := client.ObjectKey{Namespace: srv1alpha1.PeerAuthNamespace(env.Namespace), Name: name}
 	clusters := map[string]client.Client{env.Primary: p, env.DR: d}
 

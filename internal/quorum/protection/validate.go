@@ -28,6 +28,9 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	if err := r.checkNamespaceAllowed(s); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.checkNamespaceListed(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.primary.Direct.Get(ctx, s.vmKey(), vm); err != nil {
 		if apierrors.IsNotFound(err) {

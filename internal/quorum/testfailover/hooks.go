@@ -3,7 +3,6 @@ package testfailover
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,12 +23,11 @@ const (
 	// adds hook sidecar containers to its pod.
 	HookSidecarsAnnotation = "hooks.kubevirt.io/hookSidecars"
 	// SettingsConfigMap is the ConfigMap the workload chart renders in each
-	// DR namespace with the quorumAccess choices a test failover reads
-	// (charts/workload-control-plane/templates/quorum-access-settings.yaml).
-	SettingsConfigMap = "siterecovery-quorum-access"
+	// DR namespace with the quorumAccess choices a test failover reads.
+	SettingsConfigMap = remote.AccessSettingsConfigMap
 	// AllowHookSidecarsKey holds quorumAccess.testFailover.allowHookSidecars
 	// in SettingsConfigMap, "true" or "false".
-	AllowHookSidecarsKey = "testFailover.allowHookSidecars"
+	AllowHookSidecarsKey = remote.AllowHookSidecarsKey
 	// ReasonHookSidecar: a group VM has hook sidecars and the target
 	// cluster's release does not let test failovers run them.
 	ReasonHookSidecar = "HookSidecarNotAllowed"
@@ -39,14 +37,11 @@ const (
 // test copies keep hook sidecars; a cluster without the ConfigMap (no
 // quorumAccess release, or an older one) does not.
 func hookSidecarsAllowed(ctx context.Context, s *scope, rc *remote.Remote) (bool, error) {
-	cm := &corev1.ConfigMap{}
-	switch err := rc.Direct.Get(ctx, client.ObjectKey{Namespace: s.tf.Namespace, Name: SettingsConfigMap}, cm); {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, remoteErr(s.tf.Spec.TargetCluster, "reading ConfigMap "+s.tf.Namespace+"/"+SettingsConfigMap, err)
+	settings, err := remote.ReadAccessSettings(ctx, rc.Direct, s.tf.Namespace)
+	if err != nil {
+		return false, remoteErr(s.tf.Spec.TargetCluster, "reading the quorum access settings", err)
 	}
-	return cm.Data[AllowHookSidecarsKey] == "true", nil
+	return settings.HookSidecarsAllowed(), nil
 }
 
 // checkHookSidecars fails the test when the standby's template has hook
