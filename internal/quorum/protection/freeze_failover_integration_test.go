@@ -33,7 +33,8 @@ import (
 // target was promoted from holds every acknowledged record whole, none torn.
 // The request records the Application point and shows the freeze in its
 // timeline. Back again with the guest agent silent: the failover completes
-// and its point is Crash, naming the VM.
+// and its point is Crash, naming the VM. Once more to the DR cluster with
+// the link stalled (checkStalledDrain): the drain outlasts the bound.
 func TestPlannedFailoverFreezesBeforeTheStop(t *testing.T) {
 	z := newZone(t)
 	ctx, q, p := t.Context(), z.Client(env.Quorum), z.Client(env.Primary)
@@ -92,7 +93,7 @@ func TestPlannedFailoverFreezesBeforeTheStop(t *testing.T) {
 	// Back, with the guest agent silent: Crash, naming the VM; the failover
 	// is not held.
 	guests.SetAgent(vm, false)
-	_, err := guests.Write(ctx, onDR, vm, 4)
+	backAck, err := guests.Write(ctx, onDR, vm, 4)
 	require.NoError(t, err, "the guest booted on the DR cluster is not frozen")
 	require.NoError(t, q.Create(ctx, newFailover("back", env.Primary, srv1alpha1.FailoverPlanned)))
 	back := waitCompleted(t, z, "back").Status.Consistency
@@ -101,6 +102,66 @@ func TestPlannedFailoverFreezesBeforeTheStop(t *testing.T) {
 	require.Equal(t, srv1alpha1.ConsistencyCrash, back.Consistency)
 	require.Equal(t, []string{vm.String()}, back.CrashConsistentVMs)
 	require.Contains(t, back.Message, "Guest agent is not responding")
+
+	guests.SetAgent(vm, true)
+	checkStalledDrain(t, z, guests, onPrimary, vm, w.acked()+backAck.Acknowledged)
+}
+
+// checkStalledDrain fails the group over to the DR cluster once more while
+// the link carries nothing (the fabric's drain rate 0) and the freeze bound
+// is 1 s: what the guest wrote before the freeze cannot drain within the
+// bound. The failover is not held by it: the point is Crash and names the
+// replica and what it still lacked. The target is not promoted on undrained
+// data: the DR replica stays Secondary until the link carries the rest, and
+// then every acknowledged write is on the target. before is the number of
+// writes the DR image held before.
+func checkStalledDrain(t *testing.T, z *zone, guests *guest.Guests, onPrimary *guest.Cluster, vm types.NamespacedName, before int) {
+	t.Helper()
+	ctx, q := t.Context(), z.Client(env.Quorum)
+	pg := &srv1alpha1.ProtectionGroup{}
+	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "prod-pg"}, pg))
+	patched := pg.DeepCopy()
+	patched.Spec.Consistency.FreezeTimeoutSeconds = 1
+	require.NoError(t, q.Patch(ctx, patched, client.MergeFrom(pg)))
+	require.NoError(t, z.fabric.SetDrainRate(0)) // only Fabric.Drain delivers
+	env.Eventually(t, wait, "web running on the primary", vmRunning(t, z.Client(env.Primary), "web"))
+	w := startRecords(ctx, guests, onPrimary, vm)
+	env.Eventually(t, wait, "the guest wrote records", func() error {
+		if n := w.acked(); n < 40 {
+			return fmt.Errorf("%d writes acknowledged", n)
+		}
+		return nil
+	})
+	require.NoError(t, q.Create(ctx, newFailover("stalled", env.DR, srv1alpha1.FailoverPlanned)))
+	fr := &srv1alpha1.FailoverRequest{}
+	env.Eventually(t, wait, "stalled: the point recorded", func() error {
+		if err := q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "stalled"}, fr); err != nil {
+			return err
+		}
+		if fr.Status.Consistency == nil {
+			return fmt.Errorf("phase %s: %s", fr.Status.Phase, fr.Status.Message)
+		}
+		return nil
+	})
+	pt := fr.Status.Consistency
+	t.Logf("point with the link stalled: %s: %s", pt.Consistency, pt.Message)
+	require.Equal(t, srv1alpha1.ConsistencyCrash, pt.Consistency)
+	require.Contains(t, pt.Message, "the DR replicas did not hold every write within the freeze bound of 1s")
+	require.Contains(t, pt.Message, env.AppNS+"/vm-web: ")
+	require.Contains(t, pt.Message, "bytes of writes in flight")
+	dr := &srv1alpha1.DRBDResource{}
+	require.NoError(t, z.Client(env.DR).Get(ctx, client.ObjectKey{Namespace: env.AppNS, Name: "vm-web"}, dr))
+	require.NotEqual(t, "Primary", dr.Status.Role, "the target is not promoted while the link holds the writes")
+	require.NoError(t, q.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "stalled"}, fr))
+	require.NotContains(t, history(fr), "StartingOnTarget", "the target is not started while the link holds the writes")
+
+	require.NoError(t, z.fabric.SetDrainRate(256<<10))
+	fr = waitCompleted(t, z, "stalled")
+	w.stop()
+	t.Logf("stalled: %v", history(fr))
+	check := guests.CheckImage(vm, "rootdisk", drImage(t, z, "web-root"))
+	t.Logf("DR image: %+v; %d writes acknowledged", check, before+w.acked())
+	assert.Equal(t, before+w.acked(), check.Writes, "every acknowledged write is on the target")
 }
 
 // records is a guest writing 4-block records every 50 ms, 3000 blocks at
