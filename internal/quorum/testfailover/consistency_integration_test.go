@@ -21,15 +21,17 @@ import (
 // primary's API server), recorded in the test's status and as the group's
 // last point; a guest whose agent does not answer makes the point Crash and is
 // named; a cut that outlasts the freeze bound is Crash, and the guests are
-// thawed either way. A crash-mode group's status is not written. The zone's
+// thawed either way. vm-00 replicates with protocol C, whose replica holds
+// what the frozen source completed at once; vm-01 with protocol A, whose
+// writes in flight the cut waits for, frozen, until the source's fresh
+// readings show them drained. A crash-mode group's status is not written. The zone's
 // quorum identity is the chart's (minted kubeconfigs), so the freeze rights
 // are proven too.
 func TestTestFailoverConsistency(t *testing.T) {
-	// Protocol C: the replica holds what the frozen source completed at once
-	// (protocol A's drain is TestLacking's and TestWait*'s, and the planned
-	// failover's TestPlannedFailoverFreezesBeforeTheStop; VolSync copies are
-	// TestWhyUnfreezable's).
-	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}, protocol: srv1alpha1.ProtocolC})
+	// (The planned failover's drain is TestPlannedFailoverFreezesBeforeTheStop's;
+	// VolSync copies are TestWhyUnfreezable's.)
+	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}, protocol: srv1alpha1.ProtocolC,
+		protocols: map[string]srv1alpha1.ReplicationProtocol{"vm-01": srv1alpha1.ProtocolA}})
 	guests := guest.New()
 	api := virtapi.Start(t, z.Clusters[env.Primary], guests)
 	vm0 := types.NamespacedName{Namespace: env.AppNS, Name: z.vms[0]}
@@ -60,6 +62,12 @@ func TestTestFailoverConsistency(t *testing.T) {
 		require.Equal(t, p.Time, z.lastPoint().Time, "the group's last point is the test's")
 		z.assertThawed(guests, vm0, vm1)
 		require.Equal(t, 2, api.Calls("freeze"), "each running source guest was frozen once")
+	})
+
+	t.Run("protocol A: drained before the cut", func(t *testing.T) {
+		z.t = t
+		z.setConsistency(30)
+		z.drainedBeforeTheCut(guests, vm0, vm1)
 	})
 
 	t.Run("guest agent does not answer", func(t *testing.T) {

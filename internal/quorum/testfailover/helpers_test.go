@@ -61,6 +61,8 @@ type zoneOptions struct {
 	quorum setup.QuorumOptions
 	// protocol is the replicas' DRBD protocol; env.DRBDReplica's (A) if empty.
 	protocol srv1alpha1.ReplicationProtocol
+	// protocols override protocol for the replicas of the VMs they name.
+	protocols map[string]srv1alpha1.ReplicationProtocol
 }
 
 // newZoneWith builds the group as the protection flow leaves it, tuned by o:
@@ -114,6 +116,9 @@ func newZoneWith(t *testing.T, vms int, o zoneOptions) *zone {
 			res := env.DRBDReplica(group, name, side.local, side.peer, side.nodeID, int32(7000+i))
 			if o.protocol != "" {
 				res.Spec.Protocol = o.protocol
+			}
+			if p, ok := o.protocols[name]; ok {
+				res.Spec.Protocol = p
 			}
 			z.CreateReplica(t, side.local, res)
 		}
