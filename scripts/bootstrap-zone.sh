@@ -117,7 +117,7 @@ needed_rules() {
 # not generated from markers; --list-rules prints it with the generated rules,
 # and test/charts checks that it matches the template.
 peer_auth_rules() {
-  printf '%s\n' "get secrets" "create secrets" "update secrets"
+  printf '%s\n' "get secrets" "create secrets" "update secrets" "delete secrets"
 }
 
 # agent_peer_auth_rules prints the "verb resource" lines of the Role the same

@@ -94,7 +94,8 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	require.Contains(t, msg, "bootstrap-zone: primary: quorum-manager cannot get secrets in dr-production-drbd-auth")
 	require.Contains(t, msg, "quorum-manager cannot update secrets in dr-production-drbd-auth")
 	require.Contains(t, msg, "bootstrap-zone: primary: the node agent siterecovery-system/drbd-node-agent cannot get secrets in dr-production-drbd-auth")
-	require.Contains(t, msg, "4 of ")
+	require.Contains(t, msg, "quorum-manager cannot delete secrets in dr-production-drbd-auth")
+	require.Contains(t, msg, "5 of ")
 	require.Contains(t, msg, "drbdNodeAgent.enabled=true")
 	sec := &corev1.Secret{}
 	require.Error(t, admin.Get(ctx, client.ObjectKey{Namespace: "dr-production", Name: "primary-kubeconfig"}, sec), "nothing stored")

@@ -21,7 +21,8 @@ import (
 // objects for two DR namespaces and acts, on the real API server, as each
 // identity the chart binds, its admission policies in force: the quorum
 // identity of dr-a writes and reads its own peer secrets (the quorum guard
-// lets them through) and is refused dr-b's; the drbd-node-agent gets a peer
+// lets them through), deletes its own, and is refused dr-b's and the
+// deletion of one not labelled for dr-a (the guard); the drbd-node-agent gets a peer
 // secret by name and is refused listing them, writing them, and any Secret
 // of a DR namespace, an application namespace or kube-system.
 func TestPeerAuthSecretsAccess(t *testing.T) {
@@ -68,11 +69,19 @@ func TestPeerAuthSecretsAccess(t *testing.T) {
 	require.NoError(t, quorumA.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
 	s.Data[srv1alpha1.PeerAuthSecretKey] = []byte("cm90YXRlZC1zZWNyZXQtZm9yLXRlc3QtMDEyMzQ1Njc")
 	require.NoError(t, quorumA.Update(ctx, s), "and rotates it")
+	unlabelled := secret(peerA, "vm-unlabelled")
+	require.NoError(t, admin.Create(ctx, unlabelled))
+	removed := secret(peerA, "vm-removed")
+	removed.Labels = s.Labels
+	require.NoError(t, quorumA.Create(ctx, removed))
+	require.NoError(t, quorumA.Delete(ctx, removed), "and deletes one when its protection goes")
 	for what, err := range map[string]error{
-		"read dr-b's peer secret":    quorumA.Get(ctx, client.ObjectKey{Namespace: peerB, Name: "vm-b"}, &corev1.Secret{}),
-		"replace dr-b's peer secret": quorumA.Update(ctx, secret(peerB, "vm-b")),
-		"create in dr-b's":           quorumA.Create(ctx, secret(peerB, "forged")),
-		"list its peer secrets":      quorumA.List(ctx, &corev1.SecretList{}, client.InNamespace(peerA)),
+		"read dr-b's peer secret":         quorumA.Get(ctx, client.ObjectKey{Namespace: peerB, Name: "vm-b"}, &corev1.Secret{}),
+		"replace dr-b's peer secret":      quorumA.Update(ctx, secret(peerB, "vm-b")),
+		"create in dr-b's":                quorumA.Create(ctx, secret(peerB, "forged")),
+		"delete dr-b's peer secret":       quorumA.Delete(ctx, secret(peerB, "vm-b")),
+		"delete one not labelled its own": quorumA.Delete(ctx, unlabelled),
+		"list its peer secrets":           quorumA.List(ctx, &corev1.SecretList{}, client.InNamespace(peerA)),
 	} {
 		assert.True(t, apierrors.IsForbidden(err), "quorum-manager of dr-a may not %s: %v", what, err)
 	}

@@ -68,7 +68,8 @@
 //     wait until it runs if it ran. The VM also loses the group label. A VM that
 //     was Halted stays Halted; one its group had stopped gets back the strategy
 //     it had before, as a start of the group would.
-//  4. removeStack: delete the DR backing PVCs; then the finalizer goes.
+//  4. removeStack: delete the DR backing PVCs, then the peer-auth Secrets of
+//     both clusters; then the finalizer goes.
 //
 // Objects are found by srv1alpha1.ProtectionRequestLabel and srv1alpha1.DRNamespaceLabel, so only what this
 // request created is deleted; the VM's namespace on the DR cluster stays. Each

@@ -198,3 +198,27 @@ func (r *Reconciler) peerAuthDue(req *srv1alpha1.ProtectionRequest) bool {
 	_, due := r.rechecks.next(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, req.UID, r.now(), r.recheckEvery())
 	return due
 }
+
+// removePeerSecrets deletes the request's peer-auth Secret on both clusters
+// once its DRBDResources are gone (no agent reads it any more). Deleting by
+// name is idempotent, so a removal stopped anywhere resumes. A cluster whose
+// workload release is older than the right to delete them (Forbidden) does
+// not hold the removal up: the Secret stays, with a warning naming it.
+func (r *Reconciler) removePeerSecrets(ctx context.Context, s *scope) error {
+	if s.req.Status.DRBDResourceName == "" {
+		return nil // never got past Validating: no Secret was written
+	}
+	key := peerSecretKey(s)
+	for _, sd := range s.sides() {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		switch err := sd.rc.Direct.Delete(ctx, sec); {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			r.warn(s.req, EventPeerSecretLeft, fmt.Sprintf("peer-auth Secret %s on %s was not deleted: quorum-manager may not delete it there "+
+				"(a workload-control-plane release older than this quorum-manager); upgrade that release, or delete the Secret by hand", key, sd.cluster))
+		default:
+			return remoteErr(sd.cluster, "deleting peer-auth Secret "+key.String(), err)
+		}
+	}
+	return nil
+}

@@ -19,6 +19,9 @@ const (
 	// DRBDAllocation (deleted or edited by hand) and was written back with
 	// the values its DRBDResources use.
 	EventClaimRestored = "ClaimRestored"
+	// EventPeerSecretLeft: removing protection could not delete a peer-auth
+	// Secret (a workload release without the right to); it names it.
+	EventPeerSecretLeft = "PeerSecretLeft"
 	// EventClaimTaken: the claim was gone and another request claimed one of
 	// its values in the gap; nothing was written.
 	EventClaimTaken = "ClaimTaken"

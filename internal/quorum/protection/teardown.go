@@ -59,7 +59,8 @@ func (r *Reconciler) removeReplication(ctx context.Context, s *scope) error {
 
 // removeStack removes what is left once the VM is on plain PVCs: the metadata
 // PVCs of both clusters, and the DR backing PVCs, unless the VM stays on the DR
-// cluster: then they are its disks and only lose the request's labels.
+// cluster: then they are its disks and only lose the request's labels; last
+// the peer-auth Secrets of both clusters.
 func (r *Reconciler) removeStack(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.removeReplication(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -72,9 +73,13 @@ func (r *Reconciler) removeStack(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, err
 	}
 	if s.stayOn == s.target {
-		return ctrl.Result{}, r.releaseBacking(ctx, s)
+		if err := r.releaseBacking(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if err := r.removeTiers(ctx, s, backingClaims); err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.removeTiers(ctx, s, backingClaims)
+	return ctrl.Result{}, r.removePeerSecrets(ctx, s)
 }
 
 // removeTiers removes the tiers in order, and waits while any of their objects

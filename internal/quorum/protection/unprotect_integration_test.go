@@ -195,7 +195,7 @@ func nothingLeft(t *testing.T, z *zone, request string) {
 	sel := client.MatchingLabels{srv1alpha1.ProtectionRequestLabel: request}
 	for _, cluster := range []string{env.Primary, env.DR} {
 		c := z.Client(cluster)
-		for _, list := range []client.ObjectList{&corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &corev1.PodList{}, &srv1alpha1.DRBDResourceList{}} {
+		for _, list := range []client.ObjectList{&corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &corev1.PodList{}, &srv1alpha1.DRBDResourceList{}, &corev1.SecretList{}} {
 			require.NoError(t, c.List(t.Context(), list, sel))
 			n := meta.LenList(list)
 			assert.Zero(t, n, "%s: %T of %s left", cluster, list, request)
