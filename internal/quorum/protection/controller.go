@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/flow"
@@ -91,9 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, in ctrl.Request) (ctrl.Resul
 	if terminal(req.Status.Phase) {
 		if req.Status.Phase == srv1alpha1.ProtectionProtected && r.peerAuthDue(req) {
 			// Retried at the next periodic check when a cluster does not answer.
-			if err := r.maintainPeerAuth(ctx, newScope(req, r.now())); err != nil {
-				log.FromContext(ctx).Info("DRBD peer secret not maintained", "error", err.Error())
-			}
+			r.periodicCheck(ctx, req)
 		}
 		return r.recheckClaim(ctx, req)
 	}

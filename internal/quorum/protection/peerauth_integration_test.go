@@ -73,6 +73,7 @@ func TestPeerSecretsEqualAndRotated(t *testing.T) {
 		return value
 	}
 	first := current(t, "one secret on both sides", nil)
+	sourceLabelsRepaired(t, p)
 
 	req := getRequest(t, q, "protect-vm1")
 	req.Annotations = map[string]string{srv1alpha1.RotatePeerSecretAnnotation: "2026-01"}

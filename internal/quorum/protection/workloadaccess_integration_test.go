@@ -1,6 +1,7 @@
 package protection_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,4 +63,33 @@ func protectVMOnceListed(t *testing.T, q, p, d client.Client, vm string) *srv1al
 	writeAccessSettings(t, d, "billing,"+env.AppNS)
 	env.Eventually(t, wait, name+" Protected once listed", phaseIs(t.Context(), q, name, srv1alpha1.ProtectionProtected, protection.ReasonProtected))
 	return getRequest(t, q, name)
+}
+
+// sourceLabelsRepaired strips the request labels from vm1's source PVC on the
+// primary, as on a VM protected before the flow labelled source PVCs, and
+// waits until the Protected request's periodic check (every couple of
+// seconds here) puts them back.
+func sourceLabelsRepaired(t *testing.T, p client.Client) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	key := client.ObjectKey{Namespace: env.AppNS, Name: "vm1-root"}
+	require.NoError(t, p.Get(t.Context(), key, pvc))
+	want := map[string]string{srv1alpha1.DRNamespaceLabel: env.Namespace, srv1alpha1.ProtectionRequestLabel: "protect-vm1"}
+	for k, v := range want {
+		require.Equal(t, v, pvc.Labels[k], "the flow labelled the source PVC")
+		delete(pvc.Labels, k)
+	}
+	require.NoError(t, p.Update(t.Context(), pvc))
+	env.Eventually(t, wait, "source PVC labels repaired", func() error {
+		got := &corev1.PersistentVolumeClaim{}
+		if err := p.Get(t.Context(), key, got); err != nil {
+			return err
+		}
+		for k, v := range want {
+			if got.Labels[k] != v {
+				return fmt.Errorf("label %s=%q, want %q", k, got.Labels[k], v)
+			}
+		}
+		return nil
+	})
 }
