@@ -18,7 +18,7 @@ import (
 // refused at once, and tested with them once the release allows it. The
 // scenarios share the zone: a zone costs more than its tests.
 func TestTestFailoverWithMintedKubeconfigs(t *testing.T) {
-	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true}})
+	z := newZoneWith(t, 2, zoneOptions{env: env.Options{MintedKubeconfigs: true, Instancetypes: true}})
 	prod := z.production()
 	t.Run("no boot plan", func(t *testing.T) {
 		z.t = t
