@@ -5,8 +5,8 @@
 // measured recovery time (RTO) of its last failover and of its last drill.
 //
 // Build is a pure function of API objects the caller has read (groups,
-// RPOEvents, TestFailovers, FailoverRequests), the window and the time, so
-// the CLI, the console and quorum-manager's metrics compute the same figures
-// from the same objects, and unit tests pin them exactly. It links no
-// controller and no client.
+// RPOEvents, TestFailovers, FailoverRequests, DRPlacementControls), the
+// window and the time, so the CLI, the console and quorum-manager's metrics
+// compute the same figures from the same objects, and unit tests pin them
+// exactly. It links no controller and no client.
 package report

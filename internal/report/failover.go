@@ -5,14 +5,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
 const kindFailoverRequest = "FailoverRequest"
 
-// Failover is the group's newest finished failover (or failback).
+// Failover is the group's newest finished failover (or failback): a
+// FailoverRequest or a DRPlacementControl's Failover or Relocate.
 type Failover struct {
-	Name          string `json:"name"`
+	Name string `json:"name"`
+	// Kind is what Name names: FailoverRequest or DRPlacementControl.
+	Kind          string `json:"kind,omitempty"`
 	Type          string `json:"type,omitempty"`
 	SourceCluster string `json:"sourceCluster,omitempty"`
 	TargetCluster string `json:"targetCluster"`
@@ -21,7 +25,8 @@ type Failover struct {
 	StartTime      *metav1.Time `json:"startTime,omitempty"`
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// RTOSeconds is the time from the request's first phase to Completed,
-	// as `failover --wait` counts it; absent for a Failed request.
+	// as `failover --wait` counts it, or a DRPC's actionDuration; absent for
+	// a Failed request.
 	RTOSeconds *float64 `json:"rtoSeconds,omitempty"`
 	// Phases is how long each phase lasted, in order.
 	Phases []PhaseDuration `json:"phases,omitempty"`
@@ -36,10 +41,10 @@ type PhaseDuration struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// lastFailover is the newest finished request of the group: a live
-// FailoverRequest, else its record in status.history.
-func lastFailover(pg *srv1alpha1.ProtectionGroup, frs []srv1alpha1.FailoverRequest) *Failover {
-	var best *Failover
+// lastFailover is the newest finished move of the group: a live
+// FailoverRequest, else its record in status.history, or a DRPC's action.
+func lastFailover(pg *srv1alpha1.ProtectionGroup, frs []srv1alpha1.FailoverRequest, drpcs []drv1alpha1.DRPlacementControl) *Failover {
+	best := fromDRPCs(pg, drpcs)
 	live := map[string]bool{}
 	for i := range frs {
 		fr := &frs[i]
@@ -63,7 +68,7 @@ func lastFailover(pg *srv1alpha1.ProtectionGroup, frs []srv1alpha1.FailoverReque
 }
 
 func fromRequest(fr *srv1alpha1.FailoverRequest) *Failover {
-	f := &Failover{Name: fr.Name, Type: string(fr.Spec.FailoverType), SourceCluster: fr.Status.SourceCluster,
+	f := &Failover{Name: fr.Name, Kind: kindFailoverRequest, Type: string(fr.Spec.FailoverType), SourceCluster: fr.Status.SourceCluster,
 		TargetCluster: fr.Spec.TargetCluster, Outcome: string(fr.Status.Phase), CompletionTime: fr.Status.CompletionTime.DeepCopy()}
 	start := fr.CreationTimestamp.Time
 	if h := fr.Status.PhaseHistory; len(h) > 0 {
@@ -75,7 +80,7 @@ func fromRequest(fr *srv1alpha1.FailoverRequest) *Failover {
 }
 
 func fromRecord(rec *srv1alpha1.RequestRecord) *Failover {
-	f := &Failover{Name: rec.Name, Type: rec.Type, SourceCluster: rec.SourceCluster, TargetCluster: rec.TargetCluster,
+	f := &Failover{Name: rec.Name, Kind: kindFailoverRequest, Type: rec.Type, SourceCluster: rec.SourceCluster, TargetCluster: rec.TargetCluster,
 		Outcome: rec.Outcome, StartTime: rec.StartTime.DeepCopy(), CompletionTime: rec.CompletionTime.DeepCopy(), FromHistory: true}
 	var start time.Time
 	if len(rec.Phases) > 0 {

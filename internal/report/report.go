@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -20,6 +21,12 @@ type Input struct {
 	Events        []srv1alpha1.RPOEvent
 	TestFailovers []srv1alpha1.TestFailover
 	Requests      []srv1alpha1.FailoverRequest
+	// DRPCs are the namespace's DRPlacementControls, whose finished actions
+	// are failovers too; nil when the reader may not list them (its note
+	// says so).
+	DRPCs []drv1alpha1.DRPlacementControl
+	// Notes say what the reader could not read, so the report leaves out.
+	Notes []string
 	// From and To bound the window [From, To); time after Now is not
 	// measured yet.
 	From, To, Now time.Time
@@ -32,6 +39,8 @@ type Report struct {
 	From      metav1.Time `json:"from"`
 	To        metav1.Time `json:"to"`
 	Groups    []Group     `json:"groups"`
+	// Notes say what the reader may not read, and so the figures leave out.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Group is one ProtectionGroup's part of the report.
@@ -44,21 +53,22 @@ type Group struct {
 	// check ended: from the TestFailovers still kept, or the drill status the
 	// schedule keeps after it pruned them.
 	LastSuccessfulDrillTime *metav1.Time `json:"lastSuccessfulDrillTime,omitempty"`
-	// LastFailover is the group's newest finished FailoverRequest, or the
-	// group's history record of it once the request was deleted.
+	// LastFailover is the group's newest finished FailoverRequest (or the
+	// group's history record of it once the request was deleted) or
+	// DRPlacementControl action, whichever finished last.
 	LastFailover *Failover `json:"lastFailover,omitempty"`
 }
 
 // Build computes the report. Groups are in name order.
 func Build(in Input) Report {
-	r := Report{Namespace: in.Namespace, From: metav1.NewTime(in.From), To: metav1.NewTime(in.To), Groups: []Group{}}
+	r := Report{Namespace: in.Namespace, From: metav1.NewTime(in.From), To: metav1.NewTime(in.To), Groups: []Group{}, Notes: in.Notes}
 	groups := append([]srv1alpha1.ProtectionGroup(nil), in.Groups...)
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	for i := range groups {
 		pg := &groups[i]
 		g := Group{Name: pg.Name, RPO: rpoOf(pg, in)}
 		g.LastDrill, g.LastSuccessfulDrillTime = drillsOf(pg, in.TestFailovers)
-		g.LastFailover = lastFailover(pg, in.Requests)
+		g.LastFailover = lastFailover(pg, in.Requests, in.DRPCs)
 		r.Groups = append(r.Groups, g)
 	}
 	return r
