@@ -54,6 +54,9 @@ func NewVersionProxy(name string, admin *rest.Config, logf func(format string, a
 	proxy := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
 		FlushInterval: -1, // watches stream
+		// A site's power cut ends the watches it streams midway; the proxy
+		// would log each to stderr ("read error during body copy").
+		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			logf("proxy of %s: %s %s: %v", name, r.Method, r.URL, err)
 			w.WriteHeader(http.StatusBadGateway)
