@@ -3,6 +3,7 @@ package drpc
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,13 +67,48 @@ func (r *Reconciler) ensureKey(ctx context.Context, s *scope) (ctrl.Result, erro
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{drv1alpha1.VolSyncPSKKey: key},
 		}
-		// Create only: the copy never changes, and reading Secrets on a
+		// Create: the copy's value never changes, and reading Secrets on a
 		// workload cluster is a right quorum-manager does not need.
-		if err := rc.Direct.Create(ctx, copied); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := rc.Direct.Create(ctx, copied)
+		if apierrors.IsAlreadyExists(err) {
+			err = labelKey(ctx, rc.Direct, copied)
+		}
+		if err != nil {
 			return ctrl.Result{}, flow.Transient(srv1alpha1.ReasonWriteFailed, fmt.Errorf("cluster %s: creating the pre-shared-key Secret %s/%s: %w", c, copied.Namespace, copied.Name, err))
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// KeyFieldOwner is the field manager of labelKey's apply.
+const KeyFieldOwner = "siterecovery-volsync-key"
+
+// labelKey gives an existing copy of the key the group label, which a copy
+// made before the label existed lacks, so that pg-controller, which refuses a
+// key not labelled for the VRG's group (PreSharedKeyRefused), takes it
+// without anyone re-minting it by hand. A server-side apply without force
+// only adds what nobody set: where the label names another group, or the
+// value differs, it conflicts and the copy is left as it is (that key is not
+// this DRPC's to claim, and pg-controller's refusal stands). It reads nothing
+// the Create did not write.
+func labelKey(ctx context.Context, c client.Client, copied *corev1.Secret) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Secret")
+	u.SetNamespace(copied.Namespace)
+	u.SetName(copied.Name)
+	u.SetLabels(copied.Labels)
+	u.Object["type"] = string(copied.Type)
+	data := map[string]any{}
+	for k, v := range copied.Data {
+		data[k] = base64.StdEncoding.EncodeToString(v)
+	}
+	u.Object["data"] = data
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(KeyFieldOwner))
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // quorumKey reads or mints the DRPC's key on the quorum cluster. The key

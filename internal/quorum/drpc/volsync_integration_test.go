@@ -51,7 +51,8 @@ type vsZone struct {
 // protected PVCs, images equal to the primary), failover (the new primary
 // holds the last complete image and not the writes after it), the first sync
 // after it (full), relocate (final sync, incremental, nothing lost) and
-// disable (VRGs and keys gone).
+// disable (VRGs and keys gone). The key was minted before the group label
+// existed; quorum-manager labels its copies, without re-minting it.
 func TestVolSyncFlows(t *testing.T) {
 	z := &vsZone{Env: env.New(t, env.Options{Backend: srv1alpha1.BackendVolSync}), t: t}
 	z.f = z.StartVolSync(t, env.VolSyncZone{StorageClass: vsClass, Provisioner: vsProvisioner, GroupSnapshotClass: "cephfs-vgsc",
@@ -68,6 +69,16 @@ func TestVolSyncFlows(t *testing.T) {
 	require.NoError(t, z.Client(env.Quorum).Create(ctx, &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: vsApp},
 		Spec: srv1alpha1.ProtectionGroupSpec{VirtualMachines: refs, ActiveCluster: P, ZoneRef: &srv1alpha1.LocalObjectReference{Name: env.ZoneName},
 			Replication: srv1alpha1.ReplicationSettings{RPOObjectiveSeconds: rpoObjective}}}))
+	// The key was minted by a release before the group label: both
+	// workload clusters' copies lack it, and the minting side adds it.
+	oldKey := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: drv1alpha1.VolSyncPSKSecretName(vsApp),
+			Labels: map[string]string{srv1alpha1.ManagedByLabel: srv1alpha1.ManagedByValue, srv1alpha1.ZoneLabel: env.ZoneName}},
+			Data: map[string][]byte{drv1alpha1.VolSyncPSKKey: []byte("volsync:0123456789abcdef0123456789abcdef")}}
+	}
+	for _, c := range []string{env.Quorum, P, D} {
+		require.NoError(t, z.Client(c).Create(ctx, oldKey()))
+	}
 	require.NoError(t, z.Client(env.Quorum).Create(ctx, &drv1alpha1.DRPlacementControl{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: vsApp, Annotations: map[string]string{drv1alpha1.EnableDiffAnnotation: "true"}},
 		Spec: drv1alpha1.DRPlacementControlSpec{
@@ -93,6 +104,12 @@ func TestVolSyncFlows(t *testing.T) {
 	require.NotEmpty(t, key)
 	require.Equal(t, key, z.key(P, env.AppNS), "one key, minted once, on both clusters")
 	require.Equal(t, key, z.key(D, env.AppNS))
+	require.Equal(t, "volsync:0123456789abcdef0123456789abcdef", key, "the old key is kept, not re-minted")
+	for _, c := range []string{P, D} {
+		old := &corev1.Secret{}
+		require.NoError(t, z.Client(c).Get(ctx, client.ObjectKeyFromObject(oldKey()), old))
+		require.Equal(t, vsApp, old.Labels[srv1alpha1.ProtectionGroupLabel], "the old key's copy on %s got its group label", c)
+	}
 	z.waitEqual(P, D, "the first cycle's image")
 	require.True(t, z.transfers(P)[0].Full, "the first cycle has no base")
 

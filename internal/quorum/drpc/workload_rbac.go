@@ -11,5 +11,5 @@ package drpc
 // +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=volumereplicationgroups,verbs=list;watch;create;patch;delete,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=list;watch,namespace=workload-cluster
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups,verbs=patch,namespace=workload-dr-namespace
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create,namespace=workload-dr-namespace
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create;patch,namespace=workload-dr-namespace
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get,namespace=workload-cluster
