@@ -17,9 +17,9 @@ const (
 	MACPolicyGenerate MACPolicy = "Generate"
 )
 
-// OriginalMACsAnnotation, on the template of a standby VM whose MACs a
-// Generate mapping dropped, holds the MACs the source had, as a JSON object
-// of interface name to MAC; a later Keep mapping back restores them. pg-sync
+// OriginalMACsAnnotation is set on the template of a standby VM whose MACs a
+// Generate mapping dropped: the MACs the source had, as a JSON object of
+// interface name to MAC; a later Keep mapping back restores them. pg-sync
 // writes it; it is part of the template pg-sync owns.
 const OriginalMACsAnnotation = "siterecovery.trilio.io/original-macs"
 
