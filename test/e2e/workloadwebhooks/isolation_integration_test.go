@@ -1,4 +1,4 @@
-package admission_test
+package workloadwebhooks_test
 
 import (
 	"context"
