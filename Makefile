@@ -100,8 +100,9 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC roles, and copy them into t
 # The KubeVirt CRDs the test clusters install: virt-operator's schema, from
 # kubevirt.io/api at go.mod's version (tools/kubevirt-crds says how, and what
 # differs). It fails when the schema is not the one virt-operator embeds.
-KUBEVIRT_CRDS := test/crds/thirdparty/kubevirt.io_virtualmachines.yaml test/crds/thirdparty/kubevirt.io_virtualmachineinstances.yaml
-kubevirt-crds: ## Regenerate test/crds/thirdparty's KubeVirt VirtualMachine and VirtualMachineInstance CRDs.
+KUBEVIRT_CRDS := test/crds/thirdparty/kubevirt.io_virtualmachines.yaml test/crds/thirdparty/kubevirt.io_virtualmachineinstances.yaml \
+	test/crds/instancetype/instancetype.kubevirt.io_virtualmachineinstancetypes.yaml test/crds/instancetype/instancetype.kubevirt.io_virtualmachinepreferences.yaml
+kubevirt-crds: ## Regenerate the KubeVirt CRDs the tests install: VirtualMachine and VirtualMachineInstance (test/crds/thirdparty), VirtualMachineInstancetype and VirtualMachinePreference (test/crds/instancetype).
 	$(GO) run -C tools/kubevirt-crds . -root $(CURDIR)
 
 verify: generate kubevirt-crds tidy-check ## Fail when generated files are stale or go.mod is untidy.
