@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/report"
 )
@@ -58,7 +61,10 @@ ends now (--window, default 7d):
     schedule or run by hand, with its phase and each check's verdict, and
     when a drill last passed every check;
   - the measured RTO of the last drill (its start to its last check passing)
-    and of the last failover (its first phase to Completed, as --wait counts).
+    and of the last failover: a FailoverRequest's first phase to Completed,
+    as --wait counts, or a DRPlacementControl's finished Failover or Relocate
+    (its actionDuration), whichever finished last. If you may not list
+    DRPlacementControls, theirs are left out and a note says so.
 
 -o json|yaml|jsonpath=...|go-template=... print the report (apiVersion
 ` + ReportGroupVersion.String() + `, kind ComplianceReport).`,
@@ -140,6 +146,8 @@ func (o *Options) compliance(ctx context.Context, group string, all bool, window
 }
 
 // readReportInput lists what the report is built from in one DR namespace.
+// DRPlacementControls are optional: a user who may not list them gets the
+// rest, with a note; without their CRD there are none to leave out.
 func readReportInput(ctx context.Context, c client.Client, ns string) (report.Input, error) {
 	groups, events := &srv1alpha1.ProtectionGroupList{}, &srv1alpha1.RPOEventList{}
 	tfs, frs := &srv1alpha1.TestFailoverList{}, &srv1alpha1.FailoverRequestList{}
@@ -148,7 +156,18 @@ func readReportInput(ctx context.Context, c client.Client, ns string) (report.In
 			return report.Input{}, fmt.Errorf("reading the report's objects in %s: %w", ns, err)
 		}
 	}
-	return report.Input{Namespace: ns, Groups: groups.Items, Events: events.Items, TestFailovers: tfs.Items, Requests: frs.Items}, nil
+	in := report.Input{Namespace: ns, Groups: groups.Items, Events: events.Items, TestFailovers: tfs.Items, Requests: frs.Items}
+	drpcs := &drv1alpha1.DRPlacementControlList{}
+	switch err := c.List(ctx, drpcs, client.InNamespace(ns)); {
+	case apierrors.IsForbidden(err):
+		in.Notes = append(in.Notes, report.DRPCsHiddenNote)
+	case meta.IsNoMatchError(err):
+	case err != nil:
+		return report.Input{}, fmt.Errorf("reading the report's DRPlacementControls in %s: %w", ns, err)
+	default:
+		in.DRPCs = drpcs.Items
+	}
+	return in, nil
 }
 
 func onlyGroup(gs []report.Group, name string) []report.Group {

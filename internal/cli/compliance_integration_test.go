@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/report"
 	"github.com/siterecovery/siterecovery/internal/scheme"
 	"github.com/siterecovery/siterecovery/test/compliancefixture"
 	"github.com/siterecovery/siterecovery/test/harness"
@@ -52,13 +54,15 @@ func cliRunner(t *testing.T, kubeconfig, ns string, global ...string) func(args 
 }
 
 // testReport reads the figures report prints from a group's RPOEvents,
-// drills and failover request (test/compliancefixture): the report's clock is
-// pinned ten hours after the group's creation (set by the server), so the
-// window holds one resolved hour of breach and one active hour.
+// drills, failover request and DRPC (test/compliancefixture): the report's
+// clock is pinned ten hours after the group's creation (set by the server),
+// so the window holds one resolved hour of breach and one active hour. The
+// DRPC's relocate, after the request, is the last failover; a user who may
+// not list DRPCs gets the request's, and a note.
 func testReport(t *testing.T, c client.Client, kubeconfig string) {
 	ctx := t.Context()
 	const ns = "dr-report"
-	pg, err := compliancefixture.Write(ctx, c, ns, compliancefixture.Options{})
+	pg, err := compliancefixture.Write(ctx, c, ns, compliancefixture.Options{DRPC: true})
 	require.NoError(t, err)
 	c0 := pg.CreationTimestamp.Time
 	reportNow = func() time.Time { return c0.Add(compliancefixture.Now) }
@@ -95,15 +99,42 @@ func testReport(t *testing.T, c client.Client, kubeconfig string) {
 	require.NotNil(t, g.LastSuccessfulDrillTime)
 	assert.True(t, g.LastSuccessfulDrillTime.Time.Equal(c0.Add(compliancefixture.ScheduledEnd)), "%v", g.LastSuccessfulDrillTime)
 	require.NotNil(t, g.LastFailover)
+	assert.Equal(t, compliancefixture.DRPC, g.LastFailover.Name)
+	assert.Equal(t, report.KindDRPlacementControl, g.LastFailover.Kind)
+	assert.Equal(t, "primary", g.LastFailover.TargetCluster)
 	require.NotNil(t, g.LastFailover.RTOSeconds)
-	assert.Equal(t, compliancefixture.FailoverRTOSeconds, *g.LastFailover.RTOSeconds)
+	assert.Equal(t, compliancefixture.DRPCRTOSeconds, *g.LastFailover.RTOSeconds)
+	assert.Empty(t, rep.Namespaces[0].Notes)
 
 	code, out, errOut = run("report", "db", "--window", "24h")
 	require.Equal(t, ExitOK, code, errOut)
 	for _, want := range []string{"80.000%", "2h0m0s", "db-2 peak 1200s", "active, for 1h0m0s", "db-manual (manual)", "Failed",
-		"db-to-dr Completed", "47.1s", "Probe", "failed", "note: db: drill db-manual: no RTO: a check failed"} {
+		"db-drpc Completed (DRPC Relocate)", "1m2s", "Probe", "failed", "note: db: drill db-manual: no RTO: a check failed"} {
 		assert.Contains(t, out, want)
 	}
+
+	// A user who may list everything else but DRPCs gets the request's RTO
+	// and a note that DRPCs are left out.
+	require.NoError(t, c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report-no-drpc"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{srv1alpha1.GroupVersion.Group}, Verbs: []string{"list"},
+			Resources: []string{"protectiongroups", "rpoevents", "testfailovers", "failoverrequests"}}}}))
+	require.NoError(t, c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report-no-drpc"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "report-no-drpc"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "auditor", APIGroup: rbacv1.GroupName}}}))
+	code, out, errOut = cliRunner(t, kubeconfig, ns, "--as", "auditor")("report", "--window", "24h", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	rep = ComplianceReport{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	g = rep.Namespaces[0].Groups[0]
+	require.NotNil(t, g.LastFailover)
+	assert.Equal(t, compliancefixture.Failover, g.LastFailover.Name)
+	require.NotNil(t, g.LastFailover.RTOSeconds)
+	assert.Equal(t, compliancefixture.FailoverRTOSeconds, *g.LastFailover.RTOSeconds)
+	assert.Equal(t, []string{report.DRPCsHiddenNote}, rep.Namespaces[0].Notes)
+	code, out, errOut = cliRunner(t, kubeconfig, ns, "--as", "auditor")("report", "--window", "24h")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "db-to-dr Completed")
+	assert.Contains(t, out, "note: "+report.DRPCsHiddenNote)
 
 	// The scheduled drill's RTO shows once the failed manual one is gone.
 	require.NoError(t, c.Delete(ctx, &srv1alpha1.TestFailover{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: compliancefixture.ManualTest}}))

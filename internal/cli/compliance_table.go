@@ -55,6 +55,9 @@ func complianceTables(w io.Writer, n report.Report, opts printers.PrintOptions, 
 			if f.FromHistory {
 				failover += " (history)"
 			}
+			if f.Kind == report.KindDRPlacementControl {
+				failover += " (DRPC " + f.Type + ")"
+			}
 		}
 		if g.RPO.Note != "" {
 			notes = append(notes, name+": "+g.RPO.Note)
@@ -63,6 +66,7 @@ func complianceTables(w io.Writer, n report.Report, opts printers.PrintOptions, 
 			drill, drillPhase, drillRTO, stamp(g.LastSuccessfulDrillTime), failover, failoverRTO,
 			fmt.Sprintf("%ds", g.RPO.ObjectiveSeconds), fmt.Sprint(g.RPO.Episodes), stamp(&g.RPO.MeasuredFrom))
 	}
+	notes = append(notes, n.Notes...)
 	if len(n.Groups) == 0 {
 		fmt.Fprintln(w, "No ProtectionGroups.")
 		return nil

@@ -10,6 +10,10 @@ import (
 // KindDRPlacementControl is a Failover's Kind when it was a DRPC's action.
 const KindDRPlacementControl = "DRPlacementControl"
 
+// DRPCsHiddenNote is the note of a report whose reader may not list
+// DRPlacementControls: a failover made through one is not in it.
+const DRPCsHiddenNote = "you may not list DRPlacementControls: the last failover leaves out a failover or relocate made through one"
+
 // fromDRPCs is the newest finished action (Failover or Relocate) of the
 // DRPCs that place the group. A DRPC keeps only its last action: it is
 // finished once the DRPC rests in the action's phase with the action's

@@ -1,7 +1,8 @@
 // Package compliancefixture writes one group's compliance records (RPOEvents,
-// drills, a failover), with their statuses as the controllers write them,
-// for the tests of the compliance report's consumers: the CLI's report and
-// quorum-manager's metrics read the same objects and check the same figures.
+// drills, a failover, optionally a DRPC's relocate), with their statuses as
+// the controllers write them, for the tests of the compliance report's
+// consumers: the CLI's report and quorum-manager's metrics read the same
+// objects and check the same figures.
 //
 // Times count from the group's creation (set by the API server), c0. Measured
 // at c0+10h, the group's RPO is met 80 % of the time: an episode before the
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -43,12 +45,21 @@ const (
 	Failover   = "db-to-dr"
 	// FailoverRTOSeconds is the failover's RTO: its first phase to Completed.
 	FailoverRTOSeconds = 47.125
+	// DRPC, written with Options.DRPC, relocated the group back to primary
+	// after the failover: from DRPCStart, in DRPCRTOSeconds.
+	DRPC           = "db-drpc"
+	DRPCStart      = 5 * time.Hour
+	DRPCRTOSeconds = 61.5
 )
 
 // Options vary the group.
 type Options struct {
 	// Drill is the group's spec.drill.
 	Drill *srv1alpha1.DrillSchedule
+	// DRPC adds a DRPlacementControl of the group that finished a Relocate
+	// after the FailoverRequest, and one of another group that is failing
+	// over.
+	DRPC bool
 }
 
 // Write creates namespace ns, the group and its records, and returns the
@@ -73,6 +84,10 @@ func Write(ctx context.Context, c client.Client, ns string, o Options) (*srv1alp
 	w.drill(ManualTest, false, 6*time.Hour, srv1alpha1.TestFailoverFailed,
 		w.check("VMReady", true, 6*time.Hour+30*time.Second), w.check("Probe", false, 6*time.Hour+90*time.Second))
 	w.failover()
+	if o.DRPC {
+		w.drpc(DRPC, Group, drv1alpha1.ActionRelocate, drv1alpha1.DRStateRelocated, DRPCStart, time.Duration(DRPCRTOSeconds*float64(time.Second)))
+		w.drpc("web-drpc", "web", drv1alpha1.ActionFailover, drv1alpha1.DRStateFailingOver, 7*time.Hour, 0)
+	}
 	return pg, w.err
 }
 
@@ -141,5 +156,20 @@ func (w *writer) failover() {
 				phase(srv1alpha1.FailoverStoppingOnSource, 4*time.Hour+500*time.Millisecond),
 				phase(srv1alpha1.FailoverStartingOnTarget, 4*time.Hour+12*time.Second),
 				phase(srv1alpha1.FailoverCompleted, 4*time.Hour+47125*time.Millisecond)}}
+	})
+}
+
+// drpc writes a DRPC of group whose action started at start and, when took
+// is not zero, finished took later, as internal/quorum/drpc records it.
+func (w *writer) drpc(name, group string, action drv1alpha1.DRAction, phase drv1alpha1.DRState, start, took time.Duration) {
+	d := &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
+		Spec: drv1alpha1.DRPlacementControlSpec{ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: group},
+			DRPolicyRef: srv1alpha1.LocalObjectReference{Name: "policy"}, PreferredCluster: "primary", FailoverCluster: "dr", Action: action,
+			PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": group}}}}
+	w.create(d, func() {
+		d.Status = drv1alpha1.DRPlacementControlStatus{Phase: phase, ActionStartTime: w.atp(start)}
+		if took != 0 {
+			d.Status.ActionDuration = &metav1.Duration{Duration: took}
+		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 )
 
@@ -50,6 +51,9 @@ func restMapper() meta.RESTMapper {
 		gvk := sr.WithKind(kind)
 		m.AddSpecific(gvk, sr.WithResource(plural), sr.WithResource(kind), meta.RESTScopeNamespace)
 	}
+	// The report's failovers made through a DRPlacementControl.
+	dr := drv1alpha1.GroupVersion
+	m.AddSpecific(dr.WithKind("DRPlacementControl"), dr.WithResource("drplacementcontrols"), dr.WithResource("drplacementcontrol"), meta.RESTScopeNamespace)
 	core := corev1.SchemeGroupVersion
 	m.AddSpecific(core.WithKind("Namespace"), core.WithResource("namespaces"), core.WithResource("namespace"), meta.RESTScopeRoot)
 	m.AddSpecific(core.WithKind("Node"), core.WithResource("nodes"), core.WithResource("node"), meta.RESTScopeRoot)

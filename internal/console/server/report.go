@@ -5,6 +5,10 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/report"
 )
@@ -14,18 +18,17 @@ import (
 var reportWindows = map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
 
 // reportView is a DR namespace's compliance report (internal/report) with
-// the window it covers and what the user may not read.
+// the window it covers; its notes say what the user may not read.
 type reportView struct {
 	report.Report
 	Window  string   `json:"window"`
 	Windows []string `json:"windows"`
-	Notes   []string `json:"notes,omitempty"`
 }
 
 // report answers the compliance report of a DR namespace over a window
 // (query "window": 24h, 7d or 30d; default 7d), read with the user's token:
-// a group, RPOEvent, test or request the user may not list is not in it, and
-// the notes say so.
+// a group, RPOEvent, test, request or DRPlacementControl the user may not
+// list is not in it, and the notes say so.
 func (s *Server) report(w http.ResponseWriter, r request) {
 	ns := r.PathValue("ns")
 	window := r.URL.Query().Get("window")
@@ -48,12 +51,27 @@ func (s *Server) report(w http.ResponseWriter, r request) {
 		Groups:        inNamespace(snap.groups, ns, func(g *srv1alpha1.ProtectionGroup) string { return g.Namespace }),
 		Events:        inNamespace(snap.rpo, ns, func(e *srv1alpha1.RPOEvent) string { return e.Namespace }),
 		TestFailovers: inNamespace(snap.tests, ns, func(t *srv1alpha1.TestFailover) string { return t.Namespace }),
-		Requests:      inNamespace(snap.failover, ns, func(f *srv1alpha1.FailoverRequest) string { return f.Namespace })}
-	v := reportView{Report: report.Build(in), Window: window, Windows: []string{"24h", "7d", "30d"}, Notes: snap.hidden[ns]}
+		Requests:      inNamespace(snap.failover, ns, func(f *srv1alpha1.FailoverRequest) string { return f.Namespace }),
+		Notes:         snap.hidden[ns]}
 	if len(in.Groups) == 0 && !slices.ContainsFunc(snap.zones, func(z srv1alpha1.ProtectionZone) bool { return z.Namespace == ns }) {
 		writeJSON(w, http.StatusNotFound, apiError{Code: http.StatusNotFound, Message: "no DR namespace " + ns + " that you may read"})
 		return
 	}
+	// Only this page reads DRPCs, so they are listed here, not in the
+	// snapshot every page waits for. Without their CRD there are none.
+	drpcs := &drv1alpha1.DRPlacementControlList{}
+	switch err := r.client.List(r.Context(), drpcs, client.InNamespace(ns)); {
+	case apierrors.IsForbidden(err):
+		in.Notes = append(in.Notes, report.DRPCsHiddenNote)
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		e := toAPIError(err)
+		writeJSON(w, e.Code, e)
+		return
+	default:
+		in.DRPCs = drpcs.Items
+	}
+	v := reportView{Report: report.Build(in), Window: window, Windows: []string{"24h", "7d", "30d"}}
 	writeJSON(w, http.StatusOK, v)
 }
 

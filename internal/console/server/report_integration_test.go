@@ -8,25 +8,30 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/console/server"
 	"github.com/siterecovery/siterecovery/internal/report"
 )
 
+// reportPage is the page's model: the report, whose notes say what the user
+// may not read, and the windows.
 type reportPage struct {
 	report.Report
 	Window  string
 	Windows []string
-	Notes   []string
 }
 
 // TestReport reads the compliance report page's model: the group breached
 // its objective for two resolved hours of the ten since its creation, passed
-// a scheduled drill, and failed over in 47.125 s. The window must be one the
-// page offers; a user without any role gets an empty report of notes.
+// a scheduled drill, and failed over in 47.125 s; a viewer, who may not list
+// DRPlacementControls, sees that failover and a note, and a user who may
+// sees the DRPC's later relocate. The window must be one the page offers; a
+// user without any role gets an empty report of notes.
 func TestReport(t *testing.T) {
 	q := startQuorum(t, server.Options{LoginAttempts: 1000})
 	ctx := context.Background()
@@ -57,6 +62,16 @@ func TestReport(t *testing.T) {
 		PhaseHistory: []srv1alpha1.PhaseTransition{{Phase: "Pending", Time: metav1.NewMicroTime(c0.Add(8 * time.Hour))},
 			{Phase: "Completed", Time: metav1.NewMicroTime(c0.Add(8*time.Hour + 47125*time.Millisecond))}}}
 	require.NoError(t, q.admin.Status().Update(ctx, fr))
+	drpc := &drv1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: drNamespace, Name: groupName + "-drpc"},
+		Spec: drv1alpha1.DRPlacementControlSpec{ProtectionGroupRef: srv1alpha1.LocalObjectReference{Name: groupName},
+			DRPolicyRef: srv1alpha1.LocalObjectReference{Name: "policy"}, PreferredCluster: "primary-cluster", FailoverCluster: "dr-cluster",
+			Action: drv1alpha1.ActionRelocate, PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": groupName}}}}
+	q.create(drpc)
+	drpc.Status = drv1alpha1.DRPlacementControlStatus{Phase: drv1alpha1.DRStateRelocated, ActionStartTime: at(9 * time.Hour),
+		ActionDuration: &metav1.Duration{Duration: 93250 * time.Millisecond}}
+	require.NoError(t, q.admin.Status().Update(ctx, drpc))
+	q.role("report-reader", rbacv1.PolicyRule{APIGroups: []string{srv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"list"}},
+		rbacv1.PolicyRule{APIGroups: []string{drv1alpha1.GroupVersion.Group}, Resources: []string{"drplacementcontrols"}, Verbs: []string{"list"}})
 	q.clock.advance(time.Until(c0.Add(10 * time.Hour)))
 
 	b := q.browser()
@@ -81,7 +96,24 @@ func TestReport(t *testing.T) {
 	require.NotNil(t, g.LastDrill)
 	assert.True(t, g.LastDrill.Scheduled)
 	assert.Equal(t, 64.0, *g.LastDrill.RTOSeconds)
+	assert.Equal(t, "to-dr", g.LastFailover.Name)
 	assert.Equal(t, 47.125, *g.LastFailover.RTOSeconds)
+	assert.Contains(t, p.Notes, report.DRPCsHiddenNote)
+
+	rr := q.browser()
+	require.Equal(t, http.StatusOK, rr.login(q.tokens["report-reader"]).code)
+	r = rr.get("/api/namespaces/" + drNamespace + "/report?window=24h")
+	require.Equal(t, http.StatusOK, r.code, string(r.body))
+	p = reportPage{}
+	r.json(t, &p)
+	require.Len(t, p.Groups, 1)
+	f := p.Groups[0].LastFailover
+	require.NotNil(t, f)
+	assert.Equal(t, groupName+"-drpc", f.Name)
+	assert.Equal(t, report.KindDRPlacementControl, f.Kind)
+	assert.Equal(t, "primary-cluster", f.TargetCluster)
+	assert.Equal(t, 93.25, *f.RTOSeconds)
+	assert.NotContains(t, p.Notes, report.DRPCsHiddenNote)
 
 	assert.Equal(t, http.StatusBadRequest, b.get("/api/namespaces/"+drNamespace+"/report?window=2w").code)
 	assert.Equal(t, http.StatusUnauthorized, q.browser().get("/api/namespaces/"+drNamespace+"/report").code)

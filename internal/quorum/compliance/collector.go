@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	drv1alpha1 "github.com/siterecovery/siterecovery/apis/dr/v1alpha1"
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
 	"github.com/siterecovery/siterecovery/internal/report"
 )
@@ -37,6 +38,7 @@ const readTimeout = 10 * time.Second
 
 // RBAC on the quorum cluster, in the DR namespace: what the report reads.
 // +kubebuilder:rbac:groups=siterecovery.trilio.io,resources=protectiongroups;rpoevents;testfailovers;failoverrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=dr.siterecovery.trilio.io,resources=drplacementcontrols,verbs=get;list;watch
 
 var labels = []string{"protection_group"}
 
@@ -50,7 +52,7 @@ var (
 	descCreated = prometheus.NewDesc(MetricCreated,
 		"Unix time the group was created: the drill alert's start for a group that never passed a drill.", labels, nil)
 	descFailoverRTO = prometheus.NewDesc(MetricLastFailoverRTO,
-		"Seconds from the first phase of the group's last finished failover to Completed; absent when it failed or there was none.", labels, nil)
+		"Seconds from the first phase of the group's last finished failover (FailoverRequest, or DRPlacementControl Failover or Relocate) to Completed; absent when it failed or there was none.", labels, nil)
 	descDrillRTO = prometheus.NewDesc(MetricLastDrillRTO,
 		"Seconds from the start of the group's last drill to its last check passing; absent when a check failed, is pending, or there was none.", labels, nil)
 )
@@ -164,12 +166,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func Read(ctx context.Context, r client.Reader, namespace string) (report.Input, error) {
 	groups, events := &srv1alpha1.ProtectionGroupList{}, &srv1alpha1.RPOEventList{}
 	tfs, frs := &srv1alpha1.TestFailoverList{}, &srv1alpha1.FailoverRequestList{}
-	for _, l := range []client.ObjectList{groups, events, tfs, frs} {
+	drpcs := &drv1alpha1.DRPlacementControlList{}
+	for _, l := range []client.ObjectList{groups, events, tfs, frs, drpcs} {
 		if err := r.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return report.Input{}, fmt.Errorf("listing %T in %s: %w", l, namespace, err)
 		}
 	}
-	return report.Input{Namespace: namespace, Groups: groups.Items, Events: events.Items, TestFailovers: tfs.Items, Requests: frs.Items}, nil
+	return report.Input{Namespace: namespace, Groups: groups.Items, Events: events.Items, TestFailovers: tfs.Items, Requests: frs.Items,
+		DRPCs: drpcs.Items}, nil
 }
 
 func boolFloat(b bool) float64 {

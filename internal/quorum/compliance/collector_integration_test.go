@@ -19,8 +19,10 @@ import (
 // quorum API server and scrapes the collector with the clock ten hours after
 // the first group's creation: db (test/compliancefixture) breached for 2 of
 // its 10 hours, passed a scheduled drill and then failed a manual one, which
-// has no RTO, so no drill RTO is exported; web, without a schedule, has no
-// drill and no failover, so only its ratio and creation time are exported.
+// has no RTO, so no drill RTO is exported; its last failover is its DRPC's
+// relocate, after its FailoverRequest; web, without a schedule, has no drill
+// and its DRPC is still failing over, so only its ratio and creation time are
+// exported.
 // Once the manual drill is deleted, the scheduled drill's RTO is. Deleting a group removes its series at the next scrape.
 func TestMetricsFromAPIServer(t *testing.T) {
 	zone := harness.Start(t, harness.Options{Scheme: scheme.New()}, harness.Quorum)
@@ -28,7 +30,7 @@ func TestMetricsFromAPIServer(t *testing.T) {
 	ctx := t.Context()
 	const ns = "dr-metrics"
 	db, err := compliancefixture.Write(ctx, q.Client, ns, compliancefixture.Options{
-		Drill: &srv1alpha1.DrillSchedule{Schedule: "0 3 * * *", Template: srv1alpha1.DrillTemplate{TargetCluster: "dr"}}})
+		Drill: &srv1alpha1.DrillSchedule{Schedule: "0 3 * * *", Template: srv1alpha1.DrillTemplate{TargetCluster: "dr"}}, DRPC: true})
 	require.NoError(t, err)
 	web := &srv1alpha1.ProtectionGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: srv1alpha1.ProtectionGroupSpec{ActiveCluster: "primary", ZoneRef: &srv1alpha1.LocalObjectReference{Name: "zone"},
@@ -46,7 +48,7 @@ func TestMetricsFromAPIServer(t *testing.T) {
 		MetricDrillScheduled + "/db":      1,
 		MetricCreated + "/db":             float64(c0.Unix()),
 		MetricCreated + "/web":            float64(web.CreationTimestamp.Unix()),
-		MetricLastFailoverRTO + "/db":     compliancefixture.FailoverRTOSeconds,
+		MetricLastFailoverRTO + "/db":     compliancefixture.DRPCRTOSeconds,
 	}
 	require.Equal(t, want, scrape(t, c))
 
