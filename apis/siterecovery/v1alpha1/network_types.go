@@ -9,7 +9,8 @@ const (
 	// MACPolicyKeep copies each interface's macAddress as the source VM has
 	// it; an interface whose MAC a Generate mapping dropped on the VM's way to
 	// the source cluster gets back the MAC it had before
-	// (OriginalMACsAnnotation), so that failback restores the primary's MACs.
+	// (OriginalNetworksAnnotation), so that failback restores the primary's
+	// MACs.
 	MACPolicyKeep MACPolicy = "Keep"
 	// MACPolicyGenerate drops each interface's macAddress, so that KubeVirt on
 	// the target assigns a new one (a MAC must not appear twice on one L2
@@ -17,10 +18,19 @@ const (
 	MACPolicyGenerate MACPolicy = "Generate"
 )
 
-// OriginalMACsAnnotation is set on the template of a standby VM whose MACs a
-// Generate mapping dropped: the MACs the source had, as a JSON object of
-// interface name to MAC; a later Keep mapping back restores them. pg-sync
-// writes it; it is part of the template pg-sync owns.
+// OriginalNetworksAnnotation is set on the template of a standby VM whose
+// networks or interfaces a mapping changed (a Multus network renamed, the pod
+// network replaced, a MAC dropped): for each changed network, by name, the
+// network and interface the source had and what the mapping made of the
+// network, as JSON. On the way back each one comes back unless the reverse
+// pair maps that network itself; a MAC comes back unless it is Generate.
+// pg-sync writes it; it is part of the template pg-sync owns.
+const OriginalNetworksAnnotation = "siterecovery.trilio.io/original-networks"
+
+// OriginalMACsAnnotation is the MAC-only record (a JSON object of interface
+// name to MAC) that earlier versions wrote instead of
+// OriginalNetworksAnnotation; pg-sync still reads it and restores those MACs,
+// and writes OriginalNetworksAnnotation in its place.
 const OriginalMACsAnnotation = "siterecovery.trilio.io/original-macs"
 
 // NetworkMapping maps the networks of VMs running on sourceCluster to the
@@ -55,7 +65,9 @@ type NetworkMapping struct {
 	// ("namespace/name", or "name" in the VM's namespace) that replaces the
 	// pod network on targetCluster, as the VM's default network; a masquerade
 	// interface on it becomes a bridge interface (KubeVirt allows masquerade
-	// on the pod network only). Unset, the pod network is kept.
+	// on the pod network only). The way back (the reverse pair) gives the VM
+	// its pod network and interface back unless its networks map this
+	// network. Unset, the pod network is kept.
 	// +optional
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`
