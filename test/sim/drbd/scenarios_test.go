@@ -94,6 +94,11 @@ func TestDisconnectLosesQuorumAndResyncs(t *testing.T) {
 	})
 }
 
+// TestProtocolALagThenDrain: protocol A writes in flight leave both disks
+// UpToDate on a connected, established pair (DRBD counts them in the
+// connection's ap-in-flight, not as a disk state); they drain at the drain
+// rate, and a demote delivers what is left before the peer sees the primary
+// gone, so the peer promoted then holds every write the primary completed.
 func TestProtocolALagThenDrain(t *testing.T) {
 	c := newCluster(t, "A")
 	c.bringUp("site-a", "site-b")
@@ -105,17 +110,28 @@ func TestProtocolALagThenDrain(t *testing.T) {
 	require.NoError(t, c.fabric.Write(res, "site-a", 4096))
 	st := c.status("site-a")
 	assert.Equal(t, uint64(4096*1024), peerPD(st).OutOfSyncBytes)
-	assert.Equal(t, "Consistent", peerPD(st).PeerDiskState)
-	assert.Equal(t, "Consistent", c.status("site-b").Devices[0].DiskState)
+	assert.Equal(t, uint64(2*4096), inFlight(st), "4 MiB in flight: 8192 sectors")
+	assert.Equal(t, "Established", peerPD(st).ReplicationState)
+	assert.Equal(t, "UpToDate", peerPD(st).PeerDiskState, "in flight is not a disk state")
+	assert.Equal(t, "UpToDate", c.status("site-b").Devices[0].DiskState)
 
 	require.NoError(t, c.fabric.SetDrainRate(8192))
 	c.waitFor("site-a", "lag drained", func(r drbd.ResourceStatus) bool {
-		return peerPD(r).OutOfSyncBytes == 0 && peerPD(r).PeerDiskState == "UpToDate"
+		return peerPD(r).OutOfSyncBytes == 0 && inFlight(r) == 0
 	})
 	require.NoError(t, c.fabric.SetDrainRate(0))
 	require.NoError(t, c.fabric.Write(res, "site-a", 10))
 	require.NoError(t, c.fabric.Drain(res))
 	assert.Zero(t, peerPD(c.status("site-a")).OutOfSyncBytes)
+
+	require.NoError(t, c.fabric.Write(res, "site-a", 64))
+	require.NotZero(t, inFlight(c.status("site-a")))
+	require.NoError(t, c.adm4("site-a").Secondary(ctx, res))
+	st = c.status("site-b")
+	assert.Zero(t, peerPD(st).OutOfSyncBytes, "the demote reached site-b behind the writes")
+	assert.Zero(t, inFlight(c.status("site-a")))
+	assert.Equal(t, "Secondary", st.Connections[1-st.NodeID].PeerRole)
+	require.NoError(t, c.adm4("site-b").Primary(ctx, res, false))
 }
 
 // TestEvents2StreamAndParsers runs the real Streamer and Tracker against

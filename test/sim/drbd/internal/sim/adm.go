@@ -104,6 +104,18 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			if n.Role == "Primary" && n.anyOpen(time.Now()) {
 				return deviceInUse(r, "secondary")
 			}
+			// A demote reaches each connected peer behind the writes the
+			// primary completed: in LINBIT/drbd a protocol A write completes
+			// once handed to the data socket (drbd_req.c __req_mod,
+			// HANDED_OVER_TO_NETWORK), and the role change is a two-phase
+			// commit sent on that same stream (drbd_state.c change_role ->
+			// change_cluster_wide_state; drbd_main.c conn_send_twopc_request,
+			// DATA_STREAM), which the peer's receiver handles in order
+			// (drbd_receiver.c drbdd). A peer that sees the primary gone
+			// has therefore received its completed writes.
+			if n.Role == "Primary" {
+				r.drainLag(n)
+			}
 			n.Role = "Secondary"
 			return nil
 		case "disconnect":

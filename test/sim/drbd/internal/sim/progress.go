@@ -178,10 +178,14 @@ func (p *Pair) drainBudget(a, b *Node, v int, n int64) int64 {
 }
 
 // DrainLag delivers all protocol A lag of the resource immediately.
-func (r *Res) DrainLag() {
+func (r *Res) DrainLag() { r.drainLag(nil) }
+
+// drainLag delivers the protocol A lag of the connected pairs that include
+// node only (all of them when node is nil).
+func (r *Res) drainLag(node *Node) {
 	for _, a := range r.Nodes {
 		for _, b := range r.Nodes {
-			if a.Host >= b.Host || !r.Connected(a, b) {
+			if a.Host >= b.Host || !r.Connected(a, b) || node != nil && a != node && b != node {
 				continue
 			}
 			p := r.Pair(a.Host, b.Host)

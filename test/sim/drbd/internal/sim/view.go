@@ -35,21 +35,16 @@ type ConnView struct {
 	Peers      []PeerView
 }
 
-// DiskView returns the disk state node n reports for volume v: the
-// persistent state, shown as Consistent while protocol A lag means the
-// node is behind its primary.
+// DiskView returns the disk state node n reports for volume v: its
+// persistent state. Protocol A writes in flight do not lower it: in
+// LINBIT/drbd, drbd_state.c sanitize_state caps a disk below UpToDate only in
+// the sync-target states and in Behind (on-congestion pull-ahead, capped at
+// Outdated), while Established allows UpToDate; the unconfirmed writes are
+// counted on the connection instead (drbd_req.c mod_rq_state, ap_in_flight;
+// ConnView.APInFlight here). The simulator models on-congestion block only
+// (sndbuf.go), never Ahead/Behind, so no cap applies.
 func (r *Res) DiskView(n *Node, v int) string {
-	d := n.Disk[v]
-	if d != "UpToDate" {
-		return d
-	}
-	for _, m := range r.Peers(n) {
-		p := r.Pair(n.Host, m.Host)
-		if p.Lag[v] > 0 && p.Source == m.Host {
-			return "Consistent"
-		}
-	}
-	return d
+	return n.Disk[v]
 }
 
 // Conns returns n's connections sorted by peer node id.
