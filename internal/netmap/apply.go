@@ -1,7 +1,7 @@
 package netmap
 
 import (
-	"encoding/json"
+	"reflect"
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -24,22 +24,25 @@ func Qualify(name, vmNamespace string) string {
 // by a default Multus network, and the MACs by the MAC policy. have is the
 // standby's template as it is on the target (nil for a new one).
 //
-// Generate drops the source's MACs and records them in
-// OriginalMACsAnnotation (the ones the source itself recorded, if it is a
-// generated copy); a MAC the standby carries that is not the source's was
-// assigned on the target (KubeVirt, kubemacpool) and is kept, so that a
-// mapped standby is not rewritten at every sync. Keep, or no mapping, copies
-// the source's MACs except where the source recorded originals: those come
-// back, so that failback after a Generate failover restores the primary's.
+// First what a mapping changed on the VM's way to the source comes back
+// (OriginalNetworksAnnotation, see restore): a failback gives the primary's
+// VMs the networks, interfaces and MACs they had, unless m maps the network
+// itself. Then m applies, and what it changes is recorded for the way back.
+//
+// Generate drops the source's MACs; a MAC the standby carries that is not the
+// source's was assigned on the target (KubeVirt, kubemacpool) and is kept, so
+// that a mapped standby is not rewritten at every sync.
 func Apply(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec, vmNamespace string, m *srv1alpha1.NetworkMapping, have *kubevirtv1.VirtualMachineInstanceTemplateSpec) {
-	originals := takeOriginalMACs(tmpl)
 	spec := &tmpl.Spec
-	if m == nil || m.MACPolicy != srv1alpha1.MACPolicyGenerate {
-		restoreMACs(spec, originals)
+	sourceMACs := map[string]string{}
+	for _, iface := range spec.Domain.Devices.Interfaces {
+		sourceMACs[iface.Name] = iface.MacAddress
 	}
+	restore(spec, takeOriginals(tmpl), vmNamespace, m)
 	if m == nil {
 		return
 	}
+	before := spec.DeepCopy()
 	podReplaced := map[string]bool{}
 	for i := range spec.Networks {
 		n := &spec.Networks[i]
@@ -58,74 +61,22 @@ func Apply(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec, vmNamespace stri
 	if have != nil {
 		haveSpec = &have.Spec
 	}
-	recorded := map[string]string{}
 	ifaces := spec.Domain.Devices.Interfaces
 	for i := range ifaces {
 		iface := &ifaces[i]
 		if podReplaced[iface.Name] && iface.Masquerade != nil {
 			// KubeVirt admits masquerade on the pod network only (kubevirt
 			// pkg/network/admitter, validateMasqueradeBinding); its port
-			// forwards go with it.
+			// forwards go with it (portRanges: masquerade only, kubevirt
+			// api core/v1 schema.go Interface).
 			iface.InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
-			iface.Ports = nil
+			iface.Ports, iface.PortRanges = nil, nil
 		}
 		if m.MACPolicy == srv1alpha1.MACPolicyGenerate {
-			if mac := originals[iface.Name]; mac != "" {
-				recorded[iface.Name] = mac
-			} else if iface.MacAddress != "" {
-				recorded[iface.Name] = iface.MacAddress
-			}
-			iface.MacAddress = assignedMAC(haveSpec, iface.Name, iface.MacAddress)
+			iface.MacAddress = assignedMAC(haveSpec, iface.Name, sourceMACs[iface.Name])
 		}
 	}
-	recordOriginalMACs(tmpl, recorded)
-}
-
-// takeOriginalMACs removes OriginalMACsAnnotation from tmpl and returns what
-// it held; nothing when it is absent or not a JSON object of strings (it is
-// then dropped: it was not pg-sync's).
-func takeOriginalMACs(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec) map[string]string {
-	raw, ok := tmpl.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation]
-	if !ok {
-		return nil
-	}
-	delete(tmpl.ObjectMeta.Annotations, srv1alpha1.OriginalMACsAnnotation)
-	if len(tmpl.ObjectMeta.Annotations) == 0 {
-		tmpl.ObjectMeta.Annotations = nil
-	}
-	var out map[string]string
-	if json.Unmarshal([]byte(raw), &out) != nil {
-		return nil
-	}
-	return out
-}
-
-// recordOriginalMACs sets OriginalMACsAnnotation on tmpl when macs has any.
-// encoding/json writes map keys sorted: the same MACs are the same text, so
-// a standby is not rewritten for the annotation alone.
-func recordOriginalMACs(tmpl *kubevirtv1.VirtualMachineInstanceTemplateSpec, macs map[string]string) {
-	if len(macs) == 0 {
-		return
-	}
-	b, err := json.Marshal(macs)
-	if err != nil {
-		return // a map of strings always marshals
-	}
-	if tmpl.ObjectMeta.Annotations == nil {
-		tmpl.ObjectMeta.Annotations = map[string]string{}
-	}
-	tmpl.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation] = string(b)
-}
-
-// restoreMACs gives each interface of spec the original MAC recorded for
-// its name, if any.
-func restoreMACs(spec *kubevirtv1.VirtualMachineInstanceSpec, originals map[string]string) {
-	ifaces := spec.Domain.Devices.Interfaces
-	for i := range ifaces {
-		if mac := originals[ifaces[i].Name]; mac != "" {
-			ifaces[i].MacAddress = mac
-		}
-	}
+	record(tmpl, before)
 }
 
 // target is the target network of a source network name, if m maps it.
@@ -137,6 +88,20 @@ func target(m *srv1alpha1.NetworkMapping, source, vmNamespace string) (string, b
 		}
 	}
 	return "", false
+}
+
+// mapsNetwork is true when m says itself what network n becomes: its networks name
+// n's Multus network, or n is the pod network and m replaces it.
+func mapsNetwork(m *srv1alpha1.NetworkMapping, n *kubevirtv1.Network, vmNamespace string) bool {
+	switch {
+	case m == nil:
+		return false
+	case n.Multus != nil:
+		_, ok := target(m, n.Multus.NetworkName, vmNamespace)
+		return ok
+	default:
+		return n.Pod != nil && m.PodNetwork != ""
+	}
 }
 
 // assignedMAC is the MAC the standby's interface name carries on the target
@@ -151,4 +116,11 @@ func assignedMAC(have *kubevirtv1.VirtualMachineInstanceSpec, name, sourceMAC st
 		}
 	}
 	return ""
+}
+
+// sameAttachment is true when a and b attach to their network the same way:
+// binding, port forwards and MAC, the fields a mapping changes.
+func sameAttachment(a, b *kubevirtv1.Interface) bool {
+	return reflect.DeepEqual(a.InterfaceBindingMethod, b.InterfaceBindingMethod) && reflect.DeepEqual(a.Binding, b.Binding) &&
+		reflect.DeepEqual(a.Ports, b.Ports) && reflect.DeepEqual(a.PortRanges, b.PortRanges) && a.MacAddress == b.MacAddress
 }

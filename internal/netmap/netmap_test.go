@@ -2,6 +2,8 @@ package netmap
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,7 +65,10 @@ func TestApply(t *testing.T) {
 		for i, mac := range []string{"02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"} {
 			require.Equal(t, mac, ifaces[i].MacAddress)
 		}
-		require.Empty(t, tmpl.ObjectMeta.Annotations, "nothing to restore later")
+		recorded := Originals(tmpl)
+		require.Equal(t, []string{"default", "storage"}, slices.Sorted(maps.Keys(recorded)), "what the mapping changed, for the way back")
+		require.Equal(t, vm().Spec.Template.Spec.Networks[0], *recorded["default"].Network)
+		require.Equal(t, vm().Spec.Template.Spec.Domain.Devices.Interfaces[0], *recorded["default"].Interface)
 	})
 
 	gen := m.DeepCopy()
@@ -94,8 +99,10 @@ func TestApply(t *testing.T) {
 		drCopy := vm().Spec.Template
 		drCopy.ObjectMeta.Annotations = map[string]string{"example.com/keep": "yes"}
 		Apply(drCopy, "apps", gen, nil)
-		require.JSONEq(t, `{"default":"02:00:00:00:00:01","storage":"02:00:00:00:00:02","backup":"02:00:00:00:00:03"}`,
-			drCopy.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+		recorded := Originals(drCopy)
+		for name, mac := range map[string]string{"default": "02:00:00:00:00:01", "storage": "02:00:00:00:00:02", "backup": "02:00:00:00:00:03"} {
+			require.Equal(t, mac, recorded[name].Interface.MacAddress, name)
+		}
 		drCopy.Spec.Domain.Devices.Interfaces[1].MacAddress = "02:aa:00:00:00:02"
 
 		back := drCopy.DeepCopy()
@@ -113,12 +120,12 @@ func TestApply(t *testing.T) {
 		// the DR side's.
 		onward := drCopy.DeepCopy()
 		Apply(onward, "apps", gen, nil)
-		require.Equal(t, drCopy.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation], onward.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+		require.Equal(t, drCopy.ObjectMeta.Annotations[srv1alpha1.OriginalNetworksAnnotation], onward.ObjectMeta.Annotations[srv1alpha1.OriginalNetworksAnnotation])
 	})
 
 	t.Run("a record that is not pg-sync's is dropped", func(t *testing.T) {
 		tmpl := vm().Spec.Template
-		tmpl.ObjectMeta.Annotations = map[string]string{srv1alpha1.OriginalMACsAnnotation: "not json"}
+		tmpl.ObjectMeta.Annotations = map[string]string{srv1alpha1.OriginalMACsAnnotation: "not json", srv1alpha1.OriginalNetworksAnnotation: "[]"}
 		Apply(tmpl, "apps", nil, nil)
 		require.Equal(t, vm().Spec.Template, tmpl)
 	})
