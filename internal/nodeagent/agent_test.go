@@ -273,6 +273,42 @@ func TestAgent(t *testing.T) {
 		}
 	})
 
+	t.Run("a running replica whose claim loses its labels keeps its disk and is changed no more", func(t *testing.T) {
+		// A namespace admin strips the request's labels from a claim in use:
+		// the replica stays up and connected on its device, reports the claim,
+		// and gets no adjust (a changed spec is not applied) until the claim
+		// is labelled again.
+		ka, _ := pair("vm-relabel", 7020)
+		e.waitFor(ka, "configured and connected", connected)
+		pvc := &corev1.PersistentVolumeClaim{}
+		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: "site-a", Name: "vm-relabel-disk"}, pvc))
+		labels := pvc.Labels
+		pvc.Labels = nil
+		require.NoError(t, e.c.Update(ctx, pvc))
+		r := e.waitFor(ka, "BackingClaimChanged", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, nodeagent.ReasonBackingClaimChanged)
+		})
+		msg := cond(r, srv1alpha1.ConditionConfigured).Message
+		assert.Contains(t, msg, "PVC site-a/vm-relabel-disk is not a claim of this DRBDResource's protection request")
+		assert.Contains(t, msg, "keeps running on the device it was given")
+		adjusts := a.exec.Calls("adjust vm-relabel")
+		e.update(ka, func(r *srv1alpha1.DRBDResource) { r.Spec.Peers[0].Address = "10.0.0.3" })
+		r = e.waitFor(ka, "the new generation observed, still held", func(r *srv1alpha1.DRBDResource) bool {
+			return r.Status.ObservedGeneration == r.Generation && condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionFalse, nodeagent.ReasonBackingClaimChanged)
+		})
+		assert.True(t, condIs(r, srv1alpha1.ConditionConnected, metav1.ConditionTrue, ""), "still connected: %+v", r.Status.Conditions)
+		assert.Equal(t, adjusts, a.exec.Calls("adjust vm-relabel"), "no adjust of an untrusted claim's replica")
+		assert.Zero(t, a.exec.Calls("down vm-relabel"), "the disk is never taken away")
+
+		require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc))
+		pvc.Labels = labels
+		require.NoError(t, e.c.Update(ctx, pvc))
+		e.waitFor(ka, "trusted and applied again", func(r *srv1alpha1.DRBDResource) bool {
+			return condIs(r, srv1alpha1.ConditionConfigured, metav1.ConditionTrue, srv1alpha1.ReasonApplied)
+		})
+		assert.Greater(t, a.exec.Calls("adjust vm-relabel"), adjusts, "the held change is applied once trusted")
+	})
+
 	t.Run("a peer outside the replication networks is refused, not connected", func(t *testing.T) {
 		r := drbdResource("site-a", "vm-exfil", a, 0, 7008, b)
 		r.Spec.Peers[0].Address = "203.0.113.7" // an address of the attacker's

@@ -62,6 +62,9 @@ type Config struct {
 	// HeartbeatInterval is how often the agent renews its heartbeat Lease;
 	// DefaultHeartbeatInterval if zero.
 	HeartbeatInterval time.Duration
+	// ClaimRecheckInterval is how often the claims of a configured replica
+	// are checked again; DefaultClaimRecheckInterval if zero.
+	ClaimRecheckInterval time.Duration
 }
 
 // BindFlags registers the agent's own flags.

@@ -161,7 +161,7 @@ func (e *env) startAgent(n *node) {
 	require.NoError(e.t, nodeagent.Setup(mgr, nodeagent.Config{
 		NodeName: n.name, Hostname: n.name, ReplicationAddress: n.addr, ResourceDir: n.resDir,
 		DrbdadmPath: e.adm, DrbdsetupPath: e.setup, Exec: n.exec, Devices: simDevices{},
-		ReplicationNetworks: testNetworks,
+		ReplicationNetworks: testNetworks, ClaimRecheckInterval: 500 * time.Millisecond,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan error, 1)

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -56,13 +57,26 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, err
 	}
 	// Devices are looked up again only when the volumes change: a role change,
-	// the step a failover waits on, then costs no API read.
+	// the step a failover waits on, then costs no API read. The claims of
+	// resolved devices are checked again on their own schedule
+	// (claimcheck.go).
+	var res ctrl.Result
 	if vk := volumesKey(s.obj.Spec.Volumes); s.memo.devices == nil || s.memo.volumes != vk {
 		devices, meta, err := r.resolveDevices(ctx, s.obj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		s.memo.devices, s.memo.metaDevices, s.memo.volumes = devices, meta, vk
+		s.memo.claimsCheckedAt, s.memo.untrusted = r.Clock.Now(), ""
+	} else {
+		next, err := r.recheckClaims(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.memo.untrusted != "" {
+			return r.holdUntrusted(s, next)
+		}
+		res.RequeueAfter = next
 	}
 	s.devices = s.memo.devices
 	rc := resourceConfig(s.obj, r.Config.ReplicationAddress, s.devices, s.memo.metaDevices)
@@ -85,11 +99,19 @@ func (r *Reconciler) configure(ctx context.Context, s *scope) (ctrl.Result, erro
 	// may have drifted while the agent was away).
 	s.rendered = string(data)
 	s.needsAdjust = s.memo.applied != s.rendered
-	return ctrl.Result{}, nil
+	return res, nil
 }
 
 // volumesKey identifies the volumes of a spec, to notice when they change.
-func volumesKey(vols []srv1alpha1.DRBDVolume) string { return fmt.Sprintf("%+v", vols) }
+// Their JSON, not %+v, which prints the claim references' addresses and so
+// differed on every read.
+func volumesKey(vols []srv1alpha1.DRBDVolume) string {
+	data, err := json.Marshal(vols)
+	if err != nil {
+		return fmt.Sprintf("%#v", err) // never equal to a key: resolved again
+	}
+	return string(data)
+}
 
 // resolveDevices resolves each volume's backing device and, where the volume
 // keeps its metadata on a PVC of its own, that PVC's device. Every device comes
@@ -169,6 +191,9 @@ func (r *Reconciler) createMetadata(ctx context.Context, s *scope) (ctrl.Result,
 // bringUp runs "up" when DRBD does not know the resource, "adjust" when the file
 // changed (or was not applied since the agent started).
 func (r *Reconciler) bringUp(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.untrusted {
+		return ctrl.Result{}, nil // held as it runs (holdUntrusted)
+	}
 	cmd, run := "", func(context.Context, string) error { return nil }
 	switch {
 	case !s.up:

@@ -82,6 +82,11 @@ type memo struct {
 	// at readAt.
 	answered string
 	readAt   time.Time
+	// claimsCheckedAt is when the claims of devices were last checked;
+	// untrusted, when not empty, says which one is no longer trusted
+	// (claimcheck.go).
+	claimsCheckedAt time.Time
+	untrusted       string
 }
 
 // scope carries one reconcile's inputs and findings between phases and setters.
@@ -107,6 +112,9 @@ type scope struct {
 	// succeeded.
 	roleCommanded bool
 	devices       map[int32]string
+	// untrusted: a claim of the devices is no longer trusted; the replica is
+	// held as it runs (holdUntrusted).
+	untrusted bool
 }
 
 // Reconcile implements reconcile.Reconciler.
