@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	srv1alpha1 "github.com/siterecovery/siterecovery/apis/siterecovery/v1alpha1"
+	"github.com/siterecovery/siterecovery/internal/netmap"
 	"github.com/siterecovery/siterecovery/test/env"
 )
 
@@ -18,8 +19,9 @@ const sourceMAC = "02:00:00:00:00:0a"
 
 // standbyNetwork checks the standby cache's networks on the DR cluster: its
 // "storage" network's Multus name and its interface's MAC, and its "default"
-// network: the pod network with a masquerade interface (podNetwork ""), or
-// the Multus default network podNetwork names with a bridge interface.
+// network: the pod network with a masquerade interface forwarding port 5432
+// (podNetwork ""), or the Multus default network podNetwork names with a
+// bridge interface.
 func standbyNetwork(c client.Client, network, mac string, podNetwork ...string) func() error {
 	return func() error {
 		vm := &kubevirtv1.VirtualMachine{}
@@ -35,8 +37,8 @@ func standbyNetwork(c client.Client, network, mac string, podNetwork ...string) 
 			return fmt.Errorf("interfaces %+v, want MAC %q", ifaces, mac)
 		}
 		switch def := nets[0]; {
-		case len(podNetwork) == 0 && (def.Pod == nil || ifaces[0].Masquerade == nil):
-			return fmt.Errorf("default network %+v, interface %+v: want the pod network, masquerade", def, ifaces[0])
+		case len(podNetwork) == 0 && (def.Pod == nil || ifaces[0].Masquerade == nil || len(ifaces[0].Ports) != 1 || ifaces[0].Ports[0].Port != 5432):
+			return fmt.Errorf("default network %+v, interface %+v: want the pod network, masquerade, port 5432", def, ifaces[0])
 		case len(podNetwork) == 1 && (def.Multus == nil || !def.Multus.Default || def.Multus.NetworkName != podNetwork[0] || ifaces[0].Bridge == nil || len(ifaces[0].Ports) > 0):
 			return fmt.Errorf("default network %+v, interface %+v: want the default Multus network %s, bridge, no ports", def, ifaces[0], podNetwork[0])
 		}
@@ -49,8 +51,8 @@ func standbyNetwork(c client.Client, network, mac string, podNetwork ...string) 
 // Generate, the pod network replaced by a default Multus network with its
 // masquerade interface turned bridge); a MAC the DR side assigned stays and the standby is not
 // rewritten by later syncs; a failover and failback restore the primary's
-// MAC (checkMACRoundTrip); the group's own entry for the pair wins over the
-// zone's.
+// networks and MAC (checkNetworkRoundTrip); the group's own entry for the
+// pair wins over the zone's.
 func checkNetworkMapping(t *testing.T, e *env.Env) {
 	t.Helper()
 	ctx := context.Background()
@@ -93,10 +95,7 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	require.NoError(t, dr.Get(ctx, vmKey("cache"), after))
 	require.Equal(t, before.Generation, after.Generation, "a mapped standby is not rewritten")
 	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a", "infra/dr-pods")())
-	checkMACRoundTrip(t, e)
-	// The primary's VM as it was before the round trip, whose pod network
-	// the reverse pair does not map back.
-	patch(t, primary, vmKey("cache"), &kubevirtv1.VirtualMachine{}, sourceNetworks)
+	checkNetworkRoundTrip(t, e)
 
 	// The group's entry for the pair replaces the zone's whole: its network,
 	// its MAC policy (Keep, the default) and its pod network (none: kept).
@@ -110,34 +109,43 @@ func checkNetworkMapping(t *testing.T, e *env.Env) {
 	require.Equal(t, srv1alpha1.MACPolicyKeep, g.Spec.NetworkMappings[0].MACPolicy, "the API server defaults macPolicy to Keep")
 }
 
-// checkMACRoundTrip fails the group over to the DR cluster and back, as far
-// as pg-sync sees it (the failover-controller flips the active cluster and
-// stops the group on the cluster it leaves; pg-sync rewrites no VM that
-// runs on a non-active cluster): the standby
-// on the DR side carries the MAC it assigned and, in its template, the
-// primary's (the zone's Generate pair); on failover the reverse pair (Keep)
-// gives the primary's VM its own MAC back, not the DR side's; on failback the
-// DR side keeps its MAC.
-func checkMACRoundTrip(t *testing.T, e *env.Env) {
+// checkNetworkRoundTrip fails the group over to the DR cluster and back, as
+// far as pg-sync sees it (the failover-controller flips the active cluster
+// and stops the group on the cluster it leaves; pg-sync rewrites no VM that
+// runs on a non-active cluster): the standby on the DR side carries the MAC
+// it assigned and, in its template, the primary's networks and interfaces
+// the zone's pair changed; on failover the reverse pair (Keep, mapping
+// dr-storage back, not the pod network) gives the primary's VM exactly its
+// own networks and interfaces back: the pod network with masquerade and its
+// port, and its MAC, not the DR side's; on failback the DR side keeps its
+// MAC.
+func checkNetworkRoundTrip(t *testing.T, e *env.Env) {
 	t.Helper()
 	ctx := context.Background()
 	q, primary, dr := e.Client(env.Quorum), e.Client(env.Primary), e.Client(env.DR)
-	record := `{"storage":"` + sourceMAC + `"}`
-	standby := &kubevirtv1.VirtualMachine{}
-	require.NoError(t, dr.Get(ctx, vmKey("cache"), standby))
-	require.JSONEq(t, record, standby.Spec.Template.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+	source := &kubevirtv1.VirtualMachine{}
+	require.NoError(t, primary.Get(ctx, vmKey("cache"), source))
+	checkRecord := func() {
+		standby := &kubevirtv1.VirtualMachine{}
+		require.NoError(t, dr.Get(ctx, vmKey("cache"), standby))
+		record := netmap.Originals(standby.Spec.Template)
+		require.Equal(t, sourceMAC, record["storage"].Interface.MacAddress)
+		require.Equal(t, source.Spec.Template.Spec.Networks[0], *record["default"].Network)
+		require.Equal(t, source.Spec.Template.Spec.Domain.Devices.Interfaces[0], *record["default"].Interface)
+	}
+	checkRecord()
 
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.DR })
 	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateStopped })
-	env.Eventually(t, wait, "failover: the primary's VM has its own MAC back", standbyNetwork(primary, "storage", sourceMAC, "infra/dr-pods"))
+	env.Eventually(t, wait, "failover: the primary's VM has its own networks and MAC back", standbyNetwork(primary, "storage", sourceMAC))
 	vm := &kubevirtv1.VirtualMachine{}
 	require.NoError(t, primary.Get(ctx, vmKey("cache"), vm))
-	require.NotContains(t, vm.Spec.Template.ObjectMeta.Annotations, srv1alpha1.OriginalMACsAnnotation)
+	require.Equal(t, source.Spec.Template.Spec.Networks, vm.Spec.Template.Spec.Networks)
+	require.Equal(t, source.Spec.Template.Spec.Domain.Devices.Interfaces, vm.Spec.Template.Spec.Domain.Devices.Interfaces)
 
 	patch(t, q, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.ActiveCluster = env.Primary })
 	patch(t, primary, groupKey, &srv1alpha1.ProtectionGroup{}, func(g *srv1alpha1.ProtectionGroup) { g.Spec.DesiredState = srv1alpha1.StateRunning })
 	env.Eventually(t, wait, "failback: synced", synced(q, metav1.ConditionTrue, srv1alpha1.ReasonInSync, allInSync))
 	require.NoError(t, standbyNetwork(dr, "dr-storage", "02:dd:00:00:00:0a", "infra/dr-pods")())
-	require.NoError(t, dr.Get(ctx, vmKey("cache"), standby))
-	require.JSONEq(t, record, standby.Spec.Template.ObjectMeta.Annotations[srv1alpha1.OriginalMACsAnnotation])
+	checkRecord()
 }
