@@ -11,9 +11,10 @@ import (
 // standbySpec with the network mapping from the active cluster to target
 // applied (the group's entry for the pair, else the zone's). standby is the
 // standby as it is on target, nil when there is none: a MAC address the
-// target assigned under MAC policy Generate stays. The source's MACs a
-// Generate mapping drops are kept in the standby's template
-// (OriginalMACsAnnotation) and restored by a Keep mapping back.
+// target assigned under MAC policy Generate stays. What the mapping changes
+// (networks, interfaces, MACs) is recorded in the standby's template
+// (OriginalNetworksAnnotation) and comes back on the way back unless the
+// reverse pair maps it itself.
 func (s *scope) wantStandby(src, standby *kubevirtv1.VirtualMachine, target string) kubevirtv1.VirtualMachineSpec {
 	want := standbySpec(&src.Spec)
 	if want.Template == nil {
