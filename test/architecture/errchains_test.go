@@ -6,17 +6,20 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // TestErrorsKeepTheirCause: product code never formats an error as text into
 // another error (flow.Waiting, flow.Stalled or fmt.Errorf with err.Error()
-// as an argument): the cause then wraps with %w, so errors.Is and errors.As
+// as an argument, or err under a verb other than %w): the cause then wraps
+// with %w, so errors.Is and errors.As
 // still find a NotFound, a Conflict or a flow error behind it. Messages for
 // people (conditions, events, logs, HTTP answers) may format it as text.
 func TestErrorsKeepTheirCause(t *testing.T) {
-	wrappers := map[string]bool{"flow.Waiting": true, "flow.Stalled": true, "fmt.Errorf": true}
+	// The index of each wrapper's format argument.
+	wrappers := map[string]int{"flow.Waiting": 2, "flow.Stalled": 1, "fmt.Errorf": 0}
 	fset := token.NewFileSet()
 	var found []string
 	for _, root := range []string{"../../internal", "../../apis", "../../cmd"} {
@@ -30,13 +33,20 @@ func TestErrorsKeepTheirCause(t *testing.T) {
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
-				if !ok || !wrappers[callee(call)] {
+				if !ok {
+					return true
+				}
+				at, ok := wrappers[callee(call)]
+				if !ok {
 					return true
 				}
 				for _, arg := range call.Args {
 					if isErrorText(arg) {
 						found = append(found, fset.Position(call.Pos()).String())
 					}
+				}
+				if arg := errorNotWrapped(call, at); arg != "" {
+					found = append(found, fset.Position(call.Pos()).String()+": "+arg+" not under %w")
 				}
 				return true
 			})
@@ -61,6 +71,50 @@ func callee(call *ast.CallExpr) string {
 		return ""
 	}
 	return pkg.Name + "." + sel.Sel.Name
+}
+
+// errorNotWrapped names an error argument (err, or any <name>Err) that a
+// literal format puts under a verb other than %w, or "".
+func errorNotWrapped(call *ast.CallExpr, at int) string {
+	if len(call.Args) <= at {
+		return ""
+	}
+	lit, ok := call.Args[at].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return ""
+	}
+	format, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		return ""
+	}
+	args := call.Args[at+1:]
+	for i, verb := range verbs(format) {
+		if i >= len(args) {
+			break
+		}
+		if id, ok := args[i].(*ast.Ident); ok && verb != 'w' && (id.Name == "err" || strings.HasSuffix(id.Name, "Err")) {
+			return id.Name
+		}
+	}
+	return ""
+}
+
+// verbs lists a format's verbs in order (%% is none).
+func verbs(format string) []rune {
+	var out []rune
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.ContainsRune("+-# 0123456789.*[]", rune(format[i])) {
+			i++
+		}
+		if i < len(format) && format[i] != '%' {
+			out = append(out, rune(format[i]))
+		}
+	}
+	return out
 }
 
 // isErrorText matches err.Error() (or any <name>Err.Error(), e.g. statusErr).

@@ -61,7 +61,7 @@ func (r *Reconciler) relocate(ctx context.Context, s *scope, src, tgt string) (c
 	if p != drv1alpha1.ProgressionWaitForReadiness && p != drv1alpha1.ProgressionUpdatedPlacement {
 		for _, c := range []string{src, tgt} {
 			if err, down := s.unreachable[c]; down {
-				return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %v", err)
+				return ctrl.Result{}, flow.Waiting(srv1alpha1.ReasonClusterUnreachable, unreachableRetry, "relocate needs both clusters: %w", err)
 			}
 		}
 		s.setProgression(drv1alpha1.ProgressionPreparingFinalSync)

@@ -131,7 +131,7 @@ func (r *Reconciler) moveVM(ctx context.Context, s *scope, m vmMove) error {
 			}
 		}
 		if err := m.swap(patched); err != nil {
-			return flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s: %v", s.vmKey(), m.sd.cluster, err)
+			return flow.Stalled(ReasonUnsupportedVolume, "VirtualMachine %s on %s: %w", s.vmKey(), m.sd.cluster, err)
 		}
 		if m.start {
 			restore(patched) // one patch: swap and start

@@ -83,7 +83,7 @@ func (r *Reconciler) createVGR(ctx context.Context, s *scope, state replicationv
 		log.FromContext(ctx).V(1).Info("global VGR created by a peer", "vgr", vgr.Name)
 		existing := &replicationv1alpha1.VolumeGroupReplication{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vgr), existing); err != nil {
-			return flow.Waiting("VGRCreatedByPeer", vgrRetry, "VolumeGroupReplication %s exists but cannot be read yet: %v", vgr.Name, err)
+			return flow.Waiting("VGRCreatedByPeer", vgrRetry, "VolumeGroupReplication %s exists but cannot be read yet: %w", vgr.Name, err)
 		}
 		s.vgr = existing
 		return r.ensureVGR(ctx, s, state, false)
@@ -122,7 +122,7 @@ func (r *Reconciler) findClass(ctx context.Context, s *scope) (string, error) {
 	if async := s.vrg.Spec.Async; async != nil && (len(async.ReplicationClassSelector.MatchLabels) > 0 || len(async.ReplicationClassSelector.MatchExpressions) > 0) {
 		extra, err := metav1.LabelSelectorAsSelector(&async.ReplicationClassSelector)
 		if err != nil {
-			return "", flow.Stalled(drv1alpha1.ReasonError, "invalid spec.async.replicationClassSelector: %v", err)
+			return "", flow.Stalled(drv1alpha1.ReasonError, "invalid spec.async.replicationClassSelector: %w", err)
 		}
 		reqs, _ := extra.Requirements()
 		sel = sel.Add(reqs...)

@@ -177,7 +177,7 @@ func (r *Reconciler) groupSnapshotClass(ctx context.Context, s *scope, driver st
 	if s.vrg.Spec.Async != nil {
 		var err error
 		if sel, err = metav1.LabelSelectorAsSelector(&s.vrg.Spec.Async.VolumeSnapshotClassSelector); err != nil {
-			return "", flow.Stalled(drv1alpha1.ReasonError, "invalid spec.async.volumeSnapshotClassSelector: %v", err)
+			return "", flow.Stalled(drv1alpha1.ReasonError, "invalid spec.async.volumeSnapshotClassSelector: %w", err)
 		}
 	}
 	list := &groupsnapshotv1.VolumeGroupSnapshotClassList{}
@@ -197,7 +197,7 @@ func (r *Reconciler) groupSnapshotClass(ctx context.Context, s *scope, driver st
 func (r *Reconciler) ensureRGS(ctx context.Context, s *scope, name, key, class string) (*drv1alpha1.ReplicationGroupSource, error) {
 	schedule, err := volsync.Schedule(s.vrg.Spec.Async.SchedulingInterval)
 	if err != nil {
-		return nil, flow.Stalled(drv1alpha1.ReasonError, "%v", err)
+		return nil, flow.Stalled(drv1alpha1.ReasonError, "%w", err)
 	}
 	sel := s.vrg.Spec.PVCSelector.DeepCopy()
 	if sel.MatchLabels == nil {

@@ -66,7 +66,7 @@ func (r *Reconciler) due(s *scope) (bool, ctrl.Result, error) {
 	}
 	next, err := volsync.NextRun(*t.Schedule, from)
 	if err != nil {
-		return false, ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%v", err)
+		return false, ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%w", err)
 	}
 	if s.rgs.Status.LastSyncStartTime == nil || !s.now.Before(next) {
 		return true, ctrl.Result{}, nil

@@ -118,7 +118,7 @@ func (r *Reconciler) memberSnapshots(ctx context.Context, vgs *groupsnapshotv1.V
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	sel, err := metav1.LabelSelectorAsSelector(vgs.Spec.Source.Selector)
 	if err != nil {
-		return nil, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%v", err)
+		return nil, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := r.Client.List(ctx, pvcs, client.InNamespace(vgs.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, flow.Transient(srv1alpha1.ReasonReadFailed, err)

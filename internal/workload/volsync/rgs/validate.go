@@ -40,7 +40,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (ctrl.Result, error
 	}
 	sel, err := metav1.LabelSelectorAsSelector(s.rgs.Spec.VolumeGroupSnapshotSource)
 	if err != nil {
-		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "volumeGroupSnapshotSource: %v", err)
+		return ctrl.Result{}, flow.Stalled(srv1alpha1.ReasonInvalidSpec, "volumeGroupSnapshotSource: %w", err)
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.rgs.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
