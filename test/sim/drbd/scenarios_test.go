@@ -97,8 +97,9 @@ func TestDisconnectLosesQuorumAndResyncs(t *testing.T) {
 // TestProtocolALagThenDrain: protocol A writes in flight leave both disks
 // UpToDate on a connected, established pair (DRBD counts them in the
 // connection's ap-in-flight, not as a disk state); they drain at the drain
-// rate, and a demote delivers what is left before the peer sees the primary
-// gone, so the peer promoted then holds every write the primary completed.
+// rate, and a demote reaches the peer behind what is left (it times out on a
+// link that carries nothing), so the peer promoted then holds every write the
+// primary completed.
 func TestProtocolALagThenDrain(t *testing.T) {
 	c := newCluster(t, "A")
 	c.bringUp("site-a", "site-b")
@@ -126,6 +127,10 @@ func TestProtocolALagThenDrain(t *testing.T) {
 
 	require.NoError(t, c.fabric.Write(res, "site-a", 64))
 	require.NotZero(t, inFlight(c.status("site-a")))
+	err := c.adm4("site-a").Secondary(ctx, res)
+	require.ErrorContains(t, err, "Timeout in operation", "a link that carries nothing holds the demote behind the writes")
+	require.Equal(t, "Primary", c.status("site-a").Role)
+	require.NoError(t, c.fabric.SetDrainRate(1)) // KiB/s: the link moves
 	require.NoError(t, c.adm4("site-a").Secondary(ctx, res))
 	st = c.status("site-b")
 	assert.Zero(t, peerPD(st).OutOfSyncBytes, "the demote reached site-b behind the writes")

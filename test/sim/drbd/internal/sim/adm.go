@@ -104,17 +104,10 @@ func Drbdadm(args []string, env Env, stdout io.Writer) error {
 			if n.Role == "Primary" && n.anyOpen(time.Now()) {
 				return deviceInUse(r, "secondary")
 			}
-			// A demote reaches each connected peer behind the writes the
-			// primary completed: in LINBIT/drbd a protocol A write completes
-			// once handed to the data socket (drbd_req.c __req_mod,
-			// HANDED_OVER_TO_NETWORK), and the role change is a two-phase
-			// commit sent on that same stream (drbd_state.c change_role ->
-			// change_cluster_wide_state; drbd_main.c conn_send_twopc_request,
-			// DATA_STREAM), which the peer's receiver handles in order
-			// (drbd_receiver.c drbdd). A peer that sees the primary gone
-			// has therefore received its completed writes.
 			if n.Role == "Primary" {
-				r.drainLag(n)
+				if err := demoteBehindInFlight(w, r, n); err != nil {
+					return err
+				}
 			}
 			n.Role = "Secondary"
 			return nil
@@ -279,6 +272,31 @@ func primary(w *World, r *Res, n *Node, force bool) error {
 		}
 	}
 	n.Role = "Primary"
+	return nil
+}
+
+// demoteBehindInFlight delivers n's protocol A writes in flight to its
+// connected peers before n demotes. In LINBIT/drbd a protocol A write
+// completes once handed to the data socket (drbd_req.c __req_mod,
+// HANDED_OVER_TO_NETWORK), and the role change is a two-phase commit sent on
+// that same stream (drbd_state.c change_role -> change_cluster_wide_state;
+// drbd_main.c conn_send_twopc_request, DATA_STREAM), which the peer's
+// receiver handles in order (drbd_receiver.c drbdd): a peer that sees the
+// primary gone has received its completed writes. A link that carries
+// nothing (drain rate 0) holds the request behind them until it times out
+// (drbd_state.c, SS_TIMEOUT; drbd_nl.c drbd_set_role gives up after its
+// retries) and n stays Primary. The simulator delivers at once what a
+// moving link would carry before the commit.
+func demoteBehindInFlight(w *World, r *Res, n *Node) error {
+	if r.Protocol != "A" {
+		return nil
+	}
+	for _, m := range r.Peers(n) {
+		if w.DrainRateKiBps == 0 && r.Connected(n, m) && r.inFlightKiB(n, m) > 0 {
+			return fail(11, "%s: State change failed: (-23) Timeout in operation\nCommand 'drbdsetup secondary %s' terminated with exit code 11", r.Name, r.Name)
+		}
+	}
+	r.drainLag(n)
 	return nil
 }
 
