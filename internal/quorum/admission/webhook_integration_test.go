@@ -212,6 +212,13 @@ users: [{name: u, user: {token: s3cret-token}}]
 		require.NoError(t, q.Create(ctx, policy))
 		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll), "DRPolicy a-b needs spec.volumeSnapshotClassSelector")
 		policy.Spec.VolumeSnapshotClassSelector.MatchLabels = map[string]string{"siterecovery.trilio.io/volsync": "true"}
+		// VolSync's cron schedule cannot run every 90 minutes: refused, not
+		// rounded to hourly.
+		policy.Spec.SchedulingInterval = "90m"
+		require.NoError(t, q.Update(ctx, policy))
+		denied(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll),
+			"storageBackend VolSync: DRPolicy a-b spec.schedulingInterval 90m cannot be honoured by VolSync's cron schedule, which repeats evenly only every 1, 2, 3, 4, 5, 6, 10, 12, 15, 20 or 30 minutes, 1, 2, 3, 4, 6, 8, 12 or 24 hours, or 7 days; use one of those")
+		policy.Spec.SchedulingInterval = "5m"
 		require.NoError(t, q.Update(ctx, policy))
 		require.NoError(t, admin.Create(ctx, volsync.DeepCopy(), client.DryRunAll))
 

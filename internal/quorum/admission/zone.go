@@ -147,6 +147,13 @@ func (v *zones) backendPrerequisites(ctx context.Context, z *srv1alpha1.Protecti
 		if z.Spec.StorageBackend == srv1alpha1.BackendVolSync && isEmptySelector(p.Spec.VolumeSnapshotClassSelector) {
 			return fmt.Errorf("storageBackend VolSync snapshots each consistency group: DRPolicy %s needs spec.volumeSnapshotClassSelector matching the VolumeSnapshotClass of the zone's CephFS StorageClasses on both clusters", p.Name)
 		}
+		if z.Spec.StorageBackend == srv1alpha1.BackendVolSync {
+			// pg-controller runs VolSync's cycles on a cron schedule; refused
+			// here, an interval cron cannot honour never reaches a VRG.
+			if _, err := drv1alpha1.VolSyncSchedule(p.Spec.SchedulingInterval); err != nil {
+				return fmt.Errorf("storageBackend VolSync: DRPolicy %s spec.%w", p.Name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -67,38 +67,15 @@ func KeySecretName(group metav1.Object) string {
 func RestoredPVCName(pvc string) string { return "cg-" + pvc }
 
 // Schedule turns a schedulingInterval (<number><m|h|d>) into the cron
-// expression of the group's cycles.
+// expression of the group's cycles, which repeats exactly every interval;
+// an interval cron cannot honour is refused (drv1alpha1.VolSyncSchedule).
 func Schedule(interval string) (string, error) {
-	d, err := ParseInterval(interval)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case d < time.Hour:
-		return fmt.Sprintf("*/%d * * * *", int(d.Minutes())), nil
-	case d < 24*time.Hour:
-		return fmt.Sprintf("0 */%d * * *", int(d.Hours())), nil
-	default:
-		return fmt.Sprintf("0 0 */%d * *", int(d.Hours()/24)), nil
-	}
+	return drv1alpha1.VolSyncSchedule(interval)
 }
 
 // ParseInterval parses <number><m|h|d>.
 func ParseInterval(interval string) (time.Duration, error) {
-	var n int
-	var unit string
-	if _, err := fmt.Sscanf(interval, "%d%s", &n, &unit); err != nil || n <= 0 {
-		return 0, fmt.Errorf("scheduling interval %q is not <number><m|h|d>", interval)
-	}
-	switch unit {
-	case "m":
-		return time.Duration(n) * time.Minute, nil
-	case "h":
-		return time.Duration(n) * time.Hour, nil
-	case "d":
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	return 0, fmt.Errorf("scheduling interval %q is not <number><m|h|d>", interval)
+	return drv1alpha1.ParseSchedulingInterval(interval)
 }
 
 // NextRun is when a cron schedule next fires after from.

@@ -13,15 +13,33 @@ import (
 	"github.com/siterecovery/siterecovery/internal/workload/volsync"
 )
 
+// Each interval cron can honour maps to a schedule whose runs are exactly
+// that far apart, over a span that crosses hours, days, a month and a
+// year's end; any other is refused with the intervals that are honoured,
+// not rounded (90m ran hourly, 59m at :00 and :59).
 func TestSchedule(t *testing.T) {
-	for in, want := range map[string]string{"5m": "*/5 * * * *", "2h": "0 */2 * * *", "1d": "0 0 */1 * *"} {
+	for in, want := range map[string]string{"1m": "*/1 * * * *", "5m": "*/5 * * * *", "30m": "*/30 * * * *", "60m": "0 */1 * * *",
+		"120m": "0 */2 * * *", "1h": "0 */1 * * *", "8h": "0 */8 * * *", "12h": "0 */12 * * *", "24h": "0 0 * * *", "1d": "0 0 * * *", "7d": "0 0 * * 0"} {
 		got, err := volsync.Schedule(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+		every, err := volsync.ParseInterval(in)
 		require.NoError(t, err)
-		require.Equal(t, want, got)
+		at := time.Date(2026, 12, 27, 0, 0, 0, 0, time.UTC)
+		for range 400 {
+			next, err := volsync.NextRun(got, at)
+			require.NoError(t, err)
+			require.Equal(t, every, next.Sub(at), "%s (%s) after %s", in, got, at)
+			at = next
+		}
+	}
+	for _, bad := range []string{"59m", "45m", "7m", "90m", "5h", "25h", "2d", "30d"} {
+		_, err := volsync.Schedule(bad)
+		require.ErrorContains(t, err, "schedulingInterval "+bad+" cannot be honoured by VolSync's cron schedule, which repeats evenly only every 1, 2, 3", bad)
 	}
 	for _, bad := range []string{"0m", "5s", "m", ""} {
 		_, err := volsync.Schedule(bad)
-		require.Error(t, err, bad)
+		require.ErrorContains(t, err, "is not <number><m|h|d>", bad)
 	}
 	next, err := volsync.NextRun("*/5 * * * *", time.Date(2026, 1, 1, 10, 3, 0, 0, time.UTC))
 	require.NoError(t, err)
