@@ -61,10 +61,12 @@ func TestQuorumAccessIsLeastPrivilege(t *testing.T) {
 	// In its own DR namespace only, it may create Secrets (the VolSync
 	// movers' pre-shared key, which pg-controller copies on): anywhere else
 	// creating a Secret would mint tokens for that namespace's ServiceAccounts.
+	// Patch adds the group label to a key copied before the label existed
+	// (internal/quorum/drpc labelKey); no get, list or watch.
 	for _, r := range generatedRole(t, "quorum-manager", "Role", "workload-dr-namespace") {
 		if slices.Contains(r.Resources, "secrets") {
 			require.Equal(t, []string{"secrets"}, r.Resources)
-			require.Equal(t, []string{"create"}, r.Verbs, "the key is only created; reading Secrets there is not needed")
+			require.Equal(t, []string{"create", "patch"}, r.Verbs, "the key is only created, and labelled; reading Secrets there is not needed")
 		}
 	}
 	rules := generatedRole(t, "quorum-manager", "Role", "workload-cluster")
