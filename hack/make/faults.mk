@@ -22,7 +22,7 @@ testfailover-fault-matrix: ## Every cell of the test failover fault matrix on re
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestTestFailoverFaultMatrix$$' ./internal/quorum/testfailover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
 drpc-fault-matrix: ## Every cell of the DRPC Relocate/Failover fault matrix (Offloaded) on real API servers (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestDRPCFaultMatrix$$' ./internal/quorum/drpc/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestDRPCFaultMatrix$$' ./test/e2e/drpc/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
 FAILOVERS ?= 200
 soak: ## FAILOVERS planned failovers back and forth, each with a random fault of the matrix (SEED=<n>); prints the figures.

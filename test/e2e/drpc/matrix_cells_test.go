@@ -13,7 +13,7 @@ import (
 // make drpc-fault-matrix runs all of its cells; make test runs ciCells of
 // them, picked by the seeded rotation of test/faultmatrix:
 //
-//	go test ./internal/quorum/drpc -run TestDRPCFaultMatrix -args -fault-matrix.seed=14
+//	go test ./test/e2e/drpc -run TestDRPCFaultMatrix -args -fault-matrix.seed=14
 const ciCells = 2
 
 // validated says which cells make test draws from: the Relocate cells, each

@@ -37,7 +37,7 @@ import (
 // percentiles over every DRPC of every round. Each round moves the group once
 // (failover to DR, relocate back, failover again):
 //
-//	go test ./internal/quorum/drpc -run '^$' -bench 'ConsensusLatency$' -benchtime 1x -v
+//	go test ./test/e2e/drpc -run '^$' -bench 'ConsensusLatency$' -benchtime 1x -v
 //
 // BENCH_PAIRS changes the count of rounds (10). DRPC_LATENCY_PROFILE names a
 // directory to write a CPU profile of this process (every controller of the
@@ -47,7 +47,7 @@ func BenchmarkConsensusLatency(b *testing.B) { benchConsensus(b, 50, 10) }
 // BenchmarkConsensusLatency200 is BenchmarkConsensusLatency with a group of
 // 200 DRPCs: with a flat cost per DRPC its ratio stays that of 50.
 //
-//	go test ./internal/quorum/drpc -run '^$' -bench 'ConsensusLatency200$' -benchtime 1x -v
+//	go test ./test/e2e/drpc -run '^$' -bench 'ConsensusLatency200$' -benchtime 1x -v
 func BenchmarkConsensusLatency200(b *testing.B) { benchConsensus(b, 200, 5) }
 
 func benchConsensus(b *testing.B, n, pairs int) {

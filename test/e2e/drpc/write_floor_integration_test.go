@@ -28,7 +28,7 @@ import (
 // sees all 50. The figures are the time from the first write to the watch
 // seeing the last one, over every round.
 //
-//	go test ./internal/quorum/drpc -run '^$' -bench StatusWriteFloor -benchtime 1x -v
+//	go test ./test/e2e/drpc -run '^$' -bench StatusWriteFloor -benchtime 1x -v
 //
 // DRPC_LATENCY_DRPCS and DRPC_LATENCY_ROUNDS change the count of DRPCs (50) and
 // rounds (10).
