@@ -10,8 +10,9 @@ import (
 	"github.com/siterecovery/siterecovery/internal/quorum/remote"
 )
 
-// ReasonNamespaceNotListed: a workload cluster of the zone does not list the
-// VM's namespace in quorumAccess.applicationNamespaces for this DR namespace.
+// ReasonNamespaceNotListed is the Ready reason of a request held because a
+// workload cluster of the zone does not list the VM's namespace in
+// quorumAccess.applicationNamespaces for this DR namespace.
 const ReasonNamespaceNotListed = remote.ReasonNamespaceNotListed
 
 // accessRecheckCap bounds how long a request held by checkNamespaceListed
