@@ -333,14 +333,16 @@ func TestProtocolCReplicatesBytesAndResyncsBitmap(t *testing.T) {
 	}
 }
 
-// TestProtocolAWindowLostOnCut: protocol A writes wait in flight until a
-// drain; a cut turns the undelivered blocks into bitmap blocks that resync.
+// TestProtocolAWindowLostOnCut: protocol A writes wait in flight (ap-in-flight,
+// not out of sync) until a drain; a cut turns the undelivered blocks into
+// bitmap blocks that resync.
 func TestProtocolAWindowLostOnCut(t *testing.T) {
 	c := newFileCluster(t, fileOpts{protocol: "A"})
 	c.upSynced()
 	require.NoError(t, c.fabric.WriteDevice("site-a", fminor, 0, pattern(6, 8192)))
 	assert.NotEqual(t, pattern(6, 8192), readFileAt(t, c.disk["site-b"], 0, 8192), "in flight, not on the peer yet")
-	assert.Equal(t, uint64(8192), peerPD(c.status("site-a")).OutOfSyncBytes, "lag counts as out of sync")
+	assert.Zero(t, peerPD(c.status("site-a")).OutOfSyncBytes, "in flight is not out of sync while connected")
+	assert.Equal(t, uint64(16), inFlight(c.status("site-a")), "8 KiB in flight: 16 sectors")
 	require.NoError(t, c.fabric.Drain(fres))
 	assert.Equal(t, pattern(6, 8192), readFileAt(t, c.disk["site-b"], 0, 8192))
 	c.requireSame("after the drain")
@@ -551,11 +553,11 @@ func TestProtocolAWindowDeliversWholeBlocks(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		oos := peerPD(c.status("site-a")).OutOfSyncBytes
-		if oos < blocks*4096 && oos > 0 {
+		sectors := inFlight(c.status("site-a"))
+		if sectors < blocks*8 && sectors > 0 {
 			break // some of the window delivered, some not
 		}
-		require.True(t, time.Now().Before(deadline), "the window never drained part way: %d bytes out of sync", oos)
+		require.True(t, time.Now().Before(deadline), "the window never drained part way: %d sectors in flight", sectors)
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, c.fabric.Disconnect(fres))

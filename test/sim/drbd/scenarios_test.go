@@ -95,8 +95,8 @@ func TestDisconnectLosesQuorumAndResyncs(t *testing.T) {
 }
 
 // TestProtocolALagThenDrain: protocol A writes in flight leave both disks
-// UpToDate on a connected, established pair (DRBD counts them in the
-// connection's ap-in-flight, not as a disk state); they drain at the drain
+// UpToDate on a connected, established pair and nothing out of sync (DRBD
+// counts them in the connection's ap-in-flight); they drain at the drain
 // rate, and a demote reaches the peer behind what is left (it times out on a
 // link that carries nothing), so the peer promoted then holds every write the
 // primary completed.
@@ -110,7 +110,7 @@ func TestProtocolALagThenDrain(t *testing.T) {
 
 	require.NoError(t, c.fabric.Write(res, "site-a", 4096))
 	st := c.status("site-a")
-	assert.Equal(t, uint64(4096*1024), peerPD(st).OutOfSyncBytes)
+	assert.Zero(t, peerPD(st).OutOfSyncBytes, "in flight is not out of sync while connected")
 	assert.Equal(t, uint64(2*4096), inFlight(st), "4 MiB in flight: 8192 sectors")
 	assert.Equal(t, "Established", peerPD(st).ReplicationState)
 	assert.Equal(t, "UpToDate", peerPD(st).PeerDiskState, "in flight is not a disk state")
@@ -133,8 +133,10 @@ func TestProtocolALagThenDrain(t *testing.T) {
 	require.NoError(t, c.fabric.SetDrainRate(1)) // KiB/s: the link moves
 	require.NoError(t, c.adm4("site-a").Secondary(ctx, res))
 	st = c.status("site-b")
-	assert.Zero(t, peerPD(st).OutOfSyncBytes, "the demote reached site-b behind the writes")
-	assert.Zero(t, inFlight(c.status("site-a")))
+	assert.Zero(t, inFlight(c.status("site-a")), "the demote reached site-b behind the writes")
+	require.NoError(t, c.fabric.Disconnect(res))
+	assert.Zero(t, peerPD(c.status("site-a")).OutOfSyncBytes, "nothing was left to lose with the link")
+	require.NoError(t, c.fabric.Connect(res))
 	assert.Equal(t, "Secondary", st.Connections[1-st.NodeID].PeerRole)
 	require.NoError(t, c.adm4("site-b").Primary(ctx, res, false))
 }

@@ -12,10 +12,16 @@ type PeerView struct {
 	Volume      int
 	Replication string
 	PeerDisk    string
-	OOS         uint64 // KiB, including undelivered protocol A lag
-	Done        float64
-	Syncing     bool
-	Sent, Recv  uint64
+	// OOS is the bitmap's out-of-sync KiB. Protocol A writes in flight are
+	// not in it while connected: DRBD sets their bits only when the
+	// connection is lost before the peer confirmed them (drbd_req.c
+	// __req_mod CONNECTION_LOST clears RQ_NET_OK; drbd_req_done then
+	// marks the range out of sync), which LoseLag and linkLost model. Until
+	// then they are counted in ConnView.APInFlight.
+	OOS        uint64
+	Done       float64
+	Syncing    bool
+	Sent, Recv uint64
 }
 
 // ConnView is one connection as seen from a node.
@@ -67,7 +73,7 @@ func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
 		p := r.Pair(n.Host, m.Host)
 		for _, v := range sortedVols(r) {
 			pv := PeerView{Volume: v, Replication: "Off", PeerDisk: "DUnknown",
-				OOS: p.OOS[v] + p.Lag[v], Sent: n.Sent[m.Host], Recv: n.Recv[m.Host]}
+				OOS: p.OOS[v], Sent: n.Sent[m.Host], Recv: n.Recv[m.Host]}
 			if c.Connected {
 				pv.Replication, pv.PeerDisk = "Established", r.DiskView(m, v)
 				if p.OOS[v] > 0 && r.Nodes[p.Source] != nil && r.Nodes[p.Source].Disk[v] == "UpToDate" {
