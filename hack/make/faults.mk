@@ -13,10 +13,10 @@ fault-matrix: ## Every cell of the failover fault matrix on real API servers (SE
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 120m -run '^TestFaultMatrix$$' ./internal/quorum/failover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
 data-fault-matrix: ## Every cell of the data fault matrix: the guest's writes checked through planned failovers with faults (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 30m -run '^TestDataFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 30m -run '^TestDataFaultMatrix$$' ./test/e2e/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
 protection-fault-matrix: ## Every cell of the protect/unprotect fault matrix on real API servers (SEED=<n> fixes their order).
-	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 90m -run '^TestProtectionFaultMatrix$$' ./internal/quorum/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
+	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 90m -run '^TestProtectionFaultMatrix$$' ./test/e2e/protection/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)
 
 testfailover-fault-matrix: ## Every cell of the test failover fault matrix on real API servers (SEED=<n> fixes their order).
 	KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -v -timeout 60m -run '^TestTestFailoverFaultMatrix$$' ./internal/quorum/testfailover/ -args -fault-matrix.all -fault-matrix.seed=$(SEED)

@@ -80,7 +80,7 @@ type Options struct {
 // zone with MintedKubeconfigs, so that any integration test proves the quorum
 // identity on the workload clusters grants what quorum-manager does there:
 //
-//	SITERECOVERY_MINTED_KUBECONFIGS=1 go test ./internal/quorum/protection/ -run TestX
+//	SITERECOVERY_MINTED_KUBECONFIGS=1 go test ./test/e2e/protection/ -run TestX
 const MintedKubeconfigsEnv = "SITERECOVERY_MINTED_KUBECONFIGS"
 
 // New starts quorum, primary and DR clusters in parallel, creates the DR namespace

@@ -21,7 +21,7 @@ const SeedEnv = "SITERECOVERY_FAULT_MATRIX_SEED"
 // -fault-matrix.only covers a slice picked by the seeded rotation; the seed
 // changes every day and is printed, so that a failed slice can be rerun:
 //
-//	go test ./internal/quorum/protection -run TestProtectionFaultMatrix -args -fault-matrix.seed=20423
+//	go test ./test/e2e/protection -run TestProtectionFaultMatrix -args -fault-matrix.seed=20423
 var (
 	flagAll   = flag.Bool("fault-matrix.all", false, "run every cell of the fault matrix")
 	flagSeed  = flag.Uint64("fault-matrix.seed", 0, "seed of the rotation that picks the cells (default: "+SeedEnv+", else today's day number)")

@@ -81,7 +81,7 @@ func TestLoad(t *testing.T) {
 			wantMessage: "waiting for the workload clusters: cluster not connected: dr2 has no connection (is it in the zone, with a valid kubeconfig Secret?)"},
 		{name: "an unreachable primary is connected but does not answer", clusters: []cluster{{name: "primary", role: srv1alpha1.ClusterRolePrimary, state: remote.Unreachable}, dr},
 			wantPhase: srv1alpha1.ProtectionValidating, wantReason: srv1alpha1.ReasonClusterUnreachable, wantRequeue: 5 * time.Second,
-			wantMessage: "cluster primary is unreachable: reading VirtualMachine apps/web failed; protection resumes when it answers again"},
+			wantMessage: "cluster primary is unreachable: reading the quorum access settings failed; protection resumes when it answers again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -21,7 +21,7 @@ import (
 // share a port or a minor: requests made at once must still be given distinct
 // ones.
 //
-//	go test ./internal/quorum/protection -run '^$' -bench Protect100VMs -benchtime 1x -v
+//	go test ./test/e2e/protection -run '^$' -bench Protect100VMs -benchtime 1x -v
 func BenchmarkProtect100VMs(b *testing.B) {
 	const n = 100
 	z := newZone(b)
