@@ -67,6 +67,13 @@ func Lacking(res *srv1alpha1.DRBDResource, peerNode string, protocol srv1alpha1.
 	return strings.Join(why, ", ")
 }
 
+// What a replica lacks before its first reading: not read at all, or, under
+// protocol A, asked for a fresh reading its agent has not answered yet.
+const (
+	notRead      = "not read yet"
+	firstReading = "its agent has not answered the first request for DRBD's in-flight figures"
+)
+
 // Wait reads the source replicas through c until the DR peer of each holds
 // every write the source completed, or ctx ends. It returns "" when they all
 // do, else what each lacking replica still lacks. A protocol A replica is
@@ -74,7 +81,7 @@ func Lacking(res *srv1alpha1.DRBDResource, peerNode string, protocol srv1alpha1.
 func Wait(ctx context.Context, c client.Client, replicas []Replica) string {
 	lacking := map[string]string{}
 	for _, r := range replicas {
-		lacking[r.Key.String()] = "not read yet"
+		lacking[r.Key.String()] = notRead
 	}
 	asked := map[string]string{}
 	round := 0
@@ -87,7 +94,11 @@ func Wait(ctx context.Context, c client.Client, replicas []Replica) string {
 			}
 			res := &srv1alpha1.DRBDResource{}
 			if err := c.Get(ctx, r.Key, res); err != nil {
-				lacking[key] = "reading it: " + err.Error()
+				// The bound ending mid-read says nothing new: keep what the
+				// last reading lacked.
+				if ctx.Err() == nil || lacking[key] == notRead {
+					lacking[key] = "reading it: " + err.Error()
+				}
 				continue
 			}
 			token := asked[key]
@@ -103,10 +114,15 @@ func Wait(ctx context.Context, c client.Client, replicas []Replica) string {
 				}
 				next := fmt.Sprintf("drain-%d-%d", time.Now().UnixNano(), round)
 				if err := ask(ctx, c, res, next); err != nil {
-					lacking[key] = "asking its agent for a reading: " + err.Error()
+					if ctx.Err() == nil || lacking[key] == notRead {
+						lacking[key] = "asking its agent for a reading: " + err.Error()
+					}
 					continue
 				}
 				asked[key] = next
+				if token == "" {
+					lacking[key] = firstReading
+				}
 				continue
 			}
 			if r.Protocol == srv1alpha1.ProtocolC {

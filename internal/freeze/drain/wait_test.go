@@ -57,3 +57,15 @@ func TestWaitPastTheBoundNamesTheReplica(t *testing.T) {
 	defer cancel()
 	require.Equal(t, "apps/web: 4096 bytes of writes in flight", drain.Wait(ctx, c, []drain.Replica{web}))
 }
+
+// An agent that does not answer within the bound (stopped, or slow under
+// load) is named as such, not as the bound's own deadline.
+func TestWaitPastTheBoundNamesASilentAgent(t *testing.T) {
+	res := replica("", 4096, 0, 0, "UpToDate")
+	res.ObjectMeta = metav1.ObjectMeta{Namespace: "apps", Name: "web"}
+	res.Spec.Protocol = srv1alpha1.ProtocolA
+	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(res).WithStatusSubresource(res).Build()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	require.Equal(t, "apps/web: its agent has not answered the first request for DRBD's in-flight figures", drain.Wait(ctx, c, []drain.Replica{web}))
+}
