@@ -200,7 +200,7 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 # pg-controller and the agents running as the service accounts and roles the
 # charts install, not as cluster admin: the generated roles must grant all the
 # controllers use.
-CHART_RBAC_TESTS = ./internal/quorum/failover:TestPlannedFailoverAndFailback ./test/e2e/protection:TestProtectionFlow
+CHART_RBAC_TESTS = ./test/e2e/failover:TestPlannedFailoverAndFailback ./test/e2e/protection:TestProtectionFlow
 empty :=
 space := $(empty) $(empty)
 CHART_RBAC_SKIP = ^($(subst $(space),|,$(foreach t,$(CHART_RBAC_TESTS),$(lastword $(subst :, ,$(t))))))$$

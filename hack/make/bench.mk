@@ -6,9 +6,9 @@
 # Paired benchmarks (test/benchpair): each product round runs turn by turn with
 # a round of its write floor; test/benchtable prints one table of the ratios.
 BENCH ?= ^Benchmark(Failover20VMs|ConsensusLatency|SteadyState)$$
-BENCH_PKGS ?= ./internal/quorum/failover ./test/e2e/drpc ./test/steadystate
+BENCH_PKGS ?= ./test/e2e/failover ./test/e2e/drpc ./test/steadystate
 BENCH_SCALE ?= ^Benchmark(Failover(100|200)VMs|Failover10Groups|ConsensusLatency200|Protect100VMs)$$
-BENCH_SCALE_PKGS ?= ./internal/quorum/failover ./test/e2e/drpc ./test/e2e/protection
+BENCH_SCALE_PKGS ?= ./test/e2e/failover ./test/e2e/drpc ./test/e2e/protection
 
 bench: ## The paired benchmarks (about 20 minutes): product over floor per pair, in one table.
 	$(GO) test -count=1 -run '^$$' $(BENCH_PKGS) >/dev/null

@@ -7,7 +7,7 @@
 // is passed through to stderr first, so that a run piped through it still
 // shows its progress.
 //
-//	go test -run '^$' -bench . -benchtime 1x ./internal/quorum/failover | go run ./test/benchtable
+//	go test -run '^$' -bench . -benchtime 1x ./test/e2e/failover | go run ./test/benchtable
 package main
 
 import (

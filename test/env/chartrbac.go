@@ -26,7 +26,7 @@ import (
 // charts install, instead of as cluster admin, so that any integration test
 // proves the generated roles grant what the controllers use:
 //
-//	SITERECOVERY_CHART_RBAC=1 go test ./internal/quorum/failover/ -run TestX
+//	SITERECOVERY_CHART_RBAC=1 go test ./test/e2e/failover/ -run TestX
 //
 // The simulators keep admin rights. Connections to the workload clusters use the
 // kubeconfigs of the zone's Secrets, as in production.

@@ -16,7 +16,7 @@ import (
 // of the matrix drawn at random (seeded) in a random phase. It runs only when
 // asked (make soak):
 //
-//	go test ./internal/quorum/failover -run TestFaultSoak -v -timeout 6h -args -fault-soak.failovers=200 -fault-soak.seed=1
+//	go test ./test/e2e/failover -run TestFaultSoak -v -timeout 6h -args -fault-soak.failovers=200 -fault-soak.seed=1
 var (
 	soakFailovers = flag.Int("fault-soak.failovers", 0, "how many faulted failovers the soak runs (0: no soak)")
 	soakSeed      = flag.Uint64("fault-soak.seed", 1, "seed of the soak's draws")

@@ -27,7 +27,7 @@ import (
 // servers. Each round moves the group to the other cluster. It reports the
 // per-pair ratio (benchpair):
 //
-//	go test ./internal/quorum/failover -run '^$' -bench 'Failover20VMs$' -benchtime 1x -v
+//	go test ./test/e2e/failover -run '^$' -bench 'Failover20VMs$' -benchtime 1x -v
 //
 // BENCH_PAIRS changes the count of pairs (10). -v shows each pair and the time
 // spent in each phase; FAILOVER_BENCH_TRACE=1 adds a timeline of the last
@@ -43,7 +43,7 @@ func BenchmarkFailover20VMs(b *testing.B) { benchOneGroup(b, 20, 10) }
 // BenchmarkFailover20VMs: one group of 100 and 200 VMs. The cost per VM is flat
 // when the ratio stays that of 20 VMs.
 //
-//	go test ./internal/quorum/failover -run '^$' -bench 'Failover(100|200)VMs$' -benchtime 1x -v
+//	go test ./test/e2e/failover -run '^$' -bench 'Failover(100|200)VMs$' -benchtime 1x -v
 func BenchmarkFailover100VMs(b *testing.B) { benchOneGroup(b, 100, 5) }
 
 func BenchmarkFailover200VMs(b *testing.B) { benchOneGroup(b, 200, 5) }

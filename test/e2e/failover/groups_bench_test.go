@@ -20,7 +20,7 @@ import (
 // the floor of the same 200 VMs in 10 groups. With a flat cost per group its
 // ratio stays that of BenchmarkFailover20VMs.
 //
-//	go test ./internal/quorum/failover -run '^$' -bench 'Failover10Groups$' -benchtime 1x -v
+//	go test ./test/e2e/failover -run '^$' -bench 'Failover10Groups$' -benchtime 1x -v
 func BenchmarkFailover10Groups(b *testing.B) {
 	z, names, groups := newGroupsZone(b, 10, 20)
 	fs := z.newFloor(b, names, groups)

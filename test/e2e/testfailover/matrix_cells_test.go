@@ -13,7 +13,7 @@ import (
 // test runs ciCells of them, picked by the seeded rotation of
 // test/faultmatrix:
 //
-//	go test ./internal/quorum/testfailover -run TestTestFailoverFaultMatrix -args -fault-matrix.seed=14
+//	go test ./test/e2e/testfailover -run TestTestFailoverFaultMatrix -args -fault-matrix.seed=14
 //
 // The source is the primary cluster, where production runs; the target the DR
 // cluster, where the test copies boot.

@@ -14,7 +14,7 @@ import (
 // changes every day unless SITERECOVERY_FAULT_MATRIX_SEED pins it, and prints
 // which ran and the seed that reproduces them:
 //
-//	go test ./internal/quorum/failover -run TestFaultMatrix -args -fault-matrix.seed=20423
+//	go test ./test/e2e/failover -run TestFaultMatrix -args -fault-matrix.seed=20423
 //
 // ciCells is how many cells that slice holds (-fault-matrix.cells changes it).
 const ciCells = 4
