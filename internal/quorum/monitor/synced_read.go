@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -60,16 +59,11 @@ func (r *Reconciler) interval(ctx context.Context, d *drv1alpha1.DRPlacementCont
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.DRPolicyRef.Name}, p); err != nil {
 		return 0
 	}
-	v := p.Spec.SchedulingInterval
-	if v == "" {
-		return 0
+	v, err := drv1alpha1.ParseSchedulingInterval(p.Spec.SchedulingInterval)
+	if err != nil {
+		return 0 // empty, zero or malformed: no interval to lag behind
 	}
-	unit := map[byte]time.Duration{'m': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[v[len(v)-1]]
-	n, err := strconv.Atoi(v[:len(v)-1])
-	if err != nil || n <= 0 || unit == 0 {
-		return 0
-	}
-	return time.Duration(n) * unit
+	return v
 }
 
 // groupOfDRPC maps a DRPlacementControl to the group it places.
