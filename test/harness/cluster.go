@@ -66,14 +66,21 @@ func (c *Cluster) APIServerLog() string { return filepath.Join(c.Dir, "kube-apis
 func (c *Cluster) EtcdLog() string { return filepath.Join(c.Dir, "etcd.log") }
 
 // startCluster starts etcd and kube-apiserver for one cluster under dir, installs crds
-// (which it takes ownership of) and waits until /readyz answers.
-func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, opts Options) (*Cluster, error) {
+// (which it takes ownership of) and waits until /readyz answers. With a
+// template (etcdTemplate) etcd starts on a copy of it, which holds crds and
+// their policies already.
+func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, opts Options, template string) (*Cluster, error) {
 	c := &Cluster{Name: name, Dir: dir}
 	certPath, dataPath := filepath.Join(dir, certDir), filepath.Join(dir, etcdDataDir)
-	for _, d := range []string{certPath, dataPath} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	if err := os.MkdirAll(certPath, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	if template == "" {
+		if err := os.MkdirAll(dataPath, 0o700); err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", name, err)
 		}
+	} else if err := copyTree(template, dataPath); err != nil {
+		return nil, fmt.Errorf("cluster %q: copying the etcd template: %w", name, err)
 	}
 	apiLog, err := c.openLog(c.APIServerLog())
 	if err != nil {
@@ -129,7 +136,11 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		c.closeLogs()
 		return nil, c.failure("start", err)
 	}
-	if err := installCRDs(ctx, cfg, crds); err != nil {
+	install := installCRDs
+	if template != "" {
+		install = waitTemplateCRDs
+	}
+	if err := install(ctx, cfg, crds); err != nil {
 		_ = c.env.Stop()
 		c.closeLogs()
 		return nil, c.failure("install CRDs", err)

@@ -65,6 +65,34 @@ func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if err := waitCRDsServed(ctx, cfg, crds); err != nil {
+		return err
+	}
+	return installPolicies(ctx, cfg, crds)
+}
+
+// waitTemplateCRDs waits until a cluster started from an etcd template serves
+// the CRDs the template holds and enforces their admission policies: both are
+// loaded through informers after /readyz.
+func waitTemplateCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	if len(crds) == 0 {
+		return nil
+	}
+	if err := waitCRDsServed(ctx, cfg, crds); err != nil {
+		return err
+	}
+	if !hasPolicies(crds) {
+		return nil
+	}
+	cl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("admission policies: %w", err)
+	}
+	return waitEnforced(ctx, cl)
+}
+
+// waitCRDsServed waits until discovery serves every CRD, as envtest does.
+func waitCRDsServed(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	maxTime := processStartTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		maxTime = time.Until(deadline)
@@ -73,5 +101,5 @@ func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.
 	if err := envtest.WaitForCRDs(cfg, crds, opts); err != nil {
 		return fmt.Errorf("waiting for CRDs to be served: %w", err)
 	}
-	return installPolicies(ctx, cfg, crds)
+	return nil
 }

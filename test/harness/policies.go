@@ -32,11 +32,7 @@ const virtualMachineCRD = "virtualmachines.kubevirt.io"
 // loaded through an informer, and a test that creates a VM right after Start
 // must meet the rules already.
 func installPolicies(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	wanted := false
-	for _, crd := range crds {
-		wanted = wanted || crd.Name == virtualMachineCRD
-	}
-	if !wanted {
+	if !hasPolicies(crds) {
 		return nil
 	}
 	objs, err := readObjects(filepath.Join(RepoRoot(), filepath.FromSlash(kubevirtPolicies)))
@@ -53,6 +49,16 @@ func installPolicies(ctx context.Context, cfg *rest.Config, crds []*apiextension
 		}
 	}
 	return waitEnforced(ctx, cl)
+}
+
+// hasPolicies reports whether crds bring kubevirtPolicies.
+func hasPolicies(crds []*apiextensionsv1.CustomResourceDefinition) bool {
+	for _, crd := range crds {
+		if crd.Name == virtualMachineCRD {
+			return true
+		}
+	}
+	return false
 }
 
 // readObjects decodes every document of a YAML file.

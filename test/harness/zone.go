@@ -183,7 +183,8 @@ func StartE(ctx context.Context, opts Options, names ...string) (*Zone, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crdsOf[name]), scheme, opts)
+			template := etcdTemplate(ctx, binDir, crdsOf[name], scheme)
+			clusters[i], errs[i] = startCluster(ctx, name, binDir, filepath.Join(dir, name), copyCRDs(crdsOf[name]), scheme, opts, template)
 		})
 	}
 	wg.Wait()
