@@ -163,13 +163,13 @@ lint: ## gofmt, golangci-lint (.golangci.yml: go vet's analyzers, import rules b
 fmt: ## Format the tree: gofmt, and goimports with this module's imports grouped last.
 	$(GOLANGCI_LINT) fmt ./...
 
-test: lint test-unit test-integration test-chart-rbac ## Lint, the unit tier with -race, every test on real API servers, and the flows under the charts' roles.
+test: lint test-unit test-integration ## Lint, the unit tier with -race, every test on real API servers, and (with PKGS=./...) the flows under the charts' roles.
 
 test-unit: ## The unit tier: no API server starts (the harness skips under -short), with the race detector.
 	$(if $(ROOT_PKGS),$(GO) test -short -race -count=1 $(ROOT_PKGS))
 	$(if $(BROWSER_PKGS),cd $(BROWSER_MOD) && $(GO) test -short -race -count=1 $(BROWSER_PKGS))
 
-test-integration: ## Every test, including those on real kube-apiserver + etcd processes.
+test-integration: ## Every test, including those on real kube-apiserver + etcd processes; with PKGS=./... also test-chart-rbac.
 	@# Compile every test binary in parallel first, then run INTEGRATION_P
 	@# packages at a time. Each integration package starts up to three API
 	@# servers with their controllers, but most of a flow's time is spent
@@ -178,23 +178,37 @@ test-integration: ## Every test, including those on real kube-apiserver + etcd p
 	@# waits are bounded in tens of seconds, and they pass at far higher load.
 	$(if $(ROOT_PKGS),$(GO) test -count=1 -run '^$$' $(ROOT_PKGS) >/dev/null)
 	$(if $(BROWSER_PKGS),cd $(BROWSER_MOD) && $(GO) test -count=1 -run '^$$' $(BROWSER_PKGS) >/dev/null)
-	@# The flows of CHART_RBAC_TESTS run once, in test-chart-rbac, under the
-	@# charts' roles: an admin run of them would prove nothing more.
+	@# The flows of CHART_RBAC_TESTS run once, under the charts' roles
+	@# (test-chart-rbac): an admin run of them would prove nothing more. In a
+	@# whole run they go in the background after the browser module's tests,
+	@# beside the root module's packages, and their output follows.
 	@# The slowest tests (over SLOWEST_THRESHOLD) are printed after the run,
 	@# whether it passed or not.
 	@mkdir -p $(BIN)
-	@# The browser module's run goes alongside the root's (as its package did in
-	@# one run before it became a module); its output follows the root's.
 	@rc=0; : >$(BIN)/test-integration.json; export KUBEBUILDER_ASSETS="$(KUBE_ASSETS)"; \
-	$(if $(BROWSER_PKGS),(cd $(BROWSER_MOD) && $(GOTESTSUM) --format standard-quiet --jsonfile $(CURDIR)/$(BIN)/test-integration-browser.json -- \
-		$(GO_TEST_FLAGS) $(BROWSER_PKGS)) >$(BIN)/test-integration-browser.log 2>&1 & browser=$$!;) \
+	$(if $(BROWSER_PKGS)$(WHOLE_RUN),( f=0; \
+		$(if $(BROWSER_PKGS),(cd $(BROWSER_MOD) && $(GOTESTSUM) --format standard-quiet --jsonfile $(CURDIR)/$(BIN)/test-integration-browser.json -- \
+			$(GO_TEST_FLAGS) $(BROWSER_PKGS)) >$(BIN)/test-integration-browser.log 2>&1 || f=1;) \
+		$(if $(WHOLE_RUN),($(CHART_RBAC_RUN)) >$(BIN)/test-chart-rbac.log 2>&1 || f=1;) \
+		exit $$f) & beside=$$!;) \
 	$(if $(ROOT_PKGS),$(GOTESTSUM) --format standard-quiet --jsonfile $(BIN)/test-integration.json -- \
-		-p $(INTEGRATION_P) $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(ROOT_PKGS) || rc=$$?;) \
-	$(if $(BROWSER_PKGS),wait $$browser || rc=$$?; cat $(BIN)/test-integration-browser.log; \
-		cat $(BIN)/test-integration-browser.json >>$(BIN)/test-integration.json;) \
+		-p $(INTEGRATION_P) $(GO_TEST_FLAGS) -skip '$(CHART_RBAC_SKIP)' $(INTEGRATION_PKGS) || rc=$$?;) \
+	$(if $(BROWSER_PKGS)$(WHOLE_RUN),wait $$beside || rc=$$?; \
+		$(if $(BROWSER_PKGS),cat $(BIN)/test-integration-browser.log; \
+			cat $(BIN)/test-integration-browser.json >>$(BIN)/test-integration.json 2>/dev/null;) \
+		$(if $(WHOLE_RUN),echo "test-chart-rbac:"; cat $(BIN)/test-chart-rbac.log 2>/dev/null;)) \
 	echo "slowest tests (over $(SLOWEST_THRESHOLD)):"; \
 	$(GOTESTSUM) tool slowest --jsonfile $(BIN)/test-integration.json --threshold $(SLOWEST_THRESHOLD) || true; \
 	exit $$rc
+
+# A whole run (PKGS=./...) runs test-chart-rbac inside test-integration.
+WHOLE_RUN = $(filter ./...,$(PKGS))
+# go test starts the packages of a run in the order it is given them. In a
+# whole run the slowest integration packages (CI's per-package times) start
+# first, so that the end of the run is small packages filling both slots
+# rather than one long package running alone.
+SLOW_FIRST := ./test/e2e/failover ./test/e2e/protection ./test/e2e/testfailover ./test/e2e/drpc ./test/charts ./test/e2e/volsync ./test/images ./test/installdoc
+INTEGRATION_PKGS = $(if $(WHOLE_RUN),$(SLOW_FIRST) $(filter-out $(patsubst ./%,$(shell $(GO) list -m)/%,$(SLOW_FIRST)),$(shell $(GO) list ./...)),$(ROOT_PKGS))
 
 # A planned failover and failback, and protecting a VM, with quorum-manager,
 # pg-controller and the agents running as the service accounts and roles the
@@ -204,9 +218,10 @@ CHART_RBAC_TESTS = ./test/e2e/failover:TestPlannedFailoverAndFailback ./test/e2e
 empty :=
 space := $(empty) $(empty)
 CHART_RBAC_SKIP = ^($(subst $(space),|,$(foreach t,$(CHART_RBAC_TESTS),$(lastword $(subst :, ,$(t))))))$$
+CHART_RBAC_RUN = for t in $(CHART_RBAC_TESTS); do \
+	SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t\#*:}\$$" $${t%%:*} || exit 1; done
 test-chart-rbac: ## The flows of CHART_RBAC_TESTS under the charts' least-privilege roles (SITERECOVERY_CHART_RBAC=1).
-	@set -e; for t in $(CHART_RBAC_TESTS); do \
-		SITERECOVERY_CHART_RBAC=1 KUBEBUILDER_ASSETS="$(KUBE_ASSETS)" $(GO) test -count=1 -run "^$${t#*:}\$$" $${t%%:*}; done
+	@$(CHART_RBAC_RUN)
 
 clean: ## Remove bin/: the binaries, the images and the simulators.
 	rm -rf $(BIN)

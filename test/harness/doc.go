@@ -29,6 +29,12 @@
 // cluster add start-up time and CPU on the shared CI machine but nothing the
 // test checks.
 //
+// A cluster's etcd starts on a copy of an etcd template (template.go): the data of a
+// stopped cluster that has the same CRDs and admission policies installed and the
+// API server's bootstrap objects written, built once per content and shared by the
+// test processes of a run. That halves kube-apiserver's CPU at start
+// (BenchmarkClusterStart), which is most of what a test costs the shared CI machine.
+//
 // A cluster's kube-apiserver can be stopped and started again on the same address with
 // the same certificates and the same etcd data, which simulates a site outage.
 //

@@ -23,12 +23,10 @@ import (
 // admission policies are installed and whose kube-apiserver has written its
 // bootstrap objects (the RBAC roles, the system namespaces, the kubernetes
 // Service). A cluster whose etcd starts on a copy of it serves the same CRDs
-// without creating them: kube-apiserver then builds each CRD's handler and
-// OpenAPI once at start, where creating them one by one rebuilds the merged
-// OpenAPI at every CRD and writes every bootstrap object. On the workload
-// clusters' CRD set that halves the API server's start CPU (about 6.6 s to 3.5 s
-// here, TestTemplateStartCPU), and a zone start is most of what an integration
-// test costs the shared 2-core CI machine.
+// without creating them or writing those objects. With the workload
+// clusters' CRDs a start then costs 3.9 CPU-seconds instead of 6.9 (kube-
+// apiserver, etcd and the client; BenchmarkClusterStart), and zone starts
+// are most of what the integration tests cost the shared 2-core CI machine.
 //
 // Templates live beside the zones in the temporary folder, one per content
 // key (templateKey), so that every test process of a run shares them; the
@@ -38,7 +36,7 @@ import (
 // which makes every older template unused.
 const templateFormat = "1"
 
-// templateRootPattern is the folder under os.TempDir() holding the templates.
+// templateRootName is the folder under os.TempDir() holding the templates.
 const templateRootName = "siterecovery-etcd-templates"
 
 // unusedTemplateAge is how long a template may go unused before a build of
