@@ -200,7 +200,11 @@ func TestAgent(t *testing.T) {
 		e.waitFor(b3, "in sync", inSync)
 		assert.Equal(t, 1, b.exec.Calls("create-md vm3"), "create-md is never rerun")
 		assert.Equal(t, 1, b.exec.Calls("up vm3"))
-		assert.Equal(t, 1, a.exec.Calls("primary --force vm3"), "forcePromotion promotes with --force")
+		// A promotion events2 has not reported by the reconciler's 5-second
+		// requeue is commanded again, a no-op on a Primary (CI saw it once under
+		// load); what matters is that it is never commanded without --force.
+		assert.GreaterOrEqual(t, a.exec.Calls("primary --force vm3"), 1, "forcePromotion promotes with --force")
+		assert.Zero(t, a.exec.Calls("primary vm3"), "forcePromotion never promotes without --force")
 	})
 
 	t.Run("a StandAlone connection is connected again", func(t *testing.T) {

@@ -79,7 +79,7 @@ func startCluster(ctx context.Context, name, binDir, dir string, crds []*apiexte
 		if err := os.MkdirAll(dataPath, 0o700); err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", name, err)
 		}
-	} else if err := copyTree(template, dataPath); err != nil {
+	} else if err := os.CopyFS(dataPath, os.DirFS(template)); err != nil {
 		return nil, fmt.Errorf("cluster %q: copying the etcd template: %w", name, err)
 	}
 	apiLog, err := c.openLog(c.APIServerLog())
