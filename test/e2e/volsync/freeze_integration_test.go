@@ -188,8 +188,13 @@ func (f *freezeFixture) cycleSnapshot(ns string) *groupsnapshotv1.VolumeGroupSna
 // image is what the cycle's group snapshot holds of vm's disk.
 func (f *freezeFixture) image(vm types.NamespacedName) []byte {
 	t, ctx := f.t, f.t.Context()
-	vgs := f.cycleSnapshot(vm.Namespace)
-	require.NotNil(t, vgs, "the cycle's snapshot is cut")
+	// The group snapshot's status, which the snapshot controller sets, can
+	// reach this client after the point the test waited for (CI saw it once).
+	var vgs *groupsnapshotv1.VolumeGroupSnapshot
+	require.Eventually(t, func() bool {
+		vgs = f.cycleSnapshot(vm.Namespace)
+		return vgs != nil
+	}, time.Minute, 100*time.Millisecond, "the cycle's snapshot is cut")
 	content := &groupsnapshotv1.VolumeGroupSnapshotContent{}
 	require.NoError(t, f.c.Get(ctx, client.ObjectKey{Name: ptr.Deref(vgs.Status.BoundVolumeGroupSnapshotContentName, "")}, content))
 	claim := &corev1.PersistentVolumeClaim{}
