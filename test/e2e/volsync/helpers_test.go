@@ -442,9 +442,15 @@ func (g *group) waitReady(reason string, parts ...string) {
 	g.t.Helper()
 	var c *metav1.Condition
 	eventually(g.t, "Ready reason "+reason, func() error {
-		c = meta.FindStatusCondition(g.source().Status.Conditions, srv1alpha1.ConditionReady)
+		s := g.source()
+		c = meta.FindStatusCondition(s.Status.Conditions, srv1alpha1.ConditionReady)
 		if c == nil || c.Reason != reason {
 			return fmt.Errorf("ready %+v", c)
+		}
+		// A condition from before the last spec change (a trigger) does not
+		// answer it: the controller has not looked at that change yet.
+		if c.ObservedGeneration != s.Generation {
+			return fmt.Errorf("ready is of generation %d, the spec is at %d", c.ObservedGeneration, s.Generation)
 		}
 		for _, p := range parts {
 			if !strings.Contains(c.Message, p) {
