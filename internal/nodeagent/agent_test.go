@@ -220,6 +220,8 @@ func TestAgent(t *testing.T) {
 		})
 	})
 
+	t.Run("a scrape reads DRBD's live figures of the node's replicas", func(t *testing.T) { scrapeFigures(t, e, pair, connected, a, fabric) })
+
 	t.Run("a status request reads the figures events2 does not send", func(t *testing.T) {
 		a4 := types.NamespacedName{Namespace: "site-a", Name: "vm4"}
 		require.NoError(t, fabric.MarkUpToDate("vm4", "node-a"))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/siterecovery/siterecovery/internal/drbd"
@@ -65,6 +66,11 @@ type Config struct {
 	// ClaimRecheckInterval is how often the claims of a configured replica
 	// are checked again; DefaultClaimRecheckInterval if zero.
 	ClaimRecheckInterval time.Duration
+	// Metrics is where the agent registers its live DRBD figures
+	// (figures.go): the binary's is controller-runtime's registry, which
+	// /metrics serves. Nil registers none, for tests that run several
+	// agents in one process.
+	Metrics prometheus.Registerer
 }
 
 // BindFlags registers the agent's own flags.

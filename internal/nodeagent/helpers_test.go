@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -134,6 +135,7 @@ func (e *simExec) Start(ctx context.Context, bin string, args ...string) (io.Rea
 type node struct {
 	name, addr, resDir string
 	exec               *simExec
+	metrics            *prometheus.Registry // the agent's DRBD figures
 	cancel             context.CancelFunc
 	done               chan error
 }
@@ -148,6 +150,7 @@ type env struct {
 // startAgent runs an agent for n in its own manager until stopAgent or test end.
 func (e *env) startAgent(n *node) {
 	e.t.Helper()
+	n.metrics = prometheus.NewRegistry()
 	mgr, err := ctrl.NewManager(e.cluster.Config, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -162,6 +165,7 @@ func (e *env) startAgent(n *node) {
 		NodeName: n.name, Hostname: n.name, ReplicationAddress: n.addr, ResourceDir: n.resDir,
 		DrbdadmPath: e.adm, DrbdsetupPath: e.setup, Exec: n.exec, Devices: simDevices{},
 		ReplicationNetworks: testNetworks, ClaimRecheckInterval: 500 * time.Millisecond,
+		Metrics: n.metrics,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done = cancel, make(chan error, 1)

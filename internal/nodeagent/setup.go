@@ -49,11 +49,17 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if devices == nil {
 		devices = &KubeletDevices{KubeletDir: cfg.KubeletDir}
 	}
+	adm := &drbd.Adm{Exec: cfg.Exec, DrbdadmPath: cfg.DrbdadmPath, DrbdsetupPath: cfg.DrbdsetupPath,
+		ConfigFile: filepath.Join(cfg.ResourceDir, ConfigFileName)}
+	if cfg.Metrics != nil {
+		if err := RegisterFigures(cfg.Metrics, cfg.NodeName, adm, mgr.GetClient(), log.WithName("figures")); err != nil {
+			return fmt.Errorf("registering the DRBD figures: %w", err)
+		}
+	}
 	r := &Reconciler{
-		Client: mgr.GetClient(),
-		Config: cfg,
-		Adm: &drbd.Adm{Exec: cfg.Exec, DrbdadmPath: cfg.DrbdadmPath, DrbdsetupPath: cfg.DrbdsetupPath,
-			ConfigFile: filepath.Join(cfg.ResourceDir, ConfigFileName)},
+		Client:  mgr.GetClient(),
+		Config:  cfg,
+		Adm:     adm,
 		Watcher: w,
 		// Uncached: the agent does not cache every PVC of the cluster.
 		PVCs:      mgr.GetAPIReader(),

@@ -20,8 +20,13 @@ import (
 	"github.com/siterecovery/siterecovery/test/chartrender"
 )
 
-// ChartName is the chart whose rules and dashboards this package proves.
-const ChartName = "quorum-control-plane"
+// ChartName is the chart whose rules and dashboards this package proves;
+// WorkloadChartName's rules (on drbd-node-agent's DRBD figures) are proved
+// the same way.
+const (
+	ChartName         = "quorum-control-plane"
+	WorkloadChartName = "workload-control-plane"
+)
 
 // Chart is what the quorum-control-plane chart renders for monitoring.
 type Chart struct {
@@ -57,7 +62,31 @@ func Query(expr string, vars map[string]string) string {
 // Render renders the chart for a release in namespace with values over its
 // defaults, the PrometheusRule forced (no cluster serves its API here).
 func Render(namespace string, values map[string]any) (*Chart, error) {
-	objs, err := chartrender.RenderValues(ChartName, namespace, withForcedRule(values))
+	c, err := render(ChartName, namespace, values)
+	if err != nil {
+		return nil, err
+	}
+	if c.Rules == nil || c.Job == "" || len(c.Panels) == 0 {
+		return nil, errors.New("the chart renders no PrometheusRule, metrics Service or dashboard")
+	}
+	return c, nil
+}
+
+// RenderWorkload renders the workload-control-plane chart's rules as Render
+// does the quorum chart's; it has no dashboards.
+func RenderWorkload(namespace string, values map[string]any) (*Chart, error) {
+	c, err := render(WorkloadChartName, namespace, values)
+	if err != nil {
+		return nil, err
+	}
+	if c.Rules == nil {
+		return nil, errors.New("the workload chart renders no PrometheusRule")
+	}
+	return c, nil
+}
+
+func render(chart, namespace string, values map[string]any) (*Chart, error) {
+	objs, err := chartrender.RenderValues(chart, namespace, withForcedRule(values))
 	if err != nil {
 		return nil, err
 	}
@@ -80,9 +109,6 @@ func Render(namespace string, values map[string]any) (*Chart, error) {
 				c.Panels = append(c.Panels, panels...)
 			}
 		}
-	}
-	if c.Rules == nil || c.Job == "" || len(c.Panels) == 0 {
-		return nil, errors.New("the chart renders no PrometheusRule, metrics Service or dashboard")
 	}
 	return c, nil
 }

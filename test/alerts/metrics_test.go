@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,6 +23,8 @@ import (
 	_ "github.com/siterecovery/siterecovery/internal/quorum/protection"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/remote"
 	_ "github.com/siterecovery/siterecovery/internal/quorum/testfailover"
+
+	"github.com/siterecovery/siterecovery/internal/nodeagent"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
@@ -32,12 +35,26 @@ var targetLabels = []string{"namespace", "job", "instance", "pod", "service", "e
 
 var descRE = regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
 
-// registeredLabels is every series name on controller-runtime's registry with
-// its variable labels; a histogram's _bucket (with le), _sum and _count too.
-func registeredLabels(t *testing.T) map[string][]string {
-	t.Helper()
+// quorumManagerMetrics is controller-runtime's registry, with the metrics
+// of the packages imported above, as quorum-manager serves it.
+func quorumManagerMetrics(t *testing.T) prometheus.Collector {
 	reg, ok := metrics.Registry.(prometheus.Collector)
 	require.True(t, ok, "controller-runtime's registry describes its collectors")
+	return reg
+}
+
+// agentMetrics is a registry with drbd-node-agent's DRBD figures, as the
+// agent registers them on the registry it serves.
+func agentMetrics(t *testing.T) prometheus.Collector {
+	reg := prometheus.NewRegistry()
+	require.NoError(t, nodeagent.RegisterFigures(reg, "node-1", nil, nil, logr.Discard()))
+	return reg
+}
+
+// registeredLabels is every series name reg describes with its variable
+// labels; a histogram's _bucket (with le), _sum and _count too.
+func registeredLabels(t *testing.T, reg prometheus.Collector) map[string][]string {
+	t.Helper()
 	ch := make(chan *prometheus.Desc, 256)
 	go func() { reg.Describe(ch); close(ch) }()
 	out := map[string][]string{}
@@ -62,36 +79,40 @@ var seriesRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$`)
 var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="[^"]*"`)
 
 // TestAlertSeriesAreExported checks every input series of the rule tests
-// against what quorum-manager registers: the metric exists, and its labels are
+// against what the binary registers: the metric exists, and its labels are
 // exactly the metric's own plus target labels. A renamed metric or label fails
 // here, not silently in users' Prometheus.
 func TestAlertSeriesAreExported(t *testing.T) {
-	names := registeredLabels(t)
-	var problems []string
-	n := 0
-	for _, tc := range readRuleTests(t).Tests {
-		for _, in := range tc.InputSeries {
-			n++
-			m := seriesRE.FindStringSubmatch(in.Series)
-			require.NotNil(t, m, "%s: series %q", tc.Name, in.Series)
-			own, ok := names[m[1]]
-			if !ok {
-				problems = append(problems, fmt.Sprintf("%s: %s is not registered", tc.Name, m[1]))
-				continue
-			}
-			var got []string
-			for _, l := range labelRE.FindAllStringSubmatch(m[2], -1) {
-				if !slices.Contains(targetLabels, l[1]) {
-					got = append(got, l[1])
+	for _, s := range suites {
+		t.Run(s.chart, func(t *testing.T) {
+			names := registeredLabels(t, s.exporter(t))
+			var problems []string
+			n := 0
+			for _, tc := range readRuleTests(t, s.testFile).Tests {
+				for _, in := range tc.InputSeries {
+					n++
+					m := seriesRE.FindStringSubmatch(in.Series)
+					require.NotNil(t, m, "%s: series %q", tc.Name, in.Series)
+					own, ok := names[m[1]]
+					if !ok {
+						problems = append(problems, fmt.Sprintf("%s: %s is not registered", tc.Name, m[1]))
+						continue
+					}
+					var got []string
+					for _, l := range labelRE.FindAllStringSubmatch(m[2], -1) {
+						if !slices.Contains(targetLabels, l[1]) {
+							got = append(got, l[1])
+						}
+					}
+					if !sameSet(got, own) {
+						problems = append(problems, fmt.Sprintf("%s: %s has labels %v, the product exports %v", tc.Name, m[1], got, own))
+					}
 				}
 			}
-			if !sameSet(got, own) {
-				problems = append(problems, fmt.Sprintf("%s: %s has labels %v, the product exports %v", tc.Name, m[1], got, own))
-			}
-		}
+			require.Empty(t, problems)
+			t.Logf("%d input series carry the product's metric names and labels", n)
+		})
 	}
-	require.Empty(t, problems)
-	t.Logf("%d input series carry the product's metric names and labels", n)
 }
 
 // TestRulesAndPanelsUseExportedLabels parses every alert and dashboard
@@ -103,8 +124,20 @@ func TestRulesAndPanelsUseExportedLabels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Prometheus's PromQL parser (tools/promql)")
 	}
-	chart, err := Render(releaseNamespace, nil)
-	require.NoError(t, err)
+	for _, s := range suites {
+		t.Run(s.chart, func(t *testing.T) {
+			chart, err := s.render(releaseNamespace, nil)
+			require.NoError(t, err)
+			problems := usedLabelProblems(t, chart, registeredLabels(t, s.exporter(t)))
+			require.Empty(t, problems)
+		})
+	}
+}
+
+// usedLabelProblems lists the metrics and labels chart's rules and panels
+// use that names does not register.
+func usedLabelProblems(t *testing.T, chart *Chart, names map[string][]string) []string {
+	t.Helper()
 	exprs := map[string]string{}
 	var rules struct {
 		Groups []struct {
@@ -122,7 +155,6 @@ func TestRulesAndPanelsUseExportedLabels(t *testing.T) {
 			exprs[fmt.Sprintf("panel %s %q #%d", p.Dashboard, p.Title, i)] = Query(e, map[string]string{"namespace": releaseNamespace, "protection_group": "web"})
 		}
 	}
-	names := registeredLabels(t)
 	var problems []string
 	for src, r := range parsePromQL(t, exprs) {
 		if r.Error != "" {
@@ -150,8 +182,8 @@ func TestRulesAndPanelsUseExportedLabels(t *testing.T) {
 		}
 	}
 	sort.Strings(problems)
-	require.Empty(t, problems)
-	t.Logf("%d alert and panel expressions use only registered metrics and their labels", len(exprs))
+	t.Logf("%d alert and panel expressions checked against the registered metrics and their labels", len(exprs))
+	return problems
 }
 
 type parsed struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/siterecovery/siterecovery/test/chartrender"
 	"github.com/siterecovery/siterecovery/test/harness"
 )
 
@@ -114,12 +116,16 @@ func TestAlertsAndDashboardsParse(t *testing.T) {
 	t.Logf("%d expressions parse and name exported metrics", len(exprs))
 }
 
-// TestAlertsLinkRunbooks checks that every alert's runbook_url points at a
-// section of docs/runbooks.md.
+// TestAlertsLinkRunbooks checks that every alert's runbook_url, of the quorum
+// and the workload chart, points at a section of docs/runbooks.md.
 func TestAlertsLinkRunbooks(t *testing.T) {
 	anchors := markdownAnchors(t, filepath.Join(harness.RepoRoot(), "docs/runbooks.md"))
 	const base = "https://github.com/siterecovery/siterecovery/blob/main/docs/runbooks.md#"
-	for name, rule := range alertRules(t, render(t, forceRule)) {
+	rules := alertRules(t, render(t, forceRule))
+	workload, err := chartrender.RenderAPIVersions("workload-control-plane", "dr-production", forceRule)
+	require.NoError(t, err)
+	maps.Copy(rules, alertRules(t, workload))
+	for name, rule := range rules {
 		ann, _ := rule["annotations"].(map[string]any)
 		url, _ := ann["runbook_url"].(string)
 		anchor, ok := strings.CutPrefix(url, base)

@@ -5,6 +5,7 @@ package setup
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/siterecovery/siterecovery/internal/boot"
 	"github.com/siterecovery/siterecovery/internal/nodeagent"
@@ -21,5 +22,8 @@ type Config = nodeagent.Config
 func Run(o Options, cfg Config) int {
 	o.LeaderElect = false
 	o.CacheByObject = nodeagent.CacheByObject(cfg.NodeName)
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Registry // served on /metrics
+	}
 	return boot.Run(o, func(mgr ctrl.Manager, _ boot.Options) error { return nodeagent.Setup(mgr, cfg) })
 }

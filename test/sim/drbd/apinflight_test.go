@@ -40,3 +40,34 @@ func inFlight(r drbd.ResourceStatus) uint64 {
 	}
 	return 0
 }
+
+// TestProtocolAConnectionIsCongestedAboveFourFifthsOfTheSendBuffer: DRBD
+// flags a connection congested while its data socket holds more than four
+// fifths of the send buffer (drbd_transport_tcp.c dtt_update_congested in
+// LINBIT/drbd). With sndbuf-size 20k, 16 KiB in flight is exactly four
+// fifths and not congested; 20 KiB is. Delivering the window clears it.
+func TestProtocolAConnectionIsCongestedAboveFourFifthsOfTheSendBuffer(t *testing.T) {
+	c := newFileCluster(t, fileOpts{protocol: "A", net: "sndbuf-size 20k;"})
+	c.upSynced()
+	for i := range 4 {
+		require.NoError(t, c.fabric.WriteDevice("site-a", fminor, int64(i)*4096, pattern(byte(40+i), 4096)))
+	}
+	assert.False(t, conn(c.status("site-a")).Congested, "16 KiB of a 20 KiB buffer")
+	assert.Contains(t, c.statusJSON("site-a"), `"congested": false,`)
+	require.NoError(t, c.fabric.WriteDevice("site-a", fminor, 4*4096, pattern(44, 4096)))
+	assert.True(t, conn(c.status("site-a")).Congested, "20 KiB of a 20 KiB buffer")
+	assert.Contains(t, c.statusJSON("site-a"), `"congested": true,`)
+	assert.False(t, conn(c.status("site-b")).Congested, "the receiver sends nothing")
+	assert.Contains(t, c.statusJSON("site-b"), `"congested": false,`)
+
+	require.NoError(t, c.fabric.Drain(fres))
+	assert.False(t, conn(c.status("site-a")).Congested, "the window delivered")
+	assert.Zero(t, conn(c.status("site-a")).APInFlightSectors)
+}
+
+func conn(r drbd.ResourceStatus) drbd.ConnectionStatus {
+	for _, c := range r.Connections {
+		return c
+	}
+	return drbd.ConnectionStatus{}
+}

@@ -108,8 +108,8 @@ func (f *Fabric) RestoreLinks() error {
 
 // Write simulates kib KiB of application writes on node's volume 0.
 // Protocol C replicates them at once when connected; protocol A leaves
-// them as lag (peer Consistent, out-of-sync > 0) until Drain or the
-// drain rate delivers them. It fails with an error wrapping ErrIO
+// them in flight (the peer UpToDate, the connection's ap-in-flight
+// counting them) until Drain or the drain rate delivers them. It fails with an error wrapping ErrIO
 // when drbd would fail the I/O (not Primary, or no quorum); test with
 // errors.Is(err, ErrIO).
 func (f *Fabric) Write(res, node string, kib uint64) error {

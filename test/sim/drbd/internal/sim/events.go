@@ -63,7 +63,7 @@ func (w *World) resourceObjects(host, only, name string) []object {
 		id := fmt.Sprintf("name:%s peer-node-id:%d conn-name:%s", name, c.Peer.NodeID, c.Peer.Host)
 		out = append(out,
 			object{"connection " + id, fmt.Sprintf(
-				"connection:%s role:%s congested:no ap-in-flight:%d rs-in-flight:0", c.State, c.PeerRole, c.APInFlight)},
+				"connection:%s role:%s congested:%s ap-in-flight:%d rs-in-flight:0", c.State, c.PeerRole, yesNo(c.Congested), c.APInFlight)},
 			object{fmt.Sprintf("path %s local:%s peer:%s", id, n.Addr, c.Peer.Addr),
 				"established:" + yesNo(c.Connected)})
 		for _, pv := range c.Peers {

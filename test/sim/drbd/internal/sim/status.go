@@ -54,8 +54,8 @@ func (w *World) writeStatusJSON(out io.Writer, host, only string) error {
 
 func writeConnJSON(b *strings.Builder, n *Node, c ConnView, sizeOf func(v int) uint64) {
 	fmt.Fprintf(b, "    {\n      \"peer-node-id\": %d,\n      \"name\": %q,\n      \"connection-state\": %q, \n"+
-		"      \"congested\": false,\n      \"peer-role\": %q,\n      \"ap-in-flight\": %d,\n      \"rs-in-flight\": 0,\n",
-		c.Peer.NodeID, c.Peer.Host, c.State, c.PeerRole, c.APInFlight)
+		"      \"congested\": %t,\n      \"peer-role\": %q,\n      \"ap-in-flight\": %d,\n      \"rs-in-flight\": 0,\n",
+		c.Peer.NodeID, c.Peer.Host, c.State, c.Congested, c.PeerRole, c.APInFlight)
 	lf, lh, lp := addrJSON(n.Addr)
 	rf, rh, rp := addrJSON(c.Peer.Addr)
 	fmt.Fprintf(b, "      \"paths\": [\n        {\n          \"this_host\": {\n            \"address\": %q,\n            \"port\": %s,\n"+

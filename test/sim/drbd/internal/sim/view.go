@@ -38,7 +38,13 @@ type ConnView struct {
 	// window not yet delivered (inFlightKiB). Protocol C writes complete on
 	// the peer's ack, so none is left in flight after they complete.
 	APInFlight uint64
-	Peers      []PeerView
+	// Congested is the connection's NET_CONGESTED flag: the data socket
+	// holds more than four fifths of its send buffer
+	// (drbd_transport_tcp.c dtt_update_congested in LINBIT/drbd). Here:
+	// the protocol A window against sndbuf-size; an auto-tuned buffer
+	// (sndbuf-size 0) is never full.
+	Congested bool
+	Peers     []PeerView
 }
 
 // DiskView returns the disk state node n reports for volume v: its
@@ -64,7 +70,9 @@ func (r *Res) Conns(n *Node, sizeKiB uint64) []ConnView {
 		if c.Connected {
 			c.State, c.PeerRole = "Connected", m.Role
 			if r.Protocol == "A" {
-				c.APInFlight = 2 * r.inFlightKiB(n, m)
+				in := r.inFlightKiB(n, m)
+				c.APInFlight = 2 * in
+				c.Congested = r.SndBufKiB > 0 && 5*in > 4*r.SndBufKiB
 			}
 		}
 		if n.StandAlone[m.Host] {
