@@ -133,7 +133,9 @@ func TestAgent(t *testing.T) {
 			return r.Status.Role == "Primary" && condIs(r, srv1alpha1.ConditionRoleApplied, metav1.ConditionTrue, srv1alpha1.ReasonApplied)
 		})
 		assert.Equal(t, 1, a.exec.Calls("create-md vm1"))
-		assert.Equal(t, 1, a.exec.Calls("up vm1"))
+		// An "up" events2 has not shown within upGrace (10 s) is issued
+		// again, which a loaded machine can see; create-md never reruns.
+		assert.GreaterOrEqual(t, a.exec.Calls("up vm1"), 1)
 	})
 
 	t.Run("a Primary's lost quorum taints its node until none lacks quorum; a Secondary's never", func(t *testing.T) {
@@ -191,6 +193,8 @@ func TestAgent(t *testing.T) {
 			p := progress(r)
 			return r.Status.Peers[0].Volumes[0].ReplicationState == "SyncTarget" && p > 0 && p < 70
 		})
+		ups := b.exec.Calls("up vm3")
+		require.GreaterOrEqual(t, ups, 1)
 		e.stopAgent(b)
 		e.startAgent(b)
 		after := e.waitFor(b3, "progress reported by the new agent", func(r *srv1alpha1.DRBDResource) bool {
@@ -199,7 +203,7 @@ func TestAgent(t *testing.T) {
 		assert.True(t, after.Status.MetadataCreated)
 		e.waitFor(b3, "in sync", inSync)
 		assert.Equal(t, 1, b.exec.Calls("create-md vm3"), "create-md is never rerun")
-		assert.Equal(t, 1, b.exec.Calls("up vm3"))
+		assert.Equal(t, ups, b.exec.Calls("up vm3"), "the new agent finds vm3 up in events2 and does not bring it up again")
 		// A promotion events2 has not reported by the reconciler's 5-second
 		// requeue is commanded again, a no-op on a Primary (CI saw it once under
 		// load); what matters is that it is never commanded without --force.

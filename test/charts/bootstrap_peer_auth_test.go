@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -103,7 +104,14 @@ func TestBootstrapZoneChecksPeerAuthRoles(t *testing.T) {
 	for _, b := range bindings {
 		require.NoError(t, admin.Create(ctx, b))
 	}
-	msg, err = script(args...)
+	// The script checks the rights with SubjectAccessReviews, which the API
+	// server answers from its RBAC informers: they may lag the new bindings.
+	// A run checks about a hundred rights, for many seconds: the script is
+	// run again, whole, until it passes or a deadline.
+	deadline := time.Now().Add(3 * time.Minute)
+	for msg, err = script(args...); err != nil && time.Now().Before(deadline); msg, err = script(args...) {
+		t.Logf("bootstrap-zone.sh again, the rights may not be in effect yet: %v", err)
+	}
 	require.NoError(t, err, msg)
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: "dr-production", Name: "primary-kubeconfig"}, sec))
 }

@@ -18,7 +18,10 @@ import (
 // that take seconds to stop or start report Stopping and Starting while they
 // do, and the group reaches its desired state afterwards.
 func TestSlowTransitionsAreReported(t *testing.T) {
-	c := startClusterWith(t, kubevirtsim.Options{StartDelay: 3 * time.Second, StopDelay: 3 * time.Second})
+	// The transitions last several seconds: the held write, the VMs' status
+	// and the group's reconcile all come out of that window, and the test's
+	// poll must land in what is left of it on a loaded machine.
+	c := startClusterWith(t, kubevirtsim.Options{StartDelay: 8 * time.Second, StopDelay: 8 * time.Second})
 	ctx := context.Background()
 	var refs []srv1alpha1.VirtualMachineReference
 	for i := range 3 {

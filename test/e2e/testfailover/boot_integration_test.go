@@ -76,7 +76,10 @@ func (z *zone) testBootPlanInOrder(t *testing.T) {
 // stage out; under onStageTimeout Stop the second stage's test VM is never
 // created, and the test fails with the stage named.
 func (z *zone) testBootGateTimesOut(t *testing.T) {
-	z.setBootPlan(z.dbThenWeb(8))
+	// The gate's wait must outlast what the test does before it: see the
+	// VMI, give it an address, and the probe Job's creation (else the
+	// message says the VM had no address, or was not Ready).
+	z.setBootPlan(z.dbThenWeb(20))
 	name := "boot-gate-times-out" // its probe Jobs get no verdict (probeVerdicts)
 	ns := "sr-test-" + name
 	vmis := faultmatrix.WatchVMIs(t, t.Context(), z.Scheme, ns, map[string]*rest.Config{env.DR: z.Clusters[env.DR].Config})
@@ -91,7 +94,7 @@ func (z *zone) testBootGateTimesOut(t *testing.T) {
 	t.Logf("boot: %s", bootSummary(boot))
 	require.True(t, boot.Stopped)
 	require.Equal(t, srv1alpha1.StageTimedOut, boot.Stages[0].Phase)
-	require.Contains(t, boot.Stages[0].Message, fmt.Sprintf("timed out after 8s waiting for the TCP gate: %s/%s has not answered TCP on port 5432 yet", ns, z.vms[0]))
+	require.Contains(t, boot.Stages[0].Message, fmt.Sprintf("timed out after 20s waiting for the TCP gate: %s/%s has not answered TCP on port 5432 yet", ns, z.vms[0]))
 	require.Equal(t, srv1alpha1.StageSkipped, boot.Stages[1].Phase)
 
 	require.Equal(t, testfailover.ReasonChecksFailed, readyReason(tf))
@@ -107,7 +110,7 @@ func (z *zone) testBootGateTimesOut(t *testing.T) {
 	require.True(t, results[z.vms[0]+"/GuestAgent"].Passed)
 	web := results[z.vms[1]+"/VMReady"]
 	require.False(t, web.Passed)
-	require.Contains(t, web.Message, "not started: boot stage db did not succeed (TimedOut: timed out after 8s")
+	require.Contains(t, web.Message, "not started: boot stage db did not succeed (TimedOut: timed out after 20s")
 	require.Contains(t, web.Message, "and the plan's onStageTimeout is Stop")
 	require.Equal(t, "not run: the boot plan did not start the test VM", results[z.vms[1]+"/GuestAgent"].Message)
 	require.True(t, vmis.SawOn(env.DR, z.vms[0]))
@@ -136,6 +139,19 @@ func (z *zone) withGroupSpec(change, undo func(*srv1alpha1.ProtectionGroupSpec))
 	}
 	patch(change)
 	t.Cleanup(func() { patch(undo) })
+	// The controllers read the group from quorum-manager's cache, which a
+	// test failover created next could otherwise outrun: pg-sync, on the
+	// same cache, stamps the generation it saw.
+	env.Eventually(t, timeout, "quorum-manager saw the group's change", func() error {
+		g := &srv1alpha1.ProtectionGroup{}
+		if err := c.Get(z.ctx, client.ObjectKey{Namespace: env.Namespace, Name: group}, g); err != nil {
+			return err
+		}
+		if g.Status.ObservedGeneration < g.Generation {
+			return fmt.Errorf("generation %d, observed %d", g.Generation, g.Status.ObservedGeneration)
+		}
+		return nil
+	})
 }
 
 // setAddress plays virt-handler, which reports a running guest's interface

@@ -93,7 +93,10 @@ func TestTestFailoverConsistency(t *testing.T) {
 		// thawed, so no cut can land within the bound however the machine's
 		// load shifts the timings (a delay alone did not: the simulator
 		// counts its delay from a creationTimestamp of whole seconds).
-		z.setConsistency(1)
+		// Held cuts end the freeze at the bound whatever its size; 6 s gives
+		// each freeze call a third of it, so none is cut off mid-call and
+		// lands after the thaw.
+		z.setConsistency(6)
 		thawed := api.Calls("unfreeze")
 		z.holdCuts.Store(true)
 		t.Cleanup(func() { z.holdCuts.Store(false) })

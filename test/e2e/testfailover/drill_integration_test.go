@@ -16,12 +16,14 @@ import (
 )
 
 // drillSlot is the slot of TestScheduledDrills' first drill; the drill of
-// the next slot, a minute later, fails its probe. Both names are known
+// the next slot, an hour later, fails its probe. Both names are known
 // before any test runs, so the job controller's stand-in reads that verdict
-// without a race.
+// without a race. The hour between them is far longer than a drill takes
+// on a loaded machine: quorum-manager's clock runs on in real time, and a
+// slot that came while the first drill still ran would be skipped.
 var drillSlot = time.Now().UTC().Truncate(time.Minute).Add(3 * time.Hour)
 
-func init() { probeVerdicts[drill.Name(group, drillSlot.Add(time.Minute))] = "fail" }
+func init() { probeVerdicts[drill.Name(group, drillSlot.Add(time.Hour))] = "fail" }
 
 // TestScheduledDrills runs a group's drills through quorum-manager as
 // deployed: the drill controller starts a TestFailover at each slot of the
@@ -33,12 +35,12 @@ func TestScheduledDrills(t *testing.T) {
 	clk := &env.SteppedClock{}
 	z := newZoneWith(t, 1, zoneOptions{quorum: setup.QuorumOptions{Clock: clk}})
 	q := z.Client(env.Quorum)
-	passing, failing := drill.Name(group, drillSlot), drill.Name(group, drillSlot.Add(time.Minute))
+	passing, failing := drill.Name(group, drillSlot), drill.Name(group, drillSlot.Add(time.Hour))
 
 	// Ten seconds before the first slot.
 	clk.Step(drillSlot.Add(-10 * time.Second).Sub(clk.Now()))
 	g := z.quorumGroup()
-	g.Spec.Drill = &srv1alpha1.DrillSchedule{Schedule: "* * * * *", Keep: 1, Template: srv1alpha1.DrillTemplate{
+	g.Spec.Drill = &srv1alpha1.DrillSchedule{Schedule: fmt.Sprintf("%d * * * *", drillSlot.Minute()), Keep: 1, Template: srv1alpha1.DrillTemplate{
 		TargetCluster: env.DR, TimeoutSeconds: 600,
 		Checks: srv1alpha1.VerificationChecks{Probe: &srv1alpha1.NetworkProbe{Type: srv1alpha1.ProbeTCP, Port: 5432, TimeoutSeconds: 30}},
 	}}
@@ -58,7 +60,7 @@ func TestScheduledDrills(t *testing.T) {
 
 	// Five seconds before the next slot; a touch of the group makes the
 	// controller requeue at it on the moved clock.
-	clk.Step(drillSlot.Add(time.Minute - 5*time.Second).Sub(clk.Now()))
+	clk.Step(drillSlot.Add(time.Hour - 5*time.Second).Sub(clk.Now()))
 	z.touchGroup()
 	tf = z.waitDrill(failing, srv1alpha1.TestFailoverFailed)
 	z.waitDrillStatus("the second drill failed its probe", func(st *srv1alpha1.DrillStatus) error {
