@@ -1,6 +1,7 @@
 package installdoc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,12 +203,32 @@ func step6(t *testing.T, e *env.Env, h *host, sh *runner, blocks []string) {
 		}
 	}
 	require.Equal(t, 2, agents, "validate has one agent row per workload cluster:\n%s", out)
-	healthy := false
+	require.True(t, webRow(out, ""), "status shows group web active on primary:\n%s", out)
+	// Health comes from the replication monitor's ReplicationGroupStatus,
+	// which quorum-manager evaluates on its own after the protection: the
+	// page's status may have run before it. The same command shows it.
+	env.Eventually(t, 2*time.Minute, "status shows group web Healthy", func() error {
+		if webRow(out, "Healthy") {
+			return nil
+		}
+		again, err := six.Run("kubectl siterecovery status web -n dr-production")
+		if err != nil || !webRow(again, "Healthy") {
+			return fmt.Errorf("%v\n%s", err, again)
+		}
+		return nil
+	})
+}
+
+// webRow reports whether status output out has group web's row, active on
+// the primary, with health when it is not empty.
+func webRow(out, health string) bool {
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		healthy = healthy || (len(f) > 3 && f[0] == "web" && f[1] == "primary" && slices.Contains(f, "Healthy"))
+		if len(f) > 3 && f[0] == "web" && f[1] == "primary" && (health == "" || slices.Contains(f, health)) {
+			return true
+		}
 	}
-	require.True(t, healthy, "status shows group web active on primary and Healthy:\n%s", out)
+	return false
 }
 
 func onlyRequest(t *testing.T, q client.Client) *srv1alpha1.ProtectionRequest {

@@ -134,7 +134,14 @@ func TestPartitionedPrimaryIsStoodDownOnReturn(t *testing.T) {
 	// pair's blocks, both sides' writes, where DRBD counts the node's own.)
 	require.Contains(t, report, "primary-cluster rejoined")
 	require.Regexp(t, `out of sync \(apps/vm-00 [1-9][0-9]*Ki, apps/vm-01 [1-9][0-9]*Ki\)`, report, "the outcome says how much diverged on which VMs")
-	require.True(t, z.hasEvent(group, corev1.EventTypeWarning, srv1alpha1.ConditionDiverged), "a Warning event reported the divergence")
+	// Events go through client-go's asynchronous broadcaster: nothing orders
+	// the Event's write before the condition's.
+	env.Eventually(t, timeout, "a Warning event reported the divergence", func() error {
+		if !z.hasEvent(group, corev1.EventTypeWarning, srv1alpha1.ConditionDiverged) {
+			return errors.New("no Warning event with reason " + srv1alpha1.ConditionDiverged)
+		}
+		return nil
+	})
 	for _, vm := range z.vms {
 		z.waitDRBD(env.Primary, vm, "Secondary, connected and UpToDate", func(r *srv1alpha1.DRBDResource) bool {
 			return r.Status.Role == "Secondary" && len(r.Status.Peers) == 1 && r.Status.Peers[0].ConnectionState == "Connected" &&

@@ -302,7 +302,10 @@ func (f *freezeFixture) testSilentAgent(t *testing.T) {
 func (f *freezeFixture) testFailedCut(t *testing.T) {
 	f.t = t
 	vm := types.NamespacedName{Namespace: "uncut", Name: "db"}
-	f.newGroup(vm.Namespace, 2, vm.Name)
+	// The bound is far above the refusal's time: the cut ends at the
+	// snapshot-controller's status.error, and a short bound under load could
+	// end it first, with another message.
+	f.newGroup(vm.Namespace, 30, vm.Name)
 	thaws := f.api.Calls("unfreeze")
 	f.startCycle(vm.Namespace, unservedClass)
 	p := f.point(vm.Namespace)
