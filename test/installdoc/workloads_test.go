@@ -212,8 +212,11 @@ func step6(t *testing.T, e *env.Env, h *host, sh *runner, blocks []string) {
 			return nil
 		}
 		again, err := six.Run("kubectl siterecovery status web -n dr-production")
-		if err != nil || !webRow(again, "Healthy") {
-			return fmt.Errorf("%v\n%s", err, again)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, again)
+		}
+		if !webRow(again, "Healthy") {
+			return fmt.Errorf("not Healthy yet:\n%s", again)
 		}
 		return nil
 	})
