@@ -72,11 +72,16 @@ func TestQuorumAdmissionIsolatesProtectedNamespaces(t *testing.T) {
 			Spec: srv1alpha1.ProtectionRequestSpec{VirtualMachine: srv1alpha1.VirtualMachineReference{Namespace: vmNamespace, Name: "db"},
 				ZoneRef: srv1alpha1.LocalObjectReference{Name: "production"}, ProtectionGroupRef: srv1alpha1.ProtectionGroupReference{Name: "db"}}}
 	}
-	const policy = "siterecovery-protection-namespaces-dr-staging"
-	require.Eventually(t, func() bool {
-		err := dana.Create(ctx, protect("dr-staging", "prod-apps"), dry)
-		return err != nil && strings.Contains(err.Error(), policy)
-	}, 30*time.Second, 100*time.Millisecond, "the policy never refused a request")
+	// The API server loads each policy and binding on its own: wait until
+	// both releases' policies refuse (CI once saw dr-empty's not yet loaded
+	// when dr-staging's was).
+	for drNamespace, vmNamespace := range map[string]string{"dr-staging": "prod-apps", "dr-empty": "apps"} {
+		policy := "siterecovery-protection-namespaces-" + drNamespace
+		require.Eventually(t, func() bool {
+			err := dana.Create(ctx, protect(drNamespace, vmNamespace), dry)
+			return err != nil && strings.Contains(err.Error(), policy)
+		}, 30*time.Second, 100*time.Millisecond, "policy %s never refused a request", policy)
+	}
 
 	refused := func(t *testing.T, err error, says ...string) {
 		t.Helper()
