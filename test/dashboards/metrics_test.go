@@ -33,6 +33,11 @@ var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func registered(t *testing.T) map[string]bool {
 	reg, ok := metrics.Registry.(prometheus.Collector)
 	require.True(t, ok, "controller-runtime's registry describes its collectors")
+	return describedNames(reg)
+}
+
+// describedNames is every metric name reg describes.
+func describedNames(reg prometheus.Collector) map[string]bool {
 	ch := make(chan *prometheus.Desc, 256)
 	go func() { reg.Describe(ch); close(ch) }()
 	names := map[string]bool{}

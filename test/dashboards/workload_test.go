@@ -26,14 +26,7 @@ func TestWorkloadDashboardNamesAgentMetrics(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	require.NoError(t, nodeagent.RegisterFigures(reg, "node-1", nil, nil, logr.Discard()))
-	ch := make(chan *prometheus.Desc, 16)
-	go func() { reg.Describe(ch); close(ch) }()
-	names := map[string]bool{}
-	for d := range ch {
-		if m := descName.FindStringSubmatch(d.String()); m != nil {
-			names[m[1]] = true
-		}
-	}
+	names := describedNames(reg)
 
 	dashboards := func(values map[string]any) map[string]string {
 		objs, err := chartrender.RenderAPIVersions("workload-control-plane", "siterecovery-system", values)
